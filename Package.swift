@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Reel",
+    products: [
+        .executable(name: "reel", targets: ["reel"]),
+        .library(name: "ReelWriter", targets: ["ReelWriter"]),
+        .library(name: "ReelCapture", targets: ["ReelCapture"]),
+    ],
+    targets: [
+        // libavformat, libavcodec, libavutil and libswscale from Debian's -dev packages.
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat libavcodec libavutil libswscale",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]
+        ),
+        // Linux constants and calls Swift cannot import directly (O_DIRECT, renameat2, V4L2 codes).
+        .target(name: "CLinux"),
+        // Shared vocabulary: timestamps, ratios, the frame-index barcode, byte sinks, drop reasons.
+        .target(name: "ReelCore"),
+        // The only Swift code that touches libav*.
+        .target(name: "ReelMedia", dependencies: ["CFFmpeg", "ReelCore"]),
+        // Where bytes go: plain files now, the storage pool later.
+        .target(name: "ReelStorage", dependencies: ["CLinux", "ReelCore"]),
+        // Sources and the capture session.
+        .target(name: "ReelCapture", dependencies: ["ReelCore", "ReelMedia"]),
+        // AssetWriter, clip splitting, probe and verify.
+        .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture"]),
+        .executableTarget(name: "reel", dependencies: ["ReelWriter", "ReelCapture", "ReelCore"]),
+        .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
+        .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore"]),
+        .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
+        .testTarget(name: "ReelCLITests", dependencies: ["ReelWriter", "ReelCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

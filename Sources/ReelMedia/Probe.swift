@@ -1,0 +1,2 @@
+import CFFmpeg
+public func libavcodecVersion() -> UInt32 { avcodec_version() }

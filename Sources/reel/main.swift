@@ -1,0 +1,2 @@
+import ReelWriter
+print("reel")
