@@ -18,7 +18,7 @@ let package = Package(
         // Linux constants and calls Swift cannot import directly (O_DIRECT, renameat2, V4L2 codes).
         .target(name: "CLinux"),
         // Shared vocabulary: timestamps, ratios, the frame-index barcode, byte sinks, drop reasons.
-        .target(name: "ReelCore"),
+        .target(name: "ReelCore", linkerSettings: [.linkedLibrary("m")]),
         // The only Swift code that touches libav*.
         .target(name: "ReelMedia", dependencies: ["CFFmpeg", "ReelCore"]),
         // Where bytes go: plain files now, the storage pool later.

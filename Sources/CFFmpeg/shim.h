@@ -23,4 +23,30 @@ static inline int reel_avseek_size(void) { return AVSEEK_SIZE; }
 static inline int reel_error_max_string_size(void) { return AV_ERROR_MAX_STRING_SIZE; }
 static inline AVRational reel_time_base_q(void) { return AV_TIME_BASE_Q; }
 
+
+// AVFrame.data and .linesize are C arrays, which Swift sees as tuples.
+static inline uint8_t *reel_frame_data(const AVFrame *f, int plane) { return f->data[plane]; }
+static inline int reel_frame_linesize(const AVFrame *f, int plane) { return f->linesize[plane]; }
+
+/// The largest reference count of the frame's buffers: 1 when nobody but the owner holds it.
+static inline int reel_frame_max_refcount(const AVFrame *f) {
+    int most = 0;
+    for (int i = 0; i < AV_NUM_DATA_POINTERS; i++) {
+        if (f->buf[i]) { int c = av_buffer_get_ref_count(f->buf[i]); if (c > most) most = c; }
+    }
+    return most;
+}
+
+/// sws_scale over whole frames (the slice arrays are C arrays in AVFrame).
+static inline int reel_sws_scale_frame(struct SwsContext *c, const AVFrame *src, AVFrame *dst) {
+    return sws_scale(c, (const uint8_t *const *)src->data, src->linesize, 0, src->height, dst->data, dst->linesize);
+}
+
+static inline int reel_pix_fmt_depth(enum AVPixelFormat f) {
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f);
+    return d ? d->comp[0].depth : 0;
+}
+
+static inline void reel_set_hvc1_tag(AVCodecParameters *p) { p->codec_tag = MKTAG('h', 'v', 'c', '1'); }
+
 #endif

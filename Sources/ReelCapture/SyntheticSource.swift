@@ -1,0 +1,109 @@
+import ReelCore
+import ReelMedia
+import Synchronization
+
+/// Errors of capture sources and sessions.
+public enum CaptureError: UserFacingError {
+    case invalidSensorSize(String)
+    case unsupportedRatio(AspectRatio, supported: [AspectRatio], format: String)
+    case sourceFailed(String)
+    case sessionNotRunning
+
+    public var exitStatus: Int32 {
+        switch self {
+        case .invalidSensorSize, .unsupportedRatio: return ExitStatus.usage
+        case .sourceFailed: return ExitStatus.ioError
+        case .sessionNotRunning: return ExitStatus.software
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidSensorSize(let why): return why
+        case .unsupportedRatio(let r, let supported, let format):
+            return "ratio \(r) is not supported by \(format) (supported: \(supported.map(\.rawValue).joined(separator: ", ")))"
+        case .sourceFailed(let why): return why
+        case .sessionNotRunning: return "the capture session is not running"
+        }
+    }
+}
+
+/// A square sensor that draws its own test pattern, as fast as asked or in real time.
+///
+/// Real time: frame `i` is due at `start + i / fps`; a frame the pipeline will not take
+/// is dropped as `late`, a frame with no free buffer as `outOfBuffers`. Not real time: the
+/// source waits for the pipeline (for benchmarks).
+public final class SyntheticSource: VideoSource {
+    public static let sizeRange = 1280...4032
+    public static let defaultSize = 1920
+    /// Above this side the sensor is in its still-photo mode, which keeps only 4x3 and 3x4
+    /// (as the largest still size of Apple's square sensor does).
+    public static let videoSizeLimit = 2880
+
+    public let format: SourceFormat
+    public let isRealtime: Bool
+    private let pool: PixelBufferPool
+    private let pattern: TestPattern
+    private let stopping = Atomic<Bool>(false)
+
+    /// The ratios a square sensor of side `size` supports.
+    public static func supportedRatios(size: Int) -> [AspectRatio] {
+        size > videoSizeLimit ? [.landscape4x3, .portrait3x4] : [.landscape16x9, .portrait9x16, .square, .landscape4x3, .portrait3x4]
+    }
+
+    /// - Parameters:
+    ///   - size: side of the square sensor, even, 1280…4032.
+    ///   - buffers: frames the sensor can have in flight before it drops `outOfBuffers`.
+    public init(size: Int = SyntheticSource.defaultSize, rate: FrameRate, realtime: Bool, buffers: Int = 12) throws {
+        guard Self.sizeRange.contains(size) else {
+            throw CaptureError.invalidSensorSize("sensor size \(size) is out of range: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
+        }
+        guard size % 2 == 0 else {
+            throw CaptureError.invalidSensorSize("sensor size \(size) is odd: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
+        }
+        let sensor = Size(width: size, height: size)
+        format = SourceFormat(size: sensor, pixelFormat: .yuv420p, rate: rate, timescale: rate.timescale,
+                              supportedRatios: Self.supportedRatios(size: size))
+        isRealtime = realtime
+        let pattern = TestPattern(sensor: sensor)
+        self.pattern = pattern
+        pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { pattern.drawBackground($0) }
+    }
+
+    public func stop() { stopping.store(true, ordering: .releasing) }
+
+    public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
+        stopping.store(false, ordering: .releasing)
+        let intervalNs = rateIntervalNanoseconds
+        let start = MonotonicClock.now()
+        var index = 0
+        while frameLimit.map({ index < $0 }) ?? true {
+            if stopping.load(ordering: .acquiring) { break }
+            if isRealtime {
+                let due = start + UInt64(index) * intervalNs
+                let now = MonotonicClock.now()
+                if now < due {
+                    MonotonicClock.sleep(until: due)
+                } else if now - due > intervalNs {
+                    // The capture thread itself fell a whole frame behind: that frame is gone.
+                    delegate.source(didDrop: 1, reason: .late, at: index)
+                    index += 1
+                    continue
+                }
+            }
+            guard let lease = pool.lease() else {
+                delegate.source(didDrop: 1, reason: .outOfBuffers, at: index)
+                index += 1
+                continue
+            }
+            pattern.drawFrame(lease.buffer, index: index)
+            let pts = Timestamp(value: Int64(index) * format.frameDuration, timescale: format.timescale)
+            delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: pts))
+            index += 1
+        }
+    }
+
+    private var rateIntervalNanoseconds: UInt64 {
+        UInt64(format.rate.seconds) * 1_000_000_000 / UInt64(format.rate.frames)
+    }
+}

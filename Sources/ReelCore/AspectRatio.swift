@@ -1,0 +1,77 @@
+/// A frame size in pixels.
+public struct Size: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var width: Int
+    public var height: Int
+    public init(width: Int, height: Int) { self.width = width; self.height = height }
+    public var description: String { "\(width)x\(height)" }
+}
+
+/// A rectangle inside a sensor frame, in pixels.
+public struct CropRect: Hashable, Sendable, CustomStringConvertible {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x; self.y = y; self.width = width; self.height = height
+    }
+    public var size: Size { Size(width: width, height: height) }
+    public var description: String { "\(width)x\(height)+\(x)+\(y)" }
+}
+
+/// The dynamic aspect ratios a session can crop out of its sensor (Apple's
+/// `AVCaptureAspectRatio`): the largest centred rectangle of that shape.
+public enum AspectRatio: String, CaseIterable, Sendable, Codable, CustomStringConvertible {
+    case square = "1x1"
+    case landscape4x3 = "4x3"
+    case portrait3x4 = "3x4"
+    case landscape16x9 = "16x9"
+    case portrait9x16 = "9x16"
+
+    /// Accepts `16x9`, `16:9` and `16/9`.
+    public init?(parsing text: String) {
+        let normal = String(text.lowercased().map { $0 == ":" || $0 == "/" ? "x" : $0 })
+        self.init(rawValue: normal)
+    }
+
+    public var description: String { rawValue }
+
+    /// Width and height of the ratio (16 and 9 for 16x9).
+    public var components: (width: Int, height: Int) {
+        switch self {
+        case .square: return (1, 1)
+        case .landscape4x3: return (4, 3)
+        case .portrait3x4: return (3, 4)
+        case .landscape16x9: return (16, 9)
+        case .portrait9x16: return (9, 16)
+        }
+    }
+
+    /// The order keys 1–5 select ratios in when recording live.
+    public static let keyOrder: [AspectRatio] = [.landscape16x9, .portrait9x16, .square, .landscape4x3, .portrait3x4]
+
+    /// The largest rectangle of this ratio inside `sensor`, centred, with even size and even
+    /// offsets (so 4:2:0 chroma planes crop by whole samples). Where the exact ratio cannot be
+    /// met with even offsets, the cropped side is a few pixels smaller, never larger.
+    public func crop(in sensor: Size) -> CropRect {
+        let (a, b) = components
+        var w = sensor.width
+        var h = sensor.height
+        if sensor.width * b >= sensor.height * a {
+            w = sensor.height * a / b   // sensor is wider than the ratio: keep the full height
+        } else {
+            h = sensor.width * b / a    // sensor is taller: keep the full width
+        }
+        w = Self.fit(w, within: sensor.width)
+        h = Self.fit(h, within: sensor.height)
+        return CropRect(x: (sensor.width - w) / 2, y: (sensor.height - h) / 2, width: w, height: h)
+    }
+
+    /// Rounds `length` down so that `(full - length)` is a multiple of 4: the length is even
+    /// and the centred offset `(full - length) / 2` is even too.
+    private static func fit(_ length: Int, within full: Int) -> Int {
+        let margin = full - length
+        let rounded = (margin + 3) / 4 * 4
+        return full - rounded
+    }
+}

@@ -1,0 +1,14 @@
+/// Where a muxer's bytes go: a plain file now, a storage-pool slot later.
+///
+/// A sink is used by one thread at a time. Offsets are bytes from the start of the clip;
+/// muxers seek back to patch headers, so a sink must support overwriting what it wrote.
+public protocol ByteSink: AnyObject {
+    /// Writes all of `bytes` at the current position and advances it.
+    func write(_ bytes: UnsafeRawBufferPointer) throws
+    /// Moves the position to `offset` (0 ≤ offset ≤ size).
+    func seek(to offset: Int64) throws
+    /// The current position.
+    var position: Int64 { get }
+    /// The largest offset written so far.
+    var size: Int64 { get }
+}

@@ -1,0 +1,22 @@
+/// Why a frame never reached a clip, as AVFoundation's `didDrop` reasons.
+public enum DropReason: String, CaseIterable, Sendable, Codable {
+    /// The pipeline could not take the frame in time (Apple's `lateData`).
+    case late
+    /// The source had no free buffer to capture into (Apple's `outOfBuffers`).
+    case outOfBuffers
+    /// The device skipped sequence numbers (V4L2 `sequence` jumped).
+    case discontinuity
+}
+
+/// Counts of dropped frames by reason.
+public struct DropCounts: Sendable, Equatable {
+    public private(set) var byReason: [DropReason: Int] = [:]
+    public init() {}
+    public mutating func add(_ reason: DropReason, count: Int = 1) { byReason[reason, default: 0] += count }
+    public var total: Int { byReason.values.reduce(0, +) }
+    public subscript(reason: DropReason) -> Int { byReason[reason] ?? 0 }
+    /// Every reason, zeros included, keyed by its raw name: the `dropReasons` JSON object.
+    public var table: [String: Int] {
+        Dictionary(uniqueKeysWithValues: DropReason.allCases.map { ($0.rawValue, self[$0]) })
+    }
+}

@@ -1,0 +1,20 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock frame schedules and latencies are measured on.
+public enum MonotonicClock {
+    public static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    /// Sleeps until the monotonic clock reads `deadline` (`clock_nanosleep`, absolute).
+    public static func sleep(until deadline: UInt64) {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
+
+    public static func seconds(since start: UInt64) -> Double { Double(now() &- start) / 1e9 }
+}

@@ -1,0 +1,159 @@
+import CFFmpeg
+import ReelCore
+
+/// What a file's video stream says about itself.
+public struct StreamInfo: Sendable {
+    public var formatName: String
+    public var codecName: String
+    public var width: Int
+    public var height: Int
+    public var pixelFormat: String
+    /// The stream's time base as (num, den).
+    public var timeBase: (num: Int32, den: Int32)
+    public var averageFrameRate: Double?
+    /// Container-level tags.
+    public var metadata: [String: String]
+}
+
+/// One demuxed packet's timing.
+public struct PacketInfo: Sendable {
+    public var pts: Int64?
+    public var dts: Int64?
+    public var duration: Int64
+    public var isKeyframe: Bool
+    public var size: Int
+}
+
+/// One decoded picture, valid only inside the callback.
+public struct DecodedPicture: ~Copyable {
+    /// Presentation time on the stream's time base.
+    public let pts: Int64?
+    public let width: Int
+    public let height: Int
+    public let luma: LumaPlane
+}
+
+/// Demuxes and decodes the first video stream of a file (libavformat + libavcodec),
+/// for `reel probe` and `reel verify`.
+public final class MediaReader {
+    private var format: UnsafeMutablePointer<AVFormatContext>?
+    private let streamIndex: Int32
+    public let info: StreamInfo
+    public let path: String
+    /// The demuxer stopped at damaged or missing data rather than a clean end of file.
+    public private(set) var stoppedEarly: MediaError?
+
+    /// Opens `path` (`avformat_open_input`, `avformat_find_stream_info`).
+    public init(path: String) throws(MediaError) {
+        self.path = path
+        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
+        let r = avformat_open_input(&ctx, path, nil, nil)
+        if r < 0 { throw MediaError("open \(path)", code: r) }
+        let fr = avformat_find_stream_info(ctx, nil)
+        if fr < 0 { avformat_close_input(&ctx); throw MediaError("avformat_find_stream_info \(path)", code: fr) }
+        let idx = av_find_best_stream(ctx, AVMEDIA_TYPE_VIDEO, -1, -1, nil, 0)
+        if idx < 0 { avformat_close_input(&ctx); throw MediaError("\(path)", message: "no video stream") }
+        format = ctx
+        streamIndex = idx
+        let st = ctx!.pointee.streams[Int(idx)]!
+        let par = st.pointee.codecpar!
+        let fps = st.pointee.avg_frame_rate
+        var tags: [String: String] = [:]
+        var entry: UnsafeMutablePointer<AVDictionaryEntry>? = nil
+        while let e = av_dict_get(ctx!.pointee.metadata, "", entry, AV_DICT_IGNORE_SUFFIX) {
+            tags[String(cString: e.pointee.key)] = String(cString: e.pointee.value)
+            entry = e
+        }
+        let pixName = av_get_pix_fmt_name(AVPixelFormat(rawValue: par.pointee.format)).map { String(cString: $0) } ?? "unknown"
+        info = StreamInfo(
+            formatName: String(cString: ctx!.pointee.iformat.pointee.name),
+            codecName: String(cString: avcodec_get_name(par.pointee.codec_id)),
+            width: Int(par.pointee.width), height: Int(par.pointee.height),
+            pixelFormat: pixName,
+            timeBase: (st.pointee.time_base.num, st.pointee.time_base.den),
+            averageFrameRate: fps.den != 0 && fps.num != 0 ? Double(fps.num) / Double(fps.den) : nil,
+            metadata: tags)
+    }
+
+    deinit { avformat_close_input(&format) }
+
+    private func rewind() {
+        avformat_seek_file(format, -1, Int64.min, 0, 0, 0)
+        stoppedEarly = nil
+    }
+
+    /// Calls `body` for every packet of the video stream, in file order.
+    public func forEachPacket(_ body: (PacketInfo) throws -> Void) throws {
+        rewind()
+        guard let pkt = av_packet_alloc() else { throw MediaError("av_packet_alloc", code: reel_averror(ENOMEM)) }
+        var p: UnsafeMutablePointer<AVPacket>? = pkt
+        defer { av_packet_free(&p) }
+        let nopts = reel_nopts()
+        while true {
+            let r = av_read_frame(format, pkt)
+            if r == averrorEOF { break }
+            if r < 0 { stoppedEarly = MediaError("av_read_frame", code: r); break }
+            defer { av_packet_unref(pkt) }
+            guard pkt.pointee.stream_index == streamIndex else { continue }
+            let info = PacketInfo(pts: pkt.pointee.pts == nopts ? nil : pkt.pointee.pts,
+                                  dts: pkt.pointee.dts == nopts ? nil : pkt.pointee.dts,
+                                  duration: pkt.pointee.duration,
+                                  isKeyframe: pkt.pointee.flags & AV_PKT_FLAG_KEY != 0,
+                                  size: Int(pkt.pointee.size))
+            try body(info)
+        }
+    }
+
+    /// Decodes every frame of the video stream in presentation order and calls `body` with
+    /// each. Packets that fail to decode are counted, not fatal; returns that count.
+    @discardableResult
+    public func forEachFrame(_ body: (borrowing DecodedPicture) throws -> Void) throws -> Int {
+        rewind()
+        let st = format!.pointee.streams[Int(streamIndex)]!
+        guard let decoder = avcodec_find_decoder(st.pointee.codecpar.pointee.codec_id) else {
+            throw MediaError("avcodec_find_decoder", message: "no decoder for \(info.codecName)")
+        }
+        var ctx = avcodec_alloc_context3(decoder)
+        defer { avcodec_free_context(&ctx) }
+        try check(avcodec_parameters_to_context(ctx, st.pointee.codecpar), "avcodec_parameters_to_context")
+        ctx!.pointee.pkt_timebase = st.pointee.time_base
+        ctx!.pointee.thread_count = 0
+        try check(avcodec_open2(ctx, decoder, nil), "avcodec_open2(decoder \(info.codecName))")
+        var pkt = av_packet_alloc()
+        var frame = av_frame_alloc()
+        defer { av_packet_free(&pkt); av_frame_free(&frame) }
+        guard let pkt, let frame else { throw MediaError("av_frame_alloc", code: reel_averror(ENOMEM)) }
+        var failures = 0
+        let nopts = reel_nopts()
+
+        func receive() throws {
+            while true {
+                let r = avcodec_receive_frame(ctx, frame)
+                if r == averrorEAGAIN || r == averrorEOF { return }
+                if r < 0 { failures += 1; return }
+                defer { av_frame_unref(frame) }
+                let depth = Int(reel_pix_fmt_depth(AVPixelFormat(rawValue: frame.pointee.format)))
+                let plane = LumaPlane(base: UnsafeRawPointer(reel_frame_data(frame, 0)!),
+                                      stride: Int(reel_frame_linesize(frame, 0)),
+                                      width: Int(frame.pointee.width), height: Int(frame.pointee.height),
+                                      depth: depth)
+                let ts = frame.pointee.best_effort_timestamp
+                try body(DecodedPicture(pts: ts == nopts ? nil : ts, width: plane.width, height: plane.height, luma: plane))
+            }
+        }
+
+        while true {
+            let r = av_read_frame(format, pkt)
+            if r == averrorEOF { break }
+            if r < 0 { stoppedEarly = MediaError("av_read_frame", code: r); break }
+            if pkt.pointee.stream_index != streamIndex { av_packet_unref(pkt); continue }
+            let s = avcodec_send_packet(ctx, pkt)
+            av_packet_unref(pkt)
+            if s < 0 && s != averrorEAGAIN { failures += 1 }
+            try receive()
+        }
+        avcodec_send_packet(ctx, nil)
+        try receive()
+        return failures
+    }
+}

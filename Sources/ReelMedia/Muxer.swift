@@ -1,0 +1,159 @@
+import CFFmpeg
+import ReelCore
+
+/// Holds the sink behind the AVIOContext's `opaque` pointer, and the first error it threw.
+private final class SinkBox {
+    let sink: ByteSink
+    var error: (any Error)?
+    init(_ sink: ByteSink) { self.sink = sink }
+}
+
+private func sinkWrite(_ opaque: UnsafeMutableRawPointer?, _ buf: UnsafeMutablePointer<UInt8>?, _ size: Int32) -> Int32 {
+    let box = Unmanaged<SinkBox>.fromOpaque(opaque!).takeUnretainedValue()
+    if box.error != nil { return reel_averror(EIO) }
+    do {
+        try box.sink.write(UnsafeRawBufferPointer(start: buf, count: Int(size)))
+        return size
+    } catch let e as SystemError {
+        box.error = e
+        return reel_averror(e.errno)
+    } catch {
+        box.error = error
+        return reel_averror(EIO)
+    }
+}
+
+private func sinkSeek(_ opaque: UnsafeMutableRawPointer?, _ offset: Int64, _ whence: Int32) -> Int64 {
+    let box = Unmanaged<SinkBox>.fromOpaque(opaque!).takeUnretainedValue()
+    let sink = box.sink
+    let how = whence & ~Int32(AVSEEK_FORCE)
+    if how == reel_avseek_size() { return sink.size }
+    let target: Int64
+    switch how {
+    case SEEK_SET: target = offset
+    case SEEK_CUR: target = sink.position + offset
+    case SEEK_END: target = sink.size + offset
+    default: return Int64(reel_averror(EINVAL))
+    }
+    do {
+        try sink.seek(to: target)
+        return target
+    } catch {
+        box.error = error
+        return Int64(reel_averror(EIO))
+    }
+}
+
+/// A libavformat muxer for one clip, one video stream, writing through a custom
+/// AVIOContext into a `ByteSink`.
+///
+/// Used by one thread at a time: the writer's encode thread, then the clip's finaliser.
+public final class Muxer: @unchecked Sendable {
+    private let format: UnsafeMutablePointer<AVFormatContext>
+    private let stream: UnsafeMutablePointer<AVStream>
+    private let io: UnsafeMutablePointer<AVIOContext>
+    private let box: Unmanaged<SinkBox>
+    private let encoderTimeBase: AVRational
+    public let container: Container
+    public private(set) var packetsWritten = 0
+    public private(set) var bytesOfPackets = 0
+
+    /// Whether `container` wants codec extradata in its header (`AVFMT_GLOBALHEADER`).
+    public static func wantsGlobalHeader(_ container: Container) -> Bool {
+        guard let fmt = av_guess_format(container.formatName, nil, nil) else { return false }
+        return fmt.pointee.flags & AVFMT_GLOBALHEADER != 0
+    }
+
+    /// Opens the muxer and writes the file header (`avformat_write_header`).
+    /// - Parameters:
+    ///   - fragmentInterval: seconds per fragment for MOV/MP4 (and per cluster for MKV).
+    ///   - metadata: container-level tags (written as `mdta` keys in MOV/MP4).
+    public init(container: Container, sink: ByteSink, encoder: VideoEncoder,
+                fragmentInterval: Double = 1.0, metadata: [String: String] = [:]) throws {
+        self.container = container
+        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
+        try check(avformat_alloc_output_context2(&ctx, nil, container.formatName, nil), "avformat_alloc_output_context2(\(container.formatName))")
+        guard let ctx else { throw MediaError("avformat_alloc_output_context2", code: reel_averror(ENOMEM)) }
+        let bufferSize: Int32 = 256 * 1024
+        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
+            avformat_free_context(ctx)
+            throw MediaError("av_malloc", code: reel_averror(ENOMEM))
+        }
+        let box = Unmanaged.passRetained(SinkBox(sink))
+        guard let io = avio_alloc_context(buffer, bufferSize, 1, box.toOpaque(), nil, sinkWrite, sinkSeek) else {
+            av_free(buffer); box.release(); avformat_free_context(ctx)
+            throw MediaError("avio_alloc_context", code: reel_averror(ENOMEM))
+        }
+        self.format = ctx
+        self.io = io
+        self.box = box
+        self.encoderTimeBase = encoder.context.pointee.time_base
+        ctx.pointee.pb = io
+        ctx.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        guard let st = avformat_new_stream(ctx, nil) else {
+            Muxer.free(format: ctx, io: io, box: box)
+            throw MediaError("avformat_new_stream", code: reel_averror(ENOMEM))
+        }
+        self.stream = st
+        do {
+            try check(avcodec_parameters_from_context(st.pointee.codecpar, encoder.context), "avcodec_parameters_from_context")
+            st.pointee.time_base = encoderTimeBase
+            st.pointee.avg_frame_rate = encoder.context.pointee.framerate
+            if case .hevc = encoder.settings.codec, container != .mkv { reel_set_hvc1_tag(st.pointee.codecpar) }
+            for (k, v) in metadata { av_dict_set(&ctx.pointee.metadata, k, v, 0) }
+
+            var options: OpaquePointer? = nil
+            defer { av_dict_free(&options) }
+            let micros = String(Int64(fragmentInterval * 1_000_000))
+            switch container {
+            case .mov, .mp4:
+                av_dict_set(&options, "movflags", "empty_moov+default_base_moof+use_metadata_tags", 0)
+                av_dict_set(&options, "frag_duration", micros, 0)
+            case .mkv:
+                av_dict_set(&options, "cluster_time_limit", String(Int64(fragmentInterval * 1000)), 0)
+            }
+            try check(avformat_write_header(ctx, &options), "avformat_write_header(\(container.formatName))")
+        } catch {
+            Muxer.free(format: ctx, io: io, box: box)
+            throw sinkError() ?? error
+        }
+    }
+
+    private var freed = false
+
+    private static func free(format: UnsafeMutablePointer<AVFormatContext>, io: UnsafeMutablePointer<AVIOContext>, box: Unmanaged<SinkBox>) {
+        av_free(io.pointee.buffer)
+        var p: UnsafeMutablePointer<AVIOContext>? = io
+        avio_context_free(&p)
+        format.pointee.pb = nil
+        avformat_free_context(format)
+        box.release()
+    }
+
+    deinit {
+        if !freed { Muxer.free(format: format, io: io, box: box) }
+    }
+
+    /// The error the sink threw, if any: more useful than libavformat's generic EIO.
+    public func sinkError() -> (any Error)? { box.takeUnretainedValue().error }
+
+    /// Writes one packet (`av_write_frame`), its timestamps moved to the stream's time base.
+    public func write(_ packet: borrowing EncodedPacket) throws {
+        let pkt = packet.packet
+        av_packet_rescale_ts(pkt, encoderTimeBase, stream.pointee.time_base)
+        pkt.pointee.stream_index = 0
+        let size = Int(pkt.pointee.size)
+        let r = av_write_frame(format, pkt)
+        if r < 0 { throw sinkError() ?? MediaError("av_write_frame", code: r) }
+        packetsWritten += 1
+        bytesOfPackets += size
+    }
+
+    /// Writes the trailer and flushes every byte into the sink (`av_write_trailer`).
+    public func finish() throws {
+        let r = av_write_trailer(format)
+        avio_flush(io)
+        if r < 0 { throw sinkError() ?? MediaError("av_write_trailer", code: r) }
+        if let e = sinkError() { throw e }
+    }
+}

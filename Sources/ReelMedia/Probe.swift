@@ -1,2 +1,0 @@
-import CFFmpeg
-public func libavcodecVersion() -> UInt32 { avcodec_version() }

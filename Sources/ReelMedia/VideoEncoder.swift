@@ -1,0 +1,188 @@
+import CFFmpeg
+import ReelCore
+
+/// One compressed frame, valid only inside the callback it is passed to (the encoder
+/// reuses the packet afterwards); `~Copyable` so it cannot be stored by accident.
+public struct EncodedPacket: ~Copyable {
+    let packet: UnsafeMutablePointer<AVPacket>
+
+    init(_ packet: UnsafeMutablePointer<AVPacket>) { self.packet = packet }
+
+    public var isKeyframe: Bool { packet.pointee.flags & AV_PKT_FLAG_KEY != 0 }
+    public var byteCount: Int { Int(packet.pointee.size) }
+    /// Presentation time on the encoder's time base (one tick per `FrameRate.frameDuration`).
+    public var pts: Int64 { packet.pointee.pts }
+}
+
+/// The settings an encoder is opened with.
+public struct EncoderSettings: Sendable, Hashable {
+    public var codec: VideoCodec
+    public var size: Size
+    public var rate: FrameRate
+    /// Ticks per second of the pts passed to `encode` (the session clock's timescale).
+    public var timescale: Int32
+    /// libavcodec threads; 0 lets the codec use every core.
+    public var threads: Int
+    /// A keyframe at least this often for long-GOP codecs (frames); 0 means one per second.
+    public var keyframeInterval: Int
+
+    public init(codec: VideoCodec, size: Size, rate: FrameRate, timescale: Int32? = nil, threads: Int = 0, keyframeInterval: Int = 0) {
+        self.codec = codec; self.size = size; self.rate = rate
+        self.timescale = timescale ?? rate.timescale
+        self.threads = threads; self.keyframeInterval = keyframeInterval
+    }
+}
+
+/// A libavcodec encoder for one clip: feeds it cropped frames (converting the pixel
+/// format with libswscale when the codec needs another), and hands out its packets.
+///
+/// Used by one thread at a time: the writer's encode thread, then the clip's finaliser.
+public final class VideoEncoder: @unchecked Sendable {
+    let context: UnsafeMutablePointer<AVCodecContext>
+    private let packet: UnsafeMutablePointer<AVPacket>
+    /// Reused for every frame: references the caller's buffer, cropped in place.
+    private let view: UnsafeMutablePointer<AVFrame>
+    private var scaler: OpaquePointer?
+    private var scalerSource: PixelFormat?
+    private var converted: PixelBufferPool?
+    public let settings: EncoderSettings
+    public private(set) var framesSent = 0
+
+    /// Opens the encoder (`avcodec_find_encoder_by_name`, `avcodec_open2`).
+    /// - Parameter globalHeader: the container wants codec extradata in its header (MP4, MOV, MKV).
+    public init(_ settings: EncoderSettings, globalHeader: Bool) throws(MediaError) {
+        self.settings = settings
+        let codec = settings.codec
+        guard let encoder = avcodec_find_encoder_by_name(codec.encoderName) else {
+            throw MediaError("avcodec_find_encoder_by_name", message: "this libavcodec has no \(codec.encoderName) encoder")
+        }
+        guard let ctx = avcodec_alloc_context3(encoder) else { throw MediaError("avcodec_alloc_context3", code: reel_averror(ENOMEM)) }
+        guard let pkt = av_packet_alloc(), let fr = av_frame_alloc() else {
+            var c: UnsafeMutablePointer<AVCodecContext>? = ctx
+            avcodec_free_context(&c)
+            throw MediaError("av_packet_alloc", code: reel_averror(ENOMEM))
+        }
+        context = ctx; packet = pkt; view = fr
+
+        ctx.pointee.width = Int32(settings.size.width)
+        ctx.pointee.height = Int32(settings.size.height)
+        ctx.pointee.pix_fmt = codec.inputFormat.av
+        ctx.pointee.time_base = AVRational(num: 1, den: settings.timescale)
+        ctx.pointee.framerate = AVRational(num: settings.rate.frames, den: settings.rate.seconds)
+        ctx.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        ctx.pointee.thread_count = Int32(settings.threads)
+        ctx.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
+        let gop = settings.keyframeInterval > 0 ? settings.keyframeInterval : max(1, Int(settings.rate.perSecond.rounded()))
+        ctx.pointee.gop_size = Int32(gop)
+        if globalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+
+        var options: OpaquePointer? = nil
+        defer { av_dict_free(&options) }
+        switch codec {
+        case .prores(let profile):
+            av_dict_set(&options, "profile", profile.rawValue, 0)
+            av_dict_set(&options, "vendor", "apl0", 0)
+        case .h264:
+            av_dict_set(&options, "preset", "veryfast", 0)
+        case .hevc:
+            av_dict_set(&options, "preset", "ultrafast", 0)
+            av_dict_set(&options, "x265-params", "log-level=error", 0)
+        case .ffv1:
+            av_dict_set(&options, "level", "3", 0)
+            av_dict_set(&options, "slices", "4", 0)
+            av_dict_set(&options, "slicecrc", "1", 0)
+        }
+        let r = avcodec_open2(ctx, encoder, &options)
+        if r < 0 {
+            freeAll()
+            throw MediaError("avcodec_open2(\(codec.encoderName) \(settings.size))", code: r)
+        }
+    }
+
+    private func freeAll() {
+        var c: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&c)
+        var p: UnsafeMutablePointer<AVPacket>? = packet
+        av_packet_free(&p)
+        var f: UnsafeMutablePointer<AVFrame>? = view
+        av_frame_free(&f)
+        if let scaler { sws_freeContext(scaler) }
+    }
+
+    deinit { freeAll() }
+
+    /// Encodes the `crop` of `buffer` at `pts` (encoder ticks), then passes every packet the
+    /// encoder has ready to `drain`. The buffer is referenced, not copied, when its pixel
+    /// format is the codec's; otherwise it is converted into a pooled buffer.
+    /// - Parameter forceKeyframe: the frame starts a clip (or a fragment) and must be a keyframe.
+    public func encode(_ buffer: PixelBuffer, crop: CropRect, pts: Int64, duration: Int64,
+                       forceKeyframe: Bool = false,
+                       drain: (borrowing EncodedPacket) throws -> Void) throws {
+        guard crop.size == settings.size else {
+            throw MediaError("encode", message: "frame is \(crop.size), the encoder was opened at \(settings.size)")
+        }
+        av_frame_unref(view)
+        try check(av_frame_ref(view, buffer.frame), "av_frame_ref")
+        view.pointee.crop_left = crop.x
+        view.pointee.crop_top = crop.y
+        view.pointee.crop_right = buffer.size.width - crop.x - crop.width
+        view.pointee.crop_bottom = buffer.size.height - crop.y - crop.height
+        try check(av_frame_apply_cropping(view, Int32(AV_FRAME_CROP_UNALIGNED)), "av_frame_apply_cropping")
+
+        var holder: PixelBufferLease? = nil
+        if buffer.format != settings.codec.inputFormat {
+            let lease = try convert(from: buffer.format)
+            av_frame_unref(view)
+            try check(av_frame_ref(view, lease.buffer.frame), "av_frame_ref")
+            holder = lease
+        }
+        _ = holder
+        view.pointee.pts = pts
+        view.pointee.pkt_duration = duration
+        view.pointee.pict_type = forceKeyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        let r = avcodec_send_frame(context, view)
+        av_frame_unref(view)
+        try check(r, "avcodec_send_frame(\(settings.codec.encoderName))")
+        framesSent += 1
+        try receive(duration: duration, drain: drain)
+    }
+
+    /// Sends end-of-stream and drains every packet still inside the encoder.
+    public func flush(duration: Int64, drain: (borrowing EncodedPacket) throws -> Void) throws {
+        let r = avcodec_send_frame(context, nil)
+        if r < 0 && r != averrorEOF { try check(r, "avcodec_send_frame(flush)") }
+        try receive(duration: duration, drain: drain)
+    }
+
+    private func receive(duration: Int64, drain: (borrowing EncodedPacket) throws -> Void) throws {
+        while true {
+            let r = avcodec_receive_packet(context, packet)
+            if r == averrorEAGAIN || r == averrorEOF { return }
+            try check(r, "avcodec_receive_packet(\(settings.codec.encoderName))")
+            if packet.pointee.duration == 0 { packet.pointee.duration = duration }
+            defer { av_packet_unref(packet) }
+            try drain(EncodedPacket(packet))
+        }
+    }
+
+    /// Converts `view` (already cropped) into a pooled buffer of the codec's format.
+    private func convert(from source: PixelFormat) throws(MediaError) -> PixelBufferLease {
+        if scaler == nil || scalerSource != source {
+            if let scaler { sws_freeContext(scaler) }
+            let w = Int32(settings.size.width), h = Int32(settings.size.height)
+            scaler = sws_getContext(w, h, source.av, w, h, settings.codec.inputFormat.av, SWS_POINT, nil, nil, nil)
+            scalerSource = source
+            guard scaler != nil else { throw MediaError("sws_getContext", message: "cannot convert \(source) to \(settings.codec.inputFormat)") }
+        }
+        if converted == nil {
+            // Frame threads hold a reference to every frame in flight: threads + a margin.
+            converted = try PixelBufferPool(count: max(4, Int(context.pointee.thread_count) + 3),
+                                            size: settings.size, format: settings.codec.inputFormat)
+        }
+        guard let lease = converted?.lease() else {
+            throw MediaError("convert", message: "no free conversion buffer (the encoder holds them all)")
+        }
+        try check(reel_sws_scale_frame(scaler, view, lease.buffer.frame), "sws_scale")
+        return lease
+    }
+}

@@ -1,0 +1,130 @@
+import CLinux
+import ReelCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a writer's clips are created.
+public protocol ClipStorage: Sendable {
+    /// A new, empty clip file that will be published as `name` when finished.
+    func createClip(named name: String) throws -> any ClipFile
+    /// The directory finished clips land in.
+    var destination: String { get }
+}
+
+/// A clip being written: a `ByteSink` that can be published or cut back.
+public protocol ClipFile: ByteSink {
+    /// The path the clip has (or will have) once published.
+    var path: String { get }
+    /// Flushes to stable storage and publishes the file at `path`. Returns its size.
+    func publish() throws -> Int64
+    /// Cuts the file back to `length` bytes (salvaging after a failed write).
+    func truncate(to length: Int64) throws
+}
+
+/// Errors of the storage layer.
+public enum StorageError: UserFacingError {
+    case outputDirectory(String, SystemError)
+    case exists(String)
+    case io(SystemError)
+
+    public var exitStatus: Int32 {
+        switch self {
+        case .outputDirectory, .exists: return ExitStatus.cantCreate
+        case .io: return ExitStatus.ioError
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .outputDirectory(let path, let e): return "cannot write to output directory \(path): \(e.text)"
+        case .exists(let path): return "\(path) already exists; choose another --name or --out"
+        case .io(let e): return e.description
+        }
+    }
+}
+
+/// Clips written straight into a directory of the filesystem (`--plain`).
+public struct FileStorage: ClipStorage {
+    public let destination: String
+
+    /// Creates the directory if needed and checks that it can be written.
+    public init(directory: String) throws {
+        destination = directory
+        try FileStorage.makeDirectories(directory)
+        if access(directory, W_OK | X_OK) != 0 {
+            throw StorageError.outputDirectory(directory, .last("access", path: directory))
+        }
+    }
+
+    static func makeDirectories(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += part + "/"
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw StorageError.outputDirectory(path, .last("mkdir", path: prefix))
+            }
+        }
+        var st = stat()
+        if stat(path, &st) != 0 { throw StorageError.outputDirectory(path, .last("stat", path: path)) }
+        if (st.st_mode & S_IFMT) != S_IFDIR { throw StorageError.outputDirectory(path, SystemError("stat", path: path, errno: ENOTDIR)) }
+    }
+
+    public func createClip(named name: String) throws -> any ClipFile {
+        try PlainFile(path: destination + "/" + name)
+    }
+}
+
+/// A clip written in place with `pwrite`, through the page cache.
+///
+/// Used by one thread at a time (the writer's encode thread, then its finaliser).
+public final class PlainFile: ClipFile, @unchecked Sendable {
+    public let path: String
+    private var fd: Int32
+    public private(set) var position: Int64 = 0
+    public private(set) var size: Int64 = 0
+
+    /// Creates `path`, refusing to replace an existing file (`O_EXCL`).
+    public init(path: String) throws {
+        self.path = path
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            if errno == EEXIST { throw StorageError.exists(path) }
+            throw StorageError.outputDirectory(path, .last("open", path: path))
+        }
+        self.fd = fd
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = try retryingInterrupts("write", path: path) {
+                pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(position) + off_t(done))
+            }
+            done += n
+        }
+        position += Int64(bytes.count)
+        size = max(size, position)
+    }
+
+    public func seek(to offset: Int64) throws {
+        guard offset >= 0 else { throw SystemError("lseek", path: path, errno: EINVAL) }
+        position = offset
+    }
+
+    public func truncate(to length: Int64) throws {
+        try retryingInterrupts("ftruncate", path: path) { ftruncate(fd, off_t(length)) }
+        size = length
+        position = min(position, length)
+    }
+
+    public func publish() throws -> Int64 {
+        guard fd >= 0 else { return size }
+        try retryingInterrupts("fdatasync", path: path) { fdatasync(fd) }
+        close(fd)
+        fd = -1
+        return size
+    }
+}

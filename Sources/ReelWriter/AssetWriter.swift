@@ -1,0 +1,364 @@
+import Foundation
+import ReelCapture
+import ReelCore
+import ReelMedia
+import ReelStorage
+
+/// Encodes captured frames into clips, one clip per run of one ratio (`AVAssetWriter` with
+/// the ratio-change cut built in).
+///
+/// Capture hands frames over with `offer` (or `append`); they wait in a bounded queue that
+/// one encode thread drains. When a frame's ratio differs from the clip's, the encode thread
+/// hands the clip to the finaliser thread (flush, trailer, sync, publish) and opens the next
+/// clip at that frame, keyframe first — capture never waits for a clip to close.
+///
+/// Thread safety: all mutable state is guarded by `lock` (an `NSCondition`), except what
+/// only the encode thread touches (`EncodeState`).
+public final class AssetWriter: FrameOutput, @unchecked Sendable {
+    public let settings: WriterSettings
+    private let rate: FrameRate
+
+    private enum Item { case frame(CapturedFrame), split, finish }
+
+    // Guarded by `lock`.
+    private let lock = NSCondition()
+    private var queue: [Item] = []
+    private var _status: WriterStatus = .unknown
+    private var asyncWaiters: [CheckedContinuation<Void, Never>] = []
+    private var finishWaiters: [CheckedContinuation<WriterResult, Never>] = []
+    private var result: WriterResult?
+    private var lastOfferedRatio: AspectRatio?
+    private var seamWindowOpen = false
+    private var longestSeamWait: UInt64 = 0
+    private var queueHighWater = 0
+    private var framesWritten = 0
+    private var framesAccepted = 0
+    private var bytesFinished: Int64 = 0
+    private var bytesCurrent: Int64 = 0
+    private var finishRequested = false
+
+    private let finaliser = Finaliser()
+
+    /// - Throws: `WriterError.unsupportedPair` or `.encoderUnavailable` for settings that cannot work.
+    public init(settings: WriterSettings, rate: FrameRate) throws(WriterError) {
+        try settings.validate()
+        self.settings = settings
+        self.rate = rate
+        queue.reserveCapacity(settings.queueCapacity + 2)
+    }
+
+    public var status: WriterStatus { lock.lock(); defer { lock.unlock() }; return _status }
+
+    /// There is room for another frame (`isReadyForMoreMediaData`).
+    public var isReadyForMoreMediaData: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return _status == .writing && queue.count < settings.queueCapacity
+    }
+
+    /// Frames written and bytes so far, for progress lines.
+    public var progress: (frames: Int, bytes: Int64) {
+        lock.lock(); defer { lock.unlock() }
+        return (framesWritten, bytesFinished + bytesCurrent)
+    }
+
+    /// Starts the session: frames may be appended from now on. The clip timelines start at
+    /// each clip's first frame; `time` is kept for symmetry with `AVAssetWriter` and ignored.
+    public func start(at time: Timestamp? = nil) {
+        lock.lock()
+        guard _status == .unknown else { lock.unlock(); return }
+        _status = .writing
+        lock.unlock()
+        let thread = Thread { [self] in encodeLoop() }
+        thread.name = "reel.encode"
+        thread.stackSize = 4 << 20
+        thread.start()
+        finaliser.start()
+    }
+
+    // MARK: Appending
+
+    /// Takes `frame` if there is room; with `waiting`, blocks until there is (back-pressure).
+    /// Returns false when the frame was not taken (full in real time, or not writing).
+    public func offer(_ frame: CapturedFrame, waiting: Bool) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard _status == .writing, !finishRequested else { return false }
+        noteRatio(frame.ratio)
+        if queue.count >= settings.queueCapacity {
+            guard waiting else { return false }
+            let t0 = MonotonicClock.now()
+            while queue.count >= settings.queueCapacity && _status == .writing { lock.wait() }
+            let waited = MonotonicClock.now() - t0
+            if seamWindowOpen { longestSeamWait = max(longestSeamWait, waited) }
+            guard _status == .writing else { return false }
+        }
+        enqueue(.frame(frame))
+        return true
+    }
+
+    /// Appends `frame`, suspending while the writer is full.
+    /// - Throws: `WriterError.notWriting` when the writer has not started, has finished or failed.
+    public func append(_ frame: CapturedFrame) async throws(WriterError) {
+        while true {
+            if try tryEnqueue(frame) { return }
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                lock.lock()
+                if queue.count < settings.queueCapacity || _status != .writing { lock.unlock(); c.resume() }
+                else { asyncWaiters.append(c); lock.unlock() }
+            }
+        }
+    }
+
+    private func tryEnqueue(_ frame: CapturedFrame) throws(WriterError) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard _status == .writing, !finishRequested else { throw errorForNotWriting() }
+        guard queue.count < settings.queueCapacity else { return false }
+        noteRatio(frame.ratio)
+        enqueue(.frame(frame))
+        return true
+    }
+
+    private func errorForNotWriting() -> WriterError {
+        if case .failed(let e) = _status { return e }
+        return .notWriting
+    }
+
+    /// Ends the current clip after the frames appended so far; the next frame starts a new one.
+    public func split() {
+        lock.lock(); defer { lock.unlock() }
+        guard _status == .writing, !finishRequested else { return }
+        enqueue(.split)
+    }
+
+    /// Caller holds `lock`.
+    private func noteRatio(_ ratio: AspectRatio) {
+        if let last = lastOfferedRatio, last != ratio { seamWindowOpen = true }
+        lastOfferedRatio = ratio
+    }
+
+    /// Caller holds `lock`.
+    private func enqueue(_ item: Item) {
+        if case .frame = item { framesAccepted += 1 }
+        queue.append(item)
+        queueHighWater = max(queueHighWater, queue.count)
+        lock.broadcast()
+    }
+
+    // MARK: Finishing
+
+    /// Closes the last clip and waits for every clip to be published.
+    public func finish() async -> WriterResult {
+        await withCheckedContinuation { (c: CheckedContinuation<WriterResult, Never>) in
+            lock.lock()
+            if let result { lock.unlock(); c.resume(returning: result); return }
+            finishWaiters.append(c)
+            requestFinishLocked()
+            lock.unlock()
+        }
+    }
+
+    /// `finish()` for callers on a plain thread.
+    public func finishAndWait() -> WriterResult {
+        lock.lock(); defer { lock.unlock() }
+        requestFinishLocked()
+        while result == nil { lock.wait() }
+        return result!
+    }
+
+    private func requestFinishLocked() {
+        if _status == .unknown {
+            // Never started: nothing to write.
+            _status = .completed
+            result = WriterResult(clips: [], framesWritten: 0, framesLost: 0, longestSeamWait: 0,
+                                  longestClipOpen: 0, queueHighWater: 0, error: nil)
+            lock.broadcast()
+            return
+        }
+        if !finishRequested {
+            finishRequested = true
+            queue.append(.finish)
+            lock.broadcast()
+        }
+    }
+
+    // MARK: The encode thread
+
+    private func take() -> Item {
+        lock.lock(); defer { lock.unlock() }
+        while queue.isEmpty { lock.wait() }
+        let item = queue.removeFirst()
+        lock.broadcast()
+        if !asyncWaiters.isEmpty { asyncWaiters.removeFirst().resume() }
+        return item
+    }
+
+    private func encodeLoop() {
+        var current: ClipRecorder? = nil
+        var clipNumber = 0
+        var splitNext = false
+        var failure: WriterError? = nil
+        var longestOpen: UInt64 = 0
+
+        loop: while true {
+            switch take() {
+            case .finish:
+                break loop
+            case .split:
+                splitNext = true
+            case .frame(let frame):
+                if failure != nil { continue }   // counted as lost at the end
+                do {
+                    if let c = current, c.ratio == frame.ratio, c.size == frame.crop.size, !splitNext {
+                        try c.append(frame)
+                    } else {
+                        if let c = current {
+                            finaliser.submit(c)
+                            current = nil
+                            lock.lock(); bytesFinished += bytesCurrent; bytesCurrent = 0; lock.unlock()
+                        }
+                        splitNext = false
+                        clipNumber += 1
+                        let t0 = MonotonicClock.now()
+                        let c = try ClipRecorder(number: clipNumber, first: frame, settings: settings, rate: rate)
+                        current = c
+                        try c.append(frame)
+                        longestOpen = max(longestOpen, MonotonicClock.now() - t0)
+                        lock.lock(); seamWindowOpen = false; lock.unlock()
+                    }
+                    lock.lock()
+                    framesWritten += 1
+                    bytesCurrent = current?.bytes ?? 0
+                    lock.unlock()
+                } catch {
+                    // The failing frame is lost; the clip so far is salvaged by the finaliser.
+                    failure = classify(error)
+                    if let c = current { finaliser.submit(c, salvage: true) }
+                    current = nil
+                    lock.lock()
+                    _status = .failed(failure!)
+                    lock.broadcast()
+                    for w in asyncWaiters { w.resume() }
+                    asyncWaiters = []
+                    lock.unlock()
+                }
+            }
+        }
+        if let c = current { finaliser.submit(c) }
+        let (clips, finalError) = finaliser.finishAll()
+
+        lock.lock()
+        let error = failure ?? finalError.map(classify)
+        let kept = clips.reduce(0) { $0 + $1.frames }
+        // Frames the writer took in but no published clip holds.
+        let framesLostTotal = framesAccepted - kept
+        var finalErrorWithKept = error
+        if let e = error {
+            finalErrorWithKept = e.with(kept: KeptSummary(
+                frames: kept, seconds: clips.reduce(0) { $0 + $1.durationSeconds },
+                bytes: clips.reduce(0) { $0 + $1.bytes }, clips: clips.count, lastPath: clips.last?.path,
+                framesLost: framesLostTotal))
+            _status = .failed(finalErrorWithKept!)
+        } else {
+            _status = .completed
+        }
+        let r = WriterResult(clips: clips, framesWritten: kept, framesLost: framesLostTotal,
+                             longestSeamWait: Double(longestSeamWait) / 1e9,
+                             longestClipOpen: Double(longestOpen) / 1e9,
+                             queueHighWater: queueHighWater, error: finalErrorWithKept)
+        result = r
+        for w in asyncWaiters { w.resume() }
+        asyncWaiters = []
+        let waiters = finishWaiters
+        finishWaiters = []
+        lock.broadcast()
+        lock.unlock()
+        for w in waiters { w.resume(returning: r) }
+    }
+
+    private func classify(_ error: any Error) -> WriterError {
+        let none = KeptSummary(frames: 0, seconds: 0, bytes: 0, clips: 0, lastPath: nil, framesLost: 0)
+        switch error {
+        case let e as WriterError: return e
+        case let e as SystemError where e.isOutOfSpace: return .outOfSpace(e, kept: none)
+        case let e as SystemError: return .storage(e.description, kept: none)
+        case let e as StorageError:
+            if case .io(let s) = e, s.isOutOfSpace { return .outOfSpace(s, kept: none) }
+            return .storage(e.description, kept: none)
+        case let e as MediaError: return .media(e, kept: none)
+        default: return .storage(String(describing: error), kept: none)
+        }
+    }
+}
+
+extension WriterError {
+    func with(kept: KeptSummary) -> WriterError {
+        switch self {
+        case .outOfSpace(let e, _): return .outOfSpace(e, kept: kept)
+        case .storage(let s, _): return .storage(s, kept: kept)
+        case .media(let e, _): return .media(e, kept: kept)
+        default: return self
+        }
+    }
+}
+
+/// Closes clips off the capture path, one after another, in the order they were handed over.
+private final class Finaliser: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSCondition()
+    private var jobs: [(ClipRecorder, Bool)] = []
+    private var closing = false
+    private var done = false
+    private var clips: [ClipSummary] = []
+    private var firstError: (any Error)?
+
+    func start() {
+        let t = Thread { [self] in run() }
+        t.name = "reel.finalise"
+        t.start()
+    }
+
+    func submit(_ clip: ClipRecorder, salvage: Bool = false) {
+        lock.lock()
+        jobs.append((clip, salvage))
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// Waits until every submitted clip is closed; returns them in order and the first error.
+    func finishAll() -> ([ClipSummary], (any Error)?) {
+        lock.lock(); defer { lock.unlock() }
+        closing = true
+        lock.broadcast()
+        while !done { lock.wait() }
+        return (clips.sorted { $0.path < $1.path }, firstError)
+    }
+
+    private func run() {
+        while true {
+            lock.lock()
+            while jobs.isEmpty && !closing { lock.wait() }
+            if jobs.isEmpty && closing {
+                done = true
+                lock.broadcast()
+                lock.unlock()
+                return
+            }
+            let (clip, salvage) = jobs.removeFirst()
+            lock.unlock()
+
+            var summary: ClipSummary? = nil
+            var error: (any Error)? = nil
+            if salvage {
+                summary = clip.salvage()
+            } else {
+                do { summary = try clip.finalize() } catch let e {
+                    error = e
+                    summary = clip.salvage()
+                }
+            }
+            lock.lock()
+            if let summary { clips.append(summary) }
+            if let error, firstError == nil { firstError = error }
+            lock.unlock()
+        }
+    }
+}

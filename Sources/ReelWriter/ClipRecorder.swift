@@ -1,0 +1,101 @@
+import ReelCapture
+import ReelCore
+import ReelMedia
+import ReelStorage
+
+/// One clip being written: its encoder, muxer and file, opened at the first frame's size.
+///
+/// Confined: used by the writer's encode thread while frames arrive, then handed (through
+/// the finaliser's lock-guarded queue) to the finaliser thread, which closes it.
+final class ClipRecorder: @unchecked Sendable {
+    let number: Int
+    let ratio: AspectRatio
+    let size: Size
+    let codec: VideoCodec
+    let container: Container
+    let file: any ClipFile
+    let encoder: VideoEncoder
+    let muxer: Muxer
+    /// The first frame's time on the session clock: the clip's timeline starts there at 0.
+    let sessionStart: Timestamp
+    let frameDuration: Int64
+    /// Capture indices of the frames appended, in order.
+    private(set) var indices: [Int] = []
+
+    init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate) throws {
+        self.number = number
+        ratio = frame.ratio
+        size = frame.crop.size
+        codec = settings.codec
+        container = settings.container
+        sessionStart = frame.pts
+        frameDuration = frame.duration
+        let name = settings.clipName(number: number, ratio: frame.ratio)
+        file = try settings.storage.createClip(named: name)
+        do {
+            encoder = try VideoEncoder(EncoderSettings(codec: settings.codec, size: frame.crop.size, rate: rate,
+                                                       timescale: frame.pts.timescale, threads: settings.threads),
+                                       globalHeader: Muxer.wantsGlobalHeader(settings.container))
+            muxer = try Muxer(container: settings.container, sink: file, encoder: encoder,
+                              fragmentInterval: settings.fragmentInterval,
+                              metadata: ["com.reel.session_start": frame.pts.description,
+                                         "com.reel.clip": String(number),
+                                         "com.reel.ratio": frame.ratio.rawValue,
+                                         "com.reel.first_frame_index": String(frame.index)])
+        } catch {
+            _ = try? file.publish()
+            unlinkQuietly(file.path)
+            throw error
+        }
+        indices.reserveCapacity(1024)
+    }
+
+    var bytes: Int64 { file.size }
+
+    /// Encodes and muxes one frame at its place on the clip's own timeline.
+    func append(_ frame: CapturedFrame) throws {
+        let pts = frame.pts.value - sessionStart.value
+        try encoder.encode(frame.buffer, crop: frame.crop, pts: pts, duration: frame.duration,
+                           forceKeyframe: indices.isEmpty) { packet in
+            try muxer.write(packet)
+        }
+        indices.append(frame.index)
+    }
+
+    /// Drains the encoder, writes the trailer, syncs and publishes the file.
+    func finalize() throws -> ClipSummary {
+        try encoder.flush(duration: frameDuration) { packet in try muxer.write(packet) }
+        try muxer.finish()
+        let bytes = try file.publish()
+        return summary(frames: indices.count, bytes: bytes, salvaged: false)
+    }
+
+    /// After a failed write: cuts the file back to its last complete fragment, publishes
+    /// what is playable and returns it, or nil when nothing is.
+    func salvage() -> ClipSummary? {
+        if container.isFragmented, let length = FragmentScanner.playableLength(of: file.path) {
+            try? file.truncate(to: length)
+        }
+        let bytes = (try? file.publish()) ?? file.size
+        var kept = 0
+        if let reader = try? MediaReader(path: file.path) {
+            try? reader.forEachPacket { _ in kept += 1 }
+        }
+        kept = min(kept, indices.count)
+        if kept == 0 {
+            unlinkQuietly(file.path)
+            return nil
+        }
+        return summary(frames: kept, bytes: bytes, salvaged: true)
+    }
+
+    private func summary(frames: Int, bytes: Int64, salvaged: Bool) -> ClipSummary {
+        let seconds = Double(Int64(frames) * frameDuration) / Double(sessionStart.timescale)
+        return ClipSummary(path: file.path, width: size.width, height: size.height, ratio: ratio.rawValue,
+                           codec: codec.name, container: container.rawValue, frames: frames,
+                           firstFrameIndex: indices.first ?? -1,
+                           lastFrameIndex: frames > 0 ? indices[frames - 1] : -1,
+                           firstPTS: sessionStart.seconds, durationSeconds: seconds, bytes: bytes,
+                           salvaged: salvaged)
+    }
+}
