@@ -22,6 +22,17 @@ public enum PixelFormat: String, Sendable, Hashable, CaseIterable {
 public enum ProResProfile: String, Sendable, CaseIterable {
     case proxy, lt, standard, hq
     case p4444 = "4444"
+
+    /// `FF_PROFILE_PRORES_*`.
+    var ffmpegProfile: Int32 {
+        switch self {
+        case .proxy: return FF_PROFILE_PRORES_PROXY
+        case .lt: return FF_PROFILE_PRORES_LT
+        case .standard: return FF_PROFILE_PRORES_STANDARD
+        case .hq: return FF_PROFILE_PRORES_HQ
+        case .p4444: return FF_PROFILE_PRORES_4444
+        }
+    }
 }
 
 /// The encoders Reel records with.

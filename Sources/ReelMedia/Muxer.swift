@@ -107,19 +107,17 @@ public final class Muxer: @unchecked Sendable {
             let micros = String(Int64(fragmentInterval * 1_000_000))
             switch container {
             case .mov, .mp4:
-                av_dict_set(&options, "movflags", "empty_moov+default_base_moof+use_metadata_tags", 0)
+                av_dict_set(&options, "movflags", "delay_moov+default_base_moof+use_metadata_tags", 0)
                 av_dict_set(&options, "frag_duration", micros, 0)
             case .mkv:
                 av_dict_set(&options, "cluster_time_limit", String(Int64(fragmentInterval * 1000)), 0)
             }
             try check(avformat_write_header(ctx, &options), "avformat_write_header(\(container.formatName))")
         } catch {
-            Muxer.free(format: ctx, io: io, box: box)
+            // Every stored property is set: deinit frees the contexts.
             throw sinkError() ?? error
         }
     }
-
-    private var freed = false
 
     private static func free(format: UnsafeMutablePointer<AVFormatContext>, io: UnsafeMutablePointer<AVIOContext>, box: Unmanaged<SinkBox>) {
         av_free(io.pointee.buffer)
@@ -130,9 +128,7 @@ public final class Muxer: @unchecked Sendable {
         box.release()
     }
 
-    deinit {
-        if !freed { Muxer.free(format: format, io: io, box: box) }
-    }
+    deinit { Muxer.free(format: format, io: io, box: box) }
 
     /// The error the sink threw, if any: more useful than libavformat's generic EIO.
     public func sinkError() -> (any Error)? { box.takeUnretainedValue().error }

@@ -80,7 +80,7 @@ public final class VideoEncoder: @unchecked Sendable {
         defer { av_dict_free(&options) }
         switch codec {
         case .prores(let profile):
-            av_dict_set(&options, "profile", profile.rawValue, 0)
+            ctx.pointee.profile = profile.ffmpegProfile
             av_dict_set(&options, "vendor", "apl0", 0)
         case .h264:
             av_dict_set(&options, "preset", "veryfast", 0)
@@ -93,10 +93,8 @@ public final class VideoEncoder: @unchecked Sendable {
             av_dict_set(&options, "slicecrc", "1", 0)
         }
         let r = avcodec_open2(ctx, encoder, &options)
-        if r < 0 {
-            freeAll()
-            throw MediaError("avcodec_open2(\(codec.encoderName) \(settings.size))", code: r)
-        }
+        // Every stored property is set: deinit frees the context if this throws.
+        if r < 0 { throw MediaError("avcodec_open2(\(codec.encoderName) \(settings.size))", code: r) }
     }
 
     private func freeAll() {

@@ -1,2 +1,36 @@
-import ReelWriter
-print("reel")
+import Foundation
+import ReelCore
+
+let usage = """
+usage: reel record [--source synthetic[:SIZE]] [--fps N] [--duration SECONDS | --frames N]
+                   [--codec prores[:proxy|lt|standard|hq|4444]|h264|hevc|ffv1] [--container mov|mp4|mkv]
+                   [--ratio 1x1|4x3|3x4|16x9|9x16] [--ratio-at T:RATIO | --ratio-at #N:RATIO ...]
+                   [--no-realtime] [--out DIR] [--name PREFIX] [--fragment SECONDS] [--json]
+       reel probe FILE... [--frames] [--json]
+       reel verify FILES-or-DIR... [--json]
+"""
+
+var args = Arguments(Array(CommandLine.arguments.dropFirst()))
+let status: Int32
+do {
+    switch args.next() {
+    case "record": status = try RecordCommand.run(&args)
+    case "probe": status = try ProbeCommand.run(&args)
+    case "verify": status = try VerifyCommand.run(&args)
+    case "help", "--help", "-h":
+        print(usage)
+        status = 0
+    case nil:
+        writeStderr(usage + "\n")
+        status = ExitStatus.usage
+    case let other?:
+        throw UsageError("unknown command '\(other)' (use record, probe or verify)")
+    }
+} catch let e as any UserFacingError {
+    printError(e.description)
+    status = e.exitStatus
+} catch {
+    printError(String(describing: error))
+    status = ExitStatus.software
+}
+exit(status)

@@ -1,0 +1,221 @@
+import Foundation
+import ReelCore
+import ReelMedia
+
+/// What `reel probe` reports of one file.
+public struct ProbeResult: Sendable, Codable {
+    public var path: String
+    public var container: String
+    public var codec: String
+    public var width: Int
+    public var height: Int
+    public var pixelFormat: String
+    public var frames: Int
+    public var durationSeconds: Double
+    public var firstPTS: Double?
+    public var lastPTS: Double?
+    public var frameRate: Double?
+    /// Where the clip starts on the recording's session clock (`com.reel.session_start`).
+    public var sessionStart: String?
+    public var ratio: String?
+    /// With `--frames`: the barcode read from each decoded frame, in presentation order (-1: unreadable).
+    public var frameIndices: [Int]?
+    /// With `--frames`: presentation timestamps of the decoded frames, in seconds.
+    public var framePTS: [Double]?
+    /// The file ends in damaged or missing data (what came before was read).
+    public var truncated: Bool
+}
+
+/// Errors of probe and verify.
+public enum InspectError: UserFacingError {
+    case unreadable(String, MediaError)
+    case noClips(String)
+    case violation(String)
+
+    public var exitStatus: Int32 {
+        switch self {
+        case .unreadable, .noClips: return ExitStatus.noInput
+        case .violation: return ExitStatus.dataError
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let e): return "cannot read \(path): \(e.text)"
+        case .noClips(let path): return "no clips in \(path)"
+        case .violation(let s): return s
+        }
+    }
+}
+
+public enum Inspector {
+    /// Reads a file's stream, counts its frames (packets) and, with `frames`, decodes every
+    /// frame and reads its barcode.
+    public static func probe(_ path: String, frames readFrames: Bool = false) throws(InspectError) -> ProbeResult {
+        quietLibav()
+        let reader: MediaReader
+        do { reader = try MediaReader(path: path) } catch { throw .unreadable(path, error) }
+        let info = reader.info
+        let tb = Double(info.timeBase.num) / Double(info.timeBase.den)
+        var count = 0
+        var minPTS: Int64? = nil, maxPTS: Int64? = nil, lastDuration: Int64 = 0
+        do {
+            try reader.forEachPacket { p in
+                count += 1
+                if let pts = p.pts {
+                    if minPTS == nil || pts < minPTS! { minPTS = pts }
+                    if maxPTS == nil || pts >= maxPTS! { maxPTS = pts; lastDuration = p.duration }
+                }
+            }
+        } catch { throw .unreadable(path, MediaError("read", message: String(describing: error))) }
+        var truncated = reader.stoppedEarly != nil
+        var indices: [Int]? = nil
+        var ptsList: [Double]? = nil
+        if readFrames {
+            var found: [Int] = []
+            var times: [Double] = []
+            found.reserveCapacity(count)
+            do {
+                try reader.forEachFrame { picture in
+                    found.append(FrameBarcode.read(picture.luma) ?? -1)
+                    times.append(picture.pts.map { Double($0) * tb } ?? -1)
+                }
+            } catch { throw .unreadable(path, MediaError("decode", message: String(describing: error))) }
+            truncated = truncated || reader.stoppedEarly != nil
+            indices = found
+            ptsList = times
+        }
+        let duration = (minPTS != nil && maxPTS != nil) ? Double(maxPTS! - minPTS! + lastDuration) * tb : 0
+        return ProbeResult(path: path, container: info.formatName, codec: info.codecName,
+                           width: info.width, height: info.height, pixelFormat: info.pixelFormat,
+                           frames: count, durationSeconds: duration,
+                           firstPTS: minPTS.map { Double($0) * tb }, lastPTS: maxPTS.map { Double($0) * tb },
+                           frameRate: info.averageFrameRate,
+                           sessionStart: info.metadata["com.reel.session_start"],
+                           ratio: info.metadata["com.reel.ratio"],
+                           frameIndices: indices, framePTS: ptsList, truncated: truncated)
+    }
+
+    /// The clip files in `paths` (files, or directories searched one level deep), in
+    /// recording order: by session-clock start, then by name.
+    public static func clipPaths(_ paths: [String]) throws(InspectError) -> [String] {
+        var files: [String] = []
+        let fm = FileManager.default
+        for p in paths {
+            var isDir: ObjCBool = false
+            guard fm.fileExists(atPath: p, isDirectory: &isDir) else {
+                throw .unreadable(p, MediaError("open", message: "no such file or directory"))
+            }
+            if isDir.boolValue {
+                let names = (try? fm.contentsOfDirectory(atPath: p)) ?? []
+                let clips = names.filter { n in ["mov", "mp4", "mkv"].contains { n.hasSuffix("." + $0) } && !n.hasPrefix(".") }
+                files += clips.sorted().map { p.hasSuffix("/") ? p + $0 : p + "/" + $0 }
+            } else {
+                files.append(p)
+            }
+        }
+        guard !files.isEmpty else { throw .noClips(paths.joined(separator: " ")) }
+        return files
+    }
+}
+
+/// What `reel verify` found.
+public struct VerifyReport: Sendable, Codable {
+    public struct Clip: Sendable, Codable {
+        public var path: String
+        public var width: Int
+        public var height: Int
+        public var ratio: String?
+        public var frames: Int
+        public var firstFrameIndex: Int?
+        public var lastFrameIndex: Int?
+        public var sessionStart: String?
+    }
+    public var ok: Bool
+    public var clips: [Clip]
+    public var framesChecked: Int
+    /// Session-clock frame indices where one clip ends and the next begins.
+    public var seams: [Int]
+    /// The first violation, if any.
+    public var violation: String?
+}
+
+extension Inspector {
+    /// Decodes every clip in recording order and checks that frame indices 0..N-1 appear
+    /// exactly once and in order across clips; that each clip has one size, matching its
+    /// ratio; that its timestamps rise by one frame at a time; and that on the session clock
+    /// each clip starts exactly where the previous one ended (the seam the recording noted).
+    public static func verify(_ paths: [String]) throws(InspectError) -> VerifyReport {
+        let files = try clipPaths(paths)
+        var probes: [ProbeResult] = []
+        for f in files { probes.append(try probe(f, frames: true)) }
+        probes.sort { a, b in
+            switch (a.sessionStart.flatMap(Timestamp.init(parsing:)), b.sessionStart.flatMap(Timestamp.init(parsing:))) {
+            case let (x?, y?) where x != y: return x < y
+            default: return a.path < b.path
+            }
+        }
+        var report = VerifyReport(ok: true, clips: [], framesChecked: 0, seams: [], violation: nil)
+        var expected = 0
+        var previousEnd: Double? = nil
+        var lastStep: Double? = nil
+        func fail(_ s: String) -> VerifyReport {
+            report.ok = false
+            report.violation = s
+            return report
+        }
+        for p in probes {
+            let indices = p.frameIndices ?? []
+            report.clips.append(.init(path: p.path, width: p.width, height: p.height, ratio: p.ratio, frames: indices.count,
+                                      firstFrameIndex: indices.first, lastFrameIndex: indices.last, sessionStart: p.sessionStart))
+            let name = (p.path as NSString).lastPathComponent
+            if indices.isEmpty { return fail("\(name): no frames") }
+            if p.truncated { return fail("\(name): the file is damaged or truncated after \(indices.count) frames") }
+            // One size, matching the ratio the clip was recorded at.
+            if let r = p.ratio.flatMap(AspectRatio.init(parsing:)) ?? ratioFromName(name) {
+                let (a, b) = r.components
+                if abs(p.width * b - p.height * a) > 4 * max(a, b) {
+                    return fail("\(name): \(p.width)x\(p.height) is not \(r.rawValue)")
+                }
+            }
+            // Frame indices, in order, none missing or repeated.
+            for (k, idx) in indices.enumerated() {
+                report.framesChecked += 1
+                if idx < 0 { return fail("\(name): frame \(k) of the clip has no readable barcode (expected index \(expected))") }
+                if idx != expected {
+                    return fail(idx < expected
+                                ? "\(name): frame index \(idx) repeated (expected \(expected))"
+                                : "\(name): frame index \(expected) missing (found \(idx))")
+                }
+                expected += 1
+            }
+            // Timestamps: one frame apart, starting at 0.
+            let times = p.framePTS ?? []
+            let measured = times.count > 1 ? (times.last! - times.first!) / Double(times.count - 1) : nil
+            guard let step = measured ?? lastStep ?? p.frameRate.map({ 1 / $0 }) else {
+                return fail("\(name): cannot tell its frame duration")
+            }
+            lastStep = step
+            if let first = times.first, abs(first) > step / 2 {
+                return fail("\(name): the clip's timeline starts at \(first) s, not 0")
+            }
+            for k in times.indices.dropFirst() where abs(times[k] - times[k - 1] - step) > max(step * 0.1, 0.0011) {
+                return fail("\(name): timestamps jump from \(times[k - 1]) s to \(times[k]) s at frame \(k)")
+            }
+            // On the session clock, this clip starts where the previous one ended.
+            if let start = p.sessionStart.flatMap(Timestamp.init(parsing:))?.seconds {
+                if let end = previousEnd, abs(start - end) > step * 0.1 {
+                    return fail("\(name): starts at \(start) s on the session clock, the previous clip ended at \(end) s")
+                }
+                previousEnd = start + Double(times.count) * step
+            }
+            if report.clips.count > 1 { report.seams.append(indices[0]) }
+        }
+        return report
+    }
+
+    static func ratioFromName(_ name: String) -> AspectRatio? {
+        let stem = name.split(separator: ".").first.map(String.init) ?? name
+        return stem.split(separator: "-").last.flatMap { AspectRatio(parsing: String($0)) }
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import Synchronization
+import ReelCapture
+import ReelCore
+import ReelMedia
+import ReelStorage
+
+/// Where frames come from.
+public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
+    case synthetic(size: Int)
+
+    /// Parses `synthetic` or `synthetic:SIZE`.
+    public init(parsing text: String) throws(RecordingError) {
+        let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+        switch parts.first {
+        case "synthetic":
+            if parts.count == 1 { self = .synthetic(size: SyntheticSource.defaultSize); return }
+            guard let n = Int(parts[1]) else { throw .usage("--source synthetic:SIZE needs a number, not '\(parts[1])'") }
+            self = .synthetic(size: n)
+        default:
+            throw .usage("unknown source '\(text)' (use synthetic[:SIZE])")
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .synthetic(let size): return "synthetic:\(size)"
+        }
+    }
+}
+
+/// How long to record.
+public enum RecordingLength: Sendable, Equatable {
+    case seconds(Double)
+    case frames(Int)
+
+    func frameCount(at rate: FrameRate) -> Int {
+        switch self {
+        case .frames(let n): return n
+        case .seconds(let s): return Int((s * rate.perSecond).rounded())
+        }
+    }
+}
+
+/// Everything `reel record` can be asked.
+public struct RecordOptions: Sendable {
+    public var source: SourceSpec = .synthetic(size: SyntheticSource.defaultSize)
+    public var rate: FrameRate = FrameRate(frames: 30)!
+    public var length: RecordingLength = .seconds(5)
+    public var codec: VideoCodec = .defaultProRes
+    public var container: Container = .mov
+    public var ratio: AspectRatio? = nil
+    public var realtime = true
+    public var outputDirectory = "recordings"
+    public var namePrefix: String? = nil
+    public var ratioChanges: [(RatioTrigger, AspectRatio)] = []
+    public var fragmentInterval = 1.0
+    public var queueCapacity = 8
+
+    public init() {}
+}
+
+/// Errors of setting up a recording.
+public enum RecordingError: UserFacingError {
+    case usage(String)
+
+    public var exitStatus: Int32 { ExitStatus.usage }
+    public var description: String {
+        switch self {
+        case .usage(let s): return s
+        }
+    }
+}
+
+/// A snapshot for the progress line.
+public struct RecordingProgress: Sendable {
+    public var elapsed: Double
+    public var framesCaptured: Int
+    public var framesWritten: Int
+    public var fps: Double
+    public var framesDropped: Int
+    public var bytesWritten: Int64
+    public var ratio: AspectRatio
+}
+
+/// The JSON summary of a recording (schema in the README).
+public struct RecordingSummary: Sendable, Codable {
+    public var clips: [ClipSummary]
+    public var framesCaptured: Int
+    public var framesWritten: Int
+    public var framesDropped: Int
+    public var dropReasons: [String: Int]
+    public var framesLost: Int
+    public var seams: [Seam]
+    public var longestSeamWaitMs: Double
+    public var longestClipOpenMs: Double
+    public var writerQueueHighWater: Int
+    public var source: String
+    public var fps: String
+    public var realtime: Bool
+    public var elapsedSeconds: Double
+    /// `completed`, `interrupted` (SIGINT or stop) or `failed`.
+    public var stopReason: String
+    public var error: String?
+}
+
+/// One `reel record`: source → session → writer, run to the end or until stopped.
+public final class Recording: Sendable {
+    public let options: RecordOptions
+    public let session: CaptureSession
+    public let writer: AssetWriter
+    private let frameCount: Int
+    private let stopped = NSLockedFlag()
+
+    /// Checks every option and opens the output directory; nothing is recorded yet.
+    public init(options: RecordOptions) throws {
+        quietLibav()
+        self.options = options
+        let source: any VideoSource
+        switch options.source {
+        case .synthetic(let size):
+            source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime)
+        }
+        session = try CaptureSession(source: source, ratio: options.ratio)
+        for (trigger, ratio) in options.ratioChanges {
+            try session.scheduleAspectRatio(ratio, at: trigger)
+        }
+        let settings = WriterSettings(codec: options.codec, container: options.container,
+                                      storage: try FileStorage(directory: options.outputDirectory),
+                                      namePrefix: options.namePrefix ?? Recording.defaultPrefix(),
+                                      fragmentInterval: options.fragmentInterval,
+                                      queueCapacity: options.queueCapacity)
+        writer = try AssetWriter(settings: settings, rate: options.rate)
+        session.addOutput(writer)
+        frameCount = options.length.frameCount(at: options.rate)
+        guard frameCount > 0 else { throw RecordingError.usage("nothing to record: the length is 0 frames") }
+    }
+
+    /// `reel-YYYYMMDD-HHMMSS` in local time.
+    public static func defaultPrefix() -> String {
+        var t = time(nil)
+        var tm = tm()
+        localtime_r(&t, &tm)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "reel-\(tm.tm_year + 1900)\(two(tm.tm_mon + 1))\(two(tm.tm_mday))-\(two(tm.tm_hour))\(two(tm.tm_min))\(two(tm.tm_sec))"
+    }
+
+    /// Ends the recording early (SIGINT): the clip so far is finished and kept.
+    public func stop() {
+        stopped.set()
+        session.stopRunning()
+    }
+
+    /// Records on the calling thread; `progress` is called about twice a second from another.
+    public func run(progress: (@Sendable (RecordingProgress) -> Void)? = nil) -> RecordingSummary {
+        let start = MonotonicClock.now()
+        writer.start()
+        let monitorDone = NSLockedFlag()
+        let monitor = Thread { [self] in
+            while !monitorDone.isSet {
+                usleep(100_000)
+                if case .failed = writer.status { session.stopRunning() }
+                if let progress { progress(snapshot(since: start)) }
+            }
+        }
+        monitor.start()
+        var sourceError: (any Error)? = nil
+        do { _ = try session.run(frameLimit: frameCount) } catch { sourceError = error }
+        let result = writer.finishAndWait()
+        monitorDone.set()
+        let stats = session.stats
+        let reason: String
+        var errorText: String? = nil
+        if let e = result.error {
+            reason = "failed"; errorText = e.description
+        } else if let e = sourceError {
+            reason = "failed"; errorText = String(describing: e)
+        } else {
+            reason = stopped.isSet ? "interrupted" : "completed"
+        }
+        return RecordingSummary(
+            clips: result.clips, framesCaptured: stats.framesCaptured, framesWritten: result.framesWritten,
+            framesDropped: stats.drops.total, dropReasons: stats.drops.table, framesLost: result.framesLost,
+            seams: stats.seams, longestSeamWaitMs: result.longestSeamWait * 1000,
+            longestClipOpenMs: result.longestClipOpen * 1000, writerQueueHighWater: result.queueHighWater,
+            source: options.source.description, fps: options.rate.description, realtime: options.realtime,
+            elapsedSeconds: MonotonicClock.seconds(since: start), stopReason: reason, error: errorText)
+    }
+
+    private func snapshot(since start: UInt64) -> RecordingProgress {
+        let stats = session.stats
+        let (frames, bytes) = writer.progress
+        let elapsed = MonotonicClock.seconds(since: start)
+        return RecordingProgress(elapsed: elapsed, framesCaptured: stats.framesCaptured, framesWritten: frames,
+                                 fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
+                                 framesDropped: stats.drops.total, bytesWritten: bytes, ratio: session.ratio)
+    }
+
+    /// The error a failed summary stands for, with its exit status.
+    public var failure: (any UserFacingError)? {
+        if case .failed(let e) = writer.status { return e }
+        return nil
+    }
+}
+
+/// A flag set once, read from any thread.
+final class NSLockedFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
+}

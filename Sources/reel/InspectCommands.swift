@@ -1,0 +1,73 @@
+import Foundation
+import ReelCore
+import ReelWriter
+
+enum ProbeCommand {
+    static func run(_ args: inout Arguments) throws -> Int32 {
+        var files: [String] = []
+        var frames = false, json = false
+        while let arg = args.next() {
+            switch arg {
+            case "--frames": frames = true
+            case "--json": json = true
+            default:
+                if arg.hasPrefix("--") { throw UsageError("probe: unknown option '\(arg)'") }
+                files.append(arg)
+            }
+        }
+        guard !files.isEmpty else { throw UsageError("probe needs at least one FILE") }
+        var results: [ProbeResult] = []
+        for f in files { results.append(try Inspector.probe(f, frames: frames)) }
+        if json {
+            if results.count == 1 { printJSON(results[0]) } else { printJSON(["files": results]) }
+            return 0
+        }
+        for r in results {
+            print("\(r.path): \(r.container) \(r.codec) \(r.width)x\(r.height) \(r.pixelFormat), \(r.frames) frames, \(fixed(r.durationSeconds, 3)) s, pts \(r.firstPTS.map { fixed($0, 3) } ?? "-")…\(r.lastPTS.map { fixed($0, 3) } ?? "-")\(r.truncated ? " (truncated)" : "")")
+            if let idx = r.frameIndices { print("  frames: " + ranges(idx)) }
+        }
+        return 0
+    }
+
+    /// `0-59, 61, 63-70` (unreadable frames as `?`).
+    static func ranges(_ values: [Int]) -> String {
+        var parts: [String] = []
+        var i = 0
+        while i < values.count {
+            var j = i
+            while j + 1 < values.count, values[i] >= 0, values[j + 1] == values[j] + 1 { j += 1 }
+            let a = values[i] < 0 ? "?" : String(values[i])
+            parts.append(j > i ? "\(a)-\(values[j])" : a)
+            i = j + 1
+        }
+        return parts.joined(separator: ", ")
+    }
+}
+
+enum VerifyCommand {
+    static func run(_ args: inout Arguments) throws -> Int32 {
+        var paths: [String] = []
+        var json = false
+        while let arg = args.next() {
+            switch arg {
+            case "--json": json = true
+            default:
+                if arg.hasPrefix("--") { throw UsageError("verify: unknown option '\(arg)'") }
+                paths.append(arg)
+            }
+        }
+        guard !paths.isEmpty else { throw UsageError("verify needs clip files or a directory") }
+        let report = try Inspector.verify(paths)
+        if json { printJSON(report) } else {
+            for c in report.clips {
+                print("\(c.path): \(c.width)x\(c.height) \(c.ratio ?? "?"), \(c.frames) frames, #\(c.firstFrameIndex.map(String.init) ?? "?")-\(c.lastFrameIndex.map(String.init) ?? "?")")
+            }
+            if report.ok { print("ok: \(report.framesChecked) frames in \(report.clips.count) clips, indices 0-\(report.framesChecked - 1) once each, in order") }
+        }
+        if let v = report.violation {
+            printError("verify: " + v)
+            return ExitStatus.dataError
+        }
+        return 0
+    }
+}

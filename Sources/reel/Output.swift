@@ -1,0 +1,22 @@
+import Foundation
+import ReelCore
+
+func printJSON<T: Encodable>(_ value: T) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    if let data = try? encoder.encode(value), let text = String(data: data, encoding: .utf8) {
+        print(text)
+    }
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data(("reel: " + message + "\n").utf8))
+}
+
+func writeStderr(_ text: String) {
+    FileHandle.standardError.write(Data(text.utf8))
+}
+
+func fixed(_ x: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", x) }
+
+func megabytes(_ bytes: Int64) -> String { fixed(Double(bytes) / 1_000_000) + " MB" }

@@ -1,0 +1,166 @@
+import Foundation
+import ReelCapture
+import ReelCore
+import ReelMedia
+import ReelWriter
+
+enum RecordCommand {
+    static func parse(_ args: inout Arguments) throws -> (RecordOptions, json: Bool) {
+        var o = RecordOptions()
+        var json = false
+        var sawDuration = false, sawFrames = false
+        while let arg = args.next() {
+            let (name, inline) = Arguments.split(arg)
+            switch name {
+            case "--source": o.source = try SourceSpec(parsing: try args.value(for: name, inline: inline))
+            case "--fps":
+                let v = try args.value(for: name, inline: inline)
+                guard let r = FrameRate(parsing: v), r.perSecond >= 1, r.perSecond <= 240 else {
+                    throw UsageError("--fps: '\(v)' is not a frame rate from 1 to 240 (30, 29.97, 30000/1001)")
+                }
+                o.rate = r
+            case "--duration":
+                o.length = .seconds(try parseSeconds(try args.value(for: name, inline: inline), option: name))
+                sawDuration = true
+            case "--frames":
+                o.length = .frames(try parseInt(try args.value(for: name, inline: inline), option: name, range: 1...10_000_000))
+                sawFrames = true
+            case "--codec":
+                let v = try args.value(for: name, inline: inline)
+                guard let c = VideoCodec(parsing: v) else {
+                    throw UsageError("unknown codec '\(v)' (use prores[:proxy|lt|standard|hq|4444], h264, hevc or ffv1)")
+                }
+                o.codec = c
+            case "--container":
+                let v = try args.value(for: name, inline: inline)
+                guard let c = Container(rawValue: v.lowercased()) else { throw UsageError("unknown container '\(v)' (use mov, mp4 or mkv)") }
+                o.container = c
+            case "--ratio":
+                let v = try args.value(for: name, inline: inline)
+                guard let r = AspectRatio(parsing: v) else { throw UsageError("unknown ratio '\(v)' (use 1x1, 4x3, 3x4, 16x9 or 9x16)") }
+                o.ratio = r
+            case "--ratio-at":
+                o.ratioChanges.append(try parseRatioAt(try args.value(for: name, inline: inline)))
+            case "--no-realtime": o.realtime = false
+            case "--realtime": o.realtime = true
+            case "--out": o.outputDirectory = try args.value(for: name, inline: inline)
+            case "--name":
+                let v = try args.value(for: name, inline: inline)
+                guard !v.isEmpty, !v.contains("/") else { throw UsageError("--name: '\(v)' must be a file name prefix without '/'") }
+                o.namePrefix = v
+            case "--fragment": o.fragmentInterval = try parseSeconds(try args.value(for: name, inline: inline), option: name)
+            case "--json": json = true
+            default: throw UsageError("record: unknown option '\(arg)'")
+            }
+        }
+        if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
+        return (o, json)
+    }
+
+    /// `T:RATIO` (seconds of media time) or `#N:RATIO` (frame index).
+    static func parseRatioAt(_ text: String) throws -> (RatioTrigger, AspectRatio) {
+        guard let colon = text.firstIndex(of: ":") else { throw UsageError("--ratio-at: '\(text)' is not T:RATIO or #N:RATIO") }
+        let when = String(text[..<colon]), what = String(text[text.index(after: colon)...])
+        guard let ratio = AspectRatio(parsing: what) else { throw UsageError("unknown ratio '\(what)' (use 1x1, 4x3, 3x4, 16x9 or 9x16)") }
+        if when.hasPrefix("#") {
+            return (.frame(try parseInt(String(when.dropFirst()), option: "--ratio-at", range: 0...Int(Int32.max))), ratio)
+        }
+        guard let t = Double(when), t.isFinite, t >= 0 else { throw UsageError("--ratio-at: '\(when)' is not a time in seconds or #FRAME") }
+        return (.seconds(t), ratio)
+    }
+
+    static func run(_ args: inout Arguments) throws -> Int32 {
+        let (options, json) = try parse(&args)
+        let recording = try Recording(options: options)
+
+        // SIGINT finishes the clip and keeps it; a second one quits at once.
+        signal(SIGINT, SIG_IGN)
+        let interrupts = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        let count = Counter()
+        interrupts.setEventHandler {
+            if count.increment() > 1 { _exit(130) }
+            recording.stop()
+        }
+        interrupts.resume()
+
+        let keys = LiveKeys.startIfTerminal(session: recording.session, stop: { recording.stop() })
+        let showProgress = isatty(STDERR_FILENO) == 1
+        let progress: @Sendable (RecordingProgress) -> Void = { p in
+            let line = "\(fixed(p.elapsed)) s  \(p.framesCaptured) frames  \(fixed(p.fps)) fps  "
+                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  \(p.ratio)"
+            writeStderr("\r\u{1B}[K" + line)
+        }
+        let summary = recording.run(progress: showProgress ? progress : nil)
+        keys?.stop()
+        if showProgress { writeStderr("\n") }
+
+        if json { printJSON(summary) } else { printText(summary) }
+        if let failure = recording.failure {
+            printError(failure.description)
+            return failure.exitStatus
+        }
+        return 0
+    }
+
+    static func printText(_ s: RecordingSummary) {
+        let frames = s.clips.reduce(0) { $0 + $1.frames }
+        print("recorded \(s.clips.count) clip\(s.clips.count == 1 ? "" : "s"), \(frames) frames, \(s.framesDropped) dropped, in \(fixed(s.elapsedSeconds)) s (\(s.stopReason))")
+        for c in s.clips {
+            print("  \(c.path)  \(c.width)x\(c.height) \(c.ratio) \(c.codec)/\(c.container)  \(c.frames) frames #\(c.firstFrameIndex)-\(c.lastFrameIndex)  \(fixed(c.durationSeconds, 2)) s  \(megabytes(c.bytes))\(c.salvaged ? "  (salvaged)" : "")")
+        }
+        for seam in s.seams {
+            print("  seam at frame \(seam.frameIndex) (\(fixed(seam.pts, 3)) s): \(seam.from) -> \(seam.to)")
+        }
+        if s.framesDropped > 0 {
+            print("  drops: " + s.dropReasons.filter { $0.value > 0 }.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", "))
+        }
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var value = 0
+    func increment() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
+}
+
+/// Keys 1–5 switch ratio while recording, q stops; only when stdin is a terminal.
+final class LiveKeys: @unchecked Sendable {
+    // Written once in `startIfTerminal`, read in `stop`.
+    private var saved = termios()
+    private let done = Counter()
+
+    static func startIfTerminal(session: CaptureSession, stop: @escaping @Sendable () -> Void) -> LiveKeys? {
+        guard isatty(STDIN_FILENO) == 1 else { return nil }
+        let keys = LiveKeys()
+        tcgetattr(STDIN_FILENO, &keys.saved)
+        var raw = keys.saved
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        tcsetattr(STDIN_FILENO, TCSANOW, &raw)
+        let thread = Thread {
+            var byte: UInt8 = 0
+            while keys.done.peek == 0 {
+                var pfd = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+                guard poll(&pfd, 1, 200) > 0, read(STDIN_FILENO, &byte, 1) == 1 else { continue }
+                switch byte {
+                case UInt8(ascii: "1")...UInt8(ascii: "5"):
+                    let ratio = AspectRatio.keyOrder[Int(byte - UInt8(ascii: "1"))]
+                    Task { _ = try? await session.setDynamicAspectRatio(ratio) }
+                case UInt8(ascii: "q"): stop()
+                default: break
+                }
+            }
+        }
+        thread.start()
+        return keys
+    }
+
+    func stop() {
+        _ = done.increment()
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved)
+    }
+}
+
+extension Counter {
+    var peek: Int { increment() - 1 }
+}
