@@ -17,10 +17,19 @@ public struct CapturedFrame: Sendable {
     public var buffer: PixelBuffer { lease.buffer }
 }
 
+/// What an output did with an offered frame.
+public enum OfferResult: Sendable {
+    case taken
+    /// No room (real time): the frame is dropped as `late`.
+    case full
+    /// The output has finished or failed and takes no more frames: the session stops.
+    case closed
+}
+
 /// Where a session sends frames: an asset writer, a preview, a still-capture ring.
 public protocol FrameOutput: AnyObject, Sendable {
     /// Takes the frame or refuses it. `waiting`: block until there is room (not real time).
-    func offer(_ frame: CapturedFrame, waiting: Bool) -> Bool
+    func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult
 }
 
 /// A change of ratio, as the session applied it: the seam between two clips.
@@ -153,7 +162,10 @@ public final class CaptureSession: SourceDelegate, Sendable {
                 resume = c
             }
             if next != s.ratio {
-                s.stats.seams.append(Seam(frameIndex: frame.index, pts: frame.pts.seconds, from: s.ratio, to: next))
+                // Before the first frame a change is just the starting ratio, not a seam.
+                if s.stats.startPTS != nil {
+                    s.stats.seams.append(Seam(frameIndex: frame.index, pts: frame.pts.seconds, from: s.ratio, to: next))
+                }
                 s.ratio = next
             }
             s.stats.framesCaptured += 1
@@ -165,9 +177,19 @@ public final class CaptureSession: SourceDelegate, Sendable {
         let captured = CapturedFrame(lease: frame.lease, index: frame.index, pts: frame.pts,
                                      duration: format.frameDuration, ratio: ratio,
                                      crop: ratio.crop(in: format.size))
-        var taken = true
+        var taken = true, closed = false
         for output in outputs {
-            taken = output.offer(captured, waiting: !source.isRealtime) && taken
+            switch output.offer(captured, waiting: !source.isRealtime) {
+            case .taken: break
+            case .full: taken = false
+            case .closed: closed = true
+            }
+        }
+        if closed {
+            // An output failed or finished: capture ends here, and this frame never existed.
+            state.withLock { $0.stats.framesCaptured -= 1 }
+            source.stop()
+            return false
         }
         state.withLock { s in
             if taken { s.stats.framesDelivered += 1 } else { s.stats.drops.add(.late) }

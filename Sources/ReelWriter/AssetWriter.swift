@@ -78,21 +78,21 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     // MARK: Appending
 
     /// Takes `frame` if there is room; with `waiting`, blocks until there is (back-pressure).
-    /// Returns false when the frame was not taken (full in real time, or not writing).
-    public func offer(_ frame: CapturedFrame, waiting: Bool) -> Bool {
+    /// `.full` when there is no room in real time; `.closed` when not writing.
+    public func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
         lock.lock(); defer { lock.unlock() }
-        guard _status == .writing, !finishRequested else { return false }
+        guard _status == .writing, !finishRequested else { return .closed }
         noteRatio(frame.ratio)
         if queue.count >= settings.queueCapacity {
-            guard waiting else { return false }
+            guard waiting else { return .full }
             let t0 = MonotonicClock.now()
             while queue.count >= settings.queueCapacity && _status == .writing { lock.wait() }
             let waited = MonotonicClock.now() - t0
             if seamWindowOpen { longestSeamWait = max(longestSeamWait, waited) }
-            guard _status == .writing else { return false }
+            guard _status == .writing else { return .closed }
         }
         enqueue(.frame(frame))
-        return true
+        return .taken
     }
 
     /// Appends `frame`, suspending while the writer is full.

@@ -1,5 +1,5 @@
 import Testing
-@testable import ReelCore
+import ReelCore
 
 @Suite struct AspectRatioTests {
     @Test(arguments: [

@@ -1,0 +1,130 @@
+import Foundation
+import ReelWriter
+
+/// The output of one `reel` process.
+struct Run {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(stdout.utf8))
+    }
+}
+
+/// The `reel` binary built next to this test bundle (or `$REEL_BINARY`).
+let reelBinary: String = {
+    if let p = ProcessInfo.processInfo.environment["REEL_BINARY"] { return p }
+    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    return ((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent("reel")
+}()
+
+/// Runs `reel args…` to completion.
+func reel(_ args: [String], in directory: String? = nil) throws -> Run {
+    let p = try launch(args, in: directory)
+    return p.wait()
+}
+
+/// A running `reel` process. The two data buffers are written by one reader each and read
+/// only after `group` says both readers finished.
+final class Launched: @unchecked Sendable {
+    let process: Process
+    private let out: Pipe, err: Pipe
+    private var outData = Data(), errData = Data()
+    private let group = DispatchGroup()
+
+    init(process: Process, out: Pipe, err: Pipe) {
+        self.process = process; self.out = out; self.err = err
+        group.enter()
+        DispatchQueue.global().async { [self] in outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        group.enter()
+        DispatchQueue.global().async { [self] in errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    }
+
+    func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+
+    func wait() -> Run {
+        process.waitUntilExit()
+        group.wait()
+        return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                   stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+func launch(_ args: [String], in directory: String? = nil) throws -> Launched {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: reelBinary)
+    p.arguments = args
+    if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = FileHandle.nullDevice
+    try p.run()
+    return Launched(process: p, out: out, err: err)
+}
+
+/// A fresh directory under /tmp, removed by the caller when it likes.
+func temporaryDirectory(_ tag: String = "reel-test") -> String {
+    var template = Array("/tmp/\(tag)-XXXXXX".utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    return String(cString: made!)
+}
+
+func removeTree(_ path: String) { try? FileManager.default.removeItem(atPath: path) }
+
+/// Records with `reel record … --json` and decodes the summary.
+func record(_ args: [String], out: String) throws -> (Run, RecordingSummary?) {
+    let run = try reel(["record", "--json", "--out", out] + args)
+    return (run, try? run.decode(RecordingSummary.self))
+}
+
+/// `reel probe --frames --json FILE`.
+func probeFrames(_ path: String) throws -> ProbeResult {
+    let run = try reel(["probe", "--frames", "--json", path])
+    guard run.status == 0 else { throw ProbeFailed(message: run.stderr) }
+    return try run.decode(ProbeResult.self)
+}
+
+struct ProbeFailed: Error { let message: String }
+
+/// ffprobe's view of a file, when ffprobe is installed: codec name, width, height, frames.
+func ffprobe(_ path: String) -> (codec: String, width: Int, height: Int, frames: Int)? {
+    let candidates = ["/usr/bin/ffprobe", "/usr/local/bin/ffprobe"]
+    guard let tool = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: tool)
+    p.arguments = ["-v", "error", "-count_packets", "-select_streams", "v:0",
+                   "-show_entries", "stream=codec_name,width,height,nb_read_packets", "-of", "csv=p=0", path]
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return nil }
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    let f = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+    guard f.count == 4, let w = Int(f[1]), let h = Int(f[2]), let n = Int(f[3]) else { return nil }
+    return (String(f[0]), w, h, n)
+}
+
+/// Mounts a small tmpfs at a new directory, or nil when this machine does not allow it.
+func mountTmpfs(sizeKiB: Int, readOnly: Bool = false) -> String? {
+    let dir = temporaryDirectory("reel-mnt")
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/bin/mount")
+    p.arguments = ["-t", "tmpfs", "-o", "size=\(sizeKiB)k\(readOnly ? ",ro" : "")", "tmpfs", dir]
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return nil }
+    p.waitUntilExit()
+    if p.terminationStatus != 0 { removeTree(dir); return nil }
+    return dir
+}
+
+func unmount(_ dir: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/bin/umount")
+    p.arguments = [dir]
+    try? p.run()
+    p.waitUntilExit()
+    removeTree(dir)
+}
