@@ -15,6 +15,11 @@ public struct CapturedFrame: Sendable {
     public let crop: CropRect
 
     public var buffer: PixelBuffer { lease.buffer }
+
+    public init(lease: PixelBufferLease, index: Int, pts: Timestamp, duration: Int64, ratio: AspectRatio, crop: CropRect) {
+        self.lease = lease; self.index = index; self.pts = pts
+        self.duration = duration; self.ratio = ratio; self.crop = crop
+    }
 }
 
 /// What an output did with an offered frame.

@@ -107,8 +107,14 @@ public final class Muxer: @unchecked Sendable {
             let micros = String(Int64(fragmentInterval * 1_000_000))
             switch container {
             case .mov, .mp4:
-                av_dict_set(&options, "movflags", "delay_moov+default_base_moof+use_metadata_tags", 0)
-                av_dict_set(&options, "frag_duration", micros, 0)
+                // Long-GOP codecs fragment at keyframes (one per interval, see EncoderSettings),
+                // so a fragment never ends between a B-frame and the frame it refers to.
+                if encoder.settings.codec.isIntraOnly {
+                    av_dict_set(&options, "movflags", "delay_moov+default_base_moof+use_metadata_tags", 0)
+                    av_dict_set(&options, "frag_duration", micros, 0)
+                } else {
+                    av_dict_set(&options, "movflags", "delay_moov+default_base_moof+use_metadata_tags+frag_keyframe", 0)
+                }
             case .mkv:
                 av_dict_set(&options, "cluster_time_limit", String(Int64(fragmentInterval * 1000)), 0)
             }

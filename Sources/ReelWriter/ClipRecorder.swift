@@ -34,7 +34,8 @@ final class ClipRecorder: @unchecked Sendable {
         file = try settings.storage.createClip(named: name)
         do {
             encoder = try VideoEncoder(EncoderSettings(codec: settings.codec, size: frame.crop.size, rate: rate,
-                                                       timescale: frame.pts.timescale, threads: settings.threads),
+                                                       timescale: frame.pts.timescale, threads: settings.threads,
+                                                       keyframeInterval: max(1, Int((rate.perSecond * settings.fragmentInterval).rounded()))),
                                        globalHeader: Muxer.wantsGlobalHeader(settings.container))
             muxer = try Muxer(container: settings.container, sink: file, encoder: encoder,
                               fragmentInterval: settings.fragmentInterval,

@@ -1,0 +1,197 @@
+import Foundation
+import Testing
+import ReelCapture
+import ReelCore
+import ReelMedia
+import ReelStorage
+import ReelWriter
+
+func temporaryDirectory() -> String {
+    var template = Array("/tmp/reel-lib-XXXXXX".utf8CString)
+    return String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!)! })
+}
+
+let thirty = FrameRate(frames: 30)!
+
+func makeWriter(_ dir: String, codec: VideoCodec = .prores(.proxy), container: Container = .mov, queue: Int = 8) throws -> AssetWriter {
+    try AssetWriter(settings: WriterSettings(codec: codec, container: container, storage: try FileStorage(directory: dir),
+                                             namePrefix: "w", queueCapacity: queue), rate: thirty)
+}
+
+/// Frames straight from a synthetic sensor, cropped to `ratio`, without a session.
+func frames(_ count: Int, from source: SyntheticSource, ratio: AspectRatio, startingAt first: Int = 0) -> [CapturedFrame] {
+    final class Grab: SourceDelegate, @unchecked Sendable {
+        // Only the capture thread (the caller's) touches `got`.
+        var got: [SourceFrame] = []
+        func source(didCapture frame: SourceFrame) -> Bool { got.append(frame); return true }
+        func source(didDrop count: Int, reason: DropReason, at index: Int) {}
+    }
+    let grab = Grab()
+    try? source.capture(frameLimit: count, delegate: grab)
+    return grab.got.map {
+        CapturedFrame(lease: $0.lease, index: $0.index + first, pts: Timestamp(value: $0.pts.value + Int64(first), timescale: $0.pts.timescale),
+                      duration: 1, ratio: ratio, crop: ratio.crop(in: source.format.size))
+    }
+}
+
+@Suite(.serialized) struct AssetWriterTests {
+    @Test func statusBackPressureAndAsyncAppend() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try makeWriter(dir, queue: 1)
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false, buffers: 40)
+        #expect(writer.status == .unknown)
+        let batch = frames(30, from: source, ratio: .landscape16x9)
+        await #expect(throws: WriterError.self) { try await writer.append(batch[0]) }
+        writer.start()
+        #expect(writer.status == .writing)
+        var sawFull = false
+        for f in batch {
+            if !writer.isReadyForMoreMediaData { sawFull = true }
+            try await writer.append(f)     // suspends while the one-frame queue is full
+        }
+        let result = await writer.finish()
+        #expect(writer.status == .completed)
+        #expect(sawFull, "a one-frame queue never filled: back-pressure untested")
+        #expect(result.clips.count == 1 && result.framesWritten == 30 && result.framesLost == 0)
+        #expect(result.queueHighWater == 1)
+        await #expect(throws: WriterError.self) { try await writer.append(batch[0]) }
+        let probe = try Inspector.probe(result.clips[0].path, frames: true)
+        #expect(probe.frameIndices == Array(0..<30) && probe.width == 1280 && probe.height == 720)
+    }
+
+    @Test func splitStartsANewClipAtTheNextFrame() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try makeWriter(dir, codec: .h264, container: .mp4)
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false, buffers: 40)
+        writer.start()
+        let batch = frames(20, from: source, ratio: .square)
+        for f in batch.prefix(7) { #expect(writer.offer(f, waiting: true) == .taken) }
+        writer.split()
+        for f in batch.dropFirst(7) { #expect(writer.offer(f, waiting: true) == .taken) }
+        let result = writer.finishAndWait()
+        #expect(result.clips.map(\.frames) == [7, 13])
+        #expect(result.clips.map(\.firstFrameIndex) == [0, 7])
+        #expect(result.clips.map(\.ratio) == ["1x1", "1x1"])
+        let report = try Inspector.verify([dir])
+        #expect(report.ok, "\(report.violation ?? "")")
+        #expect(writer.offer(batch[0], waiting: false) == .closed)
+    }
+
+    @Test func finishWithoutFramesWritesNothing() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try makeWriter(dir)
+        writer.start()
+        let result = writer.finishAndWait()
+        #expect(result.clips.isEmpty && writer.status == .completed)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+    }
+
+    @Test func refusesPairsLibavformatRefuses() {
+        #expect(throws: WriterError.self) { _ = try makeWriter("/tmp", codec: .prores(.hq), container: .mp4) }
+    }
+}
+
+/// Runs a session on its own thread, as `reel record` does.
+func runInBackground(_ session: CaptureSession, frames: Int) -> DispatchSemaphore {
+    let done = DispatchSemaphore(value: 0)
+    Thread { _ = try? session.run(frameLimit: frames); done.signal() }.start()
+    return done
+}
+
+@Suite(.serialized) struct DynamicAspectRatioTests {
+    @Test func returnedTimestampsAreTheSeamsTheWriterCutAt() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: true)
+        let session = try CaptureSession(source: source)
+        let writer = try makeWriter(dir)
+        session.addOutput(writer)
+        writer.start()
+        let done = runInBackground(session, frames: 60)
+        try await Task.sleep(nanoseconds: 300_000_000)
+        // Three calls in flight at once complete in the order they were made, one frame apart.
+        let order: [AspectRatio] = [.portrait9x16, .square, .landscape4x3]
+        let tasks = try await withThrowingTaskGroup(of: (Int, Timestamp).self) { group in
+            for (k, r) in order.enumerated() {
+                group.addTask { (k, try await session.setDynamicAspectRatio(r)) }
+                try await Task.sleep(nanoseconds: 3_000_000)
+            }
+            var out: [(Int, Timestamp)] = []
+            for try await x in group { out.append(x) }
+            return out.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+        #expect(tasks[0] < tasks[1] && tasks[1] < tasks[2])
+        #expect(tasks[1].value - tasks[0].value == 1 && tasks[2].value - tasks[1].value == 1, "\(tasks)")
+        // The current ratio again: a timestamp, no seam.
+        let same = try await session.setDynamicAspectRatio(.landscape4x3)
+        #expect(same > tasks[2])
+        done.wait()
+        let result = writer.finishAndWait()
+        #expect(result.clips.map(\.ratio) == ["16x9", "9x16", "1x1", "4x3"])
+        for (clip, t) in zip(result.clips.dropFirst(), tasks) {
+            #expect(abs(clip.firstPTS - t.seconds) < 1e-9)
+        }
+        #expect(session.stats.seams.count == 3)
+    }
+
+    @Test func unsupportedRatioIsAClearErrorAndRecordingGoesOn() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = try SyntheticSource(size: 4032, rate: thirty, realtime: true)
+        #expect(source.format.supportedRatios == [.landscape4x3, .portrait3x4])
+        let session = try CaptureSession(source: source)
+        #expect(session.ratio == .landscape4x3)
+        let writer = try makeWriter(dir)
+        session.addOutput(writer)
+        writer.start()
+        let done = runInBackground(session, frames: 20)
+        try await Task.sleep(nanoseconds: 200_000_000)
+        do {
+            _ = try await session.setDynamicAspectRatio(.landscape16x9)
+            Issue.record("16x9 on a still-photo format should be refused")
+        } catch let e as CaptureError {
+            #expect(e.description.contains("ratio 16x9 is not supported") && e.exitStatus == 64)
+        }
+        let t = try await session.setDynamicAspectRatio(.portrait3x4)
+        done.wait()
+        let result = writer.finishAndWait()
+        #expect(result.clips.map(\.ratio) == ["4x3", "3x4"])
+        #expect(result.clips.map { "\($0.width)x\($0.height)" } == ["4032x3024", "3024x4032"])
+        #expect(abs(result.clips[1].firstPTS - t.seconds) < 1e-9)
+        #expect(result.clips.reduce(0) { $0 + $1.frames } + session.stats.drops.total == 20)
+    }
+}
+
+@Suite struct FragmentTests {
+    @Test func cutAnywhereThePrefixUpToTheLastFragmentPlays() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try AssetWriter(settings: WriterSettings(codec: .h264, container: .mp4, storage: try FileStorage(directory: dir),
+                                                              namePrefix: "f", fragmentInterval: 0.5), rate: thirty)
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false, buffers: 100)
+        writer.start()
+        for f in frames(90, from: source, ratio: .landscape16x9) { _ = writer.offer(f, waiting: true) }
+        let path = writer.finishAndWait().clips[0].path
+        let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+        var keptCounts: [Int] = []
+        for fraction in [0.2, 0.45, 0.7, 0.95] {
+            let cut = dir + "/cut.mp4"
+            try whole.prefix(Int(Double(whole.count) * fraction)).write(to: URL(fileURLWithPath: cut))
+            let length = try #require(FragmentScanner.playableLength(of: cut))
+            #expect(length <= Int64(Double(whole.count) * fraction))
+            let file = try #require(FileHandle(forWritingAtPath: cut))
+            try file.truncate(atOffset: UInt64(length))
+            try file.close()
+            let probe = try Inspector.probe(cut, frames: true)
+            let kept = probe.frameIndices ?? []
+            #expect(kept == Array(0..<kept.count), "cut at \(fraction): \(kept)")
+            keptCounts.append(kept.count)
+            try FileManager.default.removeItem(atPath: cut)
+        }
+        #expect(keptCounts == keptCounts.sorted() && keptCounts.last! >= 60, "\(keptCounts)")
+        #expect(FragmentScanner.playableLength(of: path) == Int64(whole.count))
+    }
+}
