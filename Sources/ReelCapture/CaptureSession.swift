@@ -110,10 +110,23 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// timestamp (the seam, where a writer cuts). Setting the current ratio again returns
     /// the next frame's timestamp and changes nothing.
     /// - Throws: `CaptureError.unsupportedRatio`; the session goes on unchanged.
+    ///
+    /// When the session is not running, the ratio applies from the first frame of the next
+    /// run, and the call returns at once with the time the next frame would have had.
     public func setDynamicAspectRatio(_ ratio: AspectRatio) async throws -> Timestamp {
         try CaptureSession.check(ratio, in: source.format)
+        let format = source.format
         return await withCheckedContinuation { continuation in
-            state.withLock { $0.pending.append((ratio, continuation)) }
+            let idle: Timestamp? = state.withLock { s in
+                if s.running {
+                    s.pending.append((ratio, continuation))
+                    return nil
+                }
+                s.ratio = ratio
+                guard let last = s.stats.lastPTS else { return Timestamp.zero(timescale: format.timescale) }
+                return Timestamp(value: last.value + format.frameDuration, timescale: last.timescale)
+            }
+            if let idle { continuation.resume(returning: idle) }
         }
     }
 
@@ -126,6 +139,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// Runs the source on the calling thread until `frameLimit` frames or `stopRunning()`.
     public func run(frameLimit: Int?) throws -> CaptureStats {
         state.withLock { $0.running = true }
+        // Requests still pending when the run ends are answered with the time the next
+        // frame would have had: their ratio applies from the next run.
         defer {
             let leftovers = state.withLock { s -> [(AspectRatio, CheckedContinuation<Timestamp, Never>)] in
                 s.running = false
@@ -133,9 +148,11 @@ public final class CaptureSession: SourceDelegate, Sendable {
                 s.pending = []
                 return p
             }
-            // Requests nobody will serve: answer with the end of the session.
-            let end = stats.lastPTS ?? Timestamp.zero(timescale: source.format.timescale)
-            for (_, c) in leftovers { c.resume(returning: end) }
+            let format = source.format
+            let next = stats.lastPTS.map { Timestamp(value: $0.value + format.frameDuration, timescale: $0.timescale) }
+                ?? Timestamp.zero(timescale: format.timescale)
+            if let last = leftovers.last { state.withLock { $0.ratio = last.0 } }
+            for (_, c) in leftovers { c.resume(returning: next) }
         }
         try source.capture(frameLimit: frameLimit, delegate: self)
         return stats

@@ -41,6 +41,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
 
     /// - Throws: `WriterError.unsupportedPair` or `.encoderUnavailable` for settings that cannot work.
     public init(settings: WriterSettings, rate: FrameRate) throws(WriterError) {
+        quietLibav()
         try settings.validate()
         self.settings = settings
         self.rate = rate

@@ -114,7 +114,6 @@ public final class Recording: Sendable {
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
     public init(options: RecordOptions) throws {
-        quietLibav()
         self.options = options
         let source: any VideoSource
         switch options.source {
