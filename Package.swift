@@ -22,16 +22,18 @@ let package = Package(
         // The only Swift code that touches libav*.
         .target(name: "ReelMedia", dependencies: ["CFFmpeg", "ReelCore"]),
         // Where bytes go: plain files now, the storage pool later.
-        .target(name: "ReelStorage", dependencies: ["CLinux", "ReelCore"]),
+        .target(name: "ReelMetrics", linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "ReelStorage", dependencies: ["CLinux", "ReelCore", "ReelMetrics"]),
         // Sources and the capture session.
         .target(name: "ReelCapture", dependencies: ["ReelCore", "ReelMedia"]),
         // AssetWriter, clip splitting, probe and verify.
-        .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture"]),
-        .executableTarget(name: "reel", dependencies: ["ReelWriter", "ReelCapture", "ReelCore"]),
+        .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics"]),
+        .executableTarget(name: "reel", dependencies: ["ReelWriter", "ReelCapture", "ReelCore", "ReelStorage"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore"]),
+        .testTarget(name: "ReelMetricsTests", dependencies: ["ReelMetrics"]),
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
-        .testTarget(name: "ReelCLITests", dependencies: ["ReelWriter", "ReelCore"]),
+        .testTarget(name: "ReelCLITests", dependencies: ["ReelWriter", "ReelCore", "ReelStorage"]),
     ],
     swiftLanguageModes: [.v6]
 )

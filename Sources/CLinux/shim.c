@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include "CLinux.h"
 
 const int CLinux_O_DIRECT = O_DIRECT;
@@ -14,4 +16,34 @@ int CLinux_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
 
 int CLinux_fallocate(int fd, int64_t offset, int64_t length) {
     return fallocate(fd, 0, (off_t)offset, (off_t)length);
+}
+
+int CLinux_start_writeback(int fd, int64_t offset, int64_t length) {
+    return sync_file_range(fd, (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE);
+}
+
+int CLinux_drop_cache(int fd, int64_t offset, int64_t length) {
+    int r = posix_fadvise(fd, (off_t)offset, (off_t)length, POSIX_FADV_DONTNEED);
+    return r == 0 ? 0 : -1;
+}
+
+int CLinux_set_io_priority(int ioClass, int level) {
+    /* IOPRIO_PRIO_VALUE(class, data) = class << 13 | data; IOPRIO_WHO_PROCESS = 1 */
+    return (int)syscall(SYS_ioprio_set, 1, 0, (ioClass << 13) | level);
+}
+
+const char *CLinux_filesystem_name(int fd) {
+    struct statfs s;
+    if (fstatfs(fd, &s) != 0) return "unknown";
+    switch ((unsigned long)s.f_type) {
+    case EXT4_SUPER_MAGIC: return "ext4";  /* ext2/3/4 share the magic */
+    case 0x58465342: return "xfs";
+    case BTRFS_SUPER_MAGIC: return "btrfs";
+    case TMPFS_MAGIC: return "tmpfs";
+    case RAMFS_MAGIC: return "ramfs";
+    case 0x794c7630: return "overlayfs";
+    case 0x6969: return "nfs";
+    case 0xf2f52010: return "f2fs";
+    default: return "other";
+    }
 }

@@ -11,4 +11,13 @@ public protocol ByteSink: AnyObject {
     var position: Int64 { get }
     /// The largest offset written so far.
     var size: Int64 { get }
+    /// Bytes the sink can take now without making the caller wait for storage.
+    var headroom: Int64 { get }
+    /// The muxer finished writing a packet: a good moment to push buffered bytes toward the disk.
+    func packetWritten()
+}
+
+extension ByteSink {
+    public var headroom: Int64 { .max }
+    public func packetWritten() {}
 }

@@ -89,7 +89,8 @@ public final class Muxer: @unchecked Sendable {
         self.box = box
         self.encoderTimeBase = encoder.context.pointee.time_base
         ctx.pointee.pb = io
-        ctx.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        // Every packet reaches the sink when it is muxed, not when a 256 KiB buffer fills.
+        ctx.pointee.flags |= AVFMT_FLAG_CUSTOM_IO | AVFMT_FLAG_FLUSH_PACKETS
         guard let st = avformat_new_stream(ctx, nil) else {
             Muxer.free(format: ctx, io: io, box: box)
             throw MediaError("avformat_new_stream", code: reel_averror(ENOMEM))
@@ -147,6 +148,7 @@ public final class Muxer: @unchecked Sendable {
         let size = Int(pkt.pointee.size)
         let r = av_write_frame(format, pkt)
         if r < 0 { throw sinkError() ?? MediaError("av_write_frame", code: r) }
+        box.takeUnretainedValue().sink.packetWritten()
         packetsWritten += 1
         bytesOfPackets += size
     }

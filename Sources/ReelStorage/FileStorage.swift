@@ -1,5 +1,6 @@
 import CLinux
 import ReelCore
+import ReelMetrics
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,6 +21,10 @@ public protocol ClipFile: ByteSink {
     func publish() throws -> Int64
     /// Cuts the file back to `length` bytes (salvaging after a failed write).
     func truncate(to length: Int64) throws
+    /// Write-path figures (latency histogram, ring use).
+    var writeStats: WriteStats? { get }
+    /// Where the bytes are now (a pool slot until published, then `path`).
+    var workingPath: String { get }
 }
 
 /// Errors of the storage layer.
@@ -83,6 +88,7 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     private var fd: Int32
     public private(set) var position: Int64 = 0
     public private(set) var size: Int64 = 0
+    private var histogram = LatencyHistogram()
 
     /// Creates `path`, refusing to replace an existing file (`O_EXCL`).
     public init(path: String) throws {
@@ -99,12 +105,14 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         var done = 0
+        let t0 = MonotonicClock.now()
         while done < bytes.count {
             let n = try retryingInterrupts("write", path: path) {
                 pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(position) + off_t(done))
             }
             done += n
         }
+        histogram.record(nanos: MonotonicClock.now() - t0)
         position += Int64(bytes.count)
         size = max(size, position)
     }
@@ -119,6 +127,15 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
         size = length
         position = min(position, length)
     }
+
+    public var writeStats: WriteStats? {
+        var w = WriteStats(writeMode: "plain")
+        w.histogram = histogram
+        w.bytesWritten = size
+        return w
+    }
+
+    public var workingPath: String { path }
 
     public func publish() throws -> Int64 {
         guard fd >= 0 else { return size }

@@ -9,13 +9,14 @@ public enum FragmentScanner {
     /// The byte length of the playable prefix of the file at `path`: through the last
     /// `mdat` whose `moof` and payload are complete (or through `moov` if no fragment is),
     /// or nil when the file does not start as an ISO BMFF file with a `moov`.
-    public static func playableLength(of path: String) -> Int64? {
+    /// - Parameter limit: bytes known to hold data (a preallocated slot is longer than its clip).
+    public static func playableLength(of path: String, limit: Int64? = nil) -> Int64? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { return nil }
-        let fileSize = Int64(st.st_size)
+        let fileSize = min(Int64(st.st_size), limit ?? .max)
         var offset: Int64 = 0
         var sawMoov = false
         var playable: Int64? = nil

@@ -3,6 +3,7 @@ import ReelCapture
 import ReelCore
 import ReelMedia
 import ReelStorage
+import ReelMetrics
 
 /// Encodes captured frames into clips, one clip per run of one ratio (`AVAssetWriter` with
 /// the ratio-change cut built in).
@@ -33,6 +34,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var queueHighWater = 0
     private var framesWritten = 0
     private var framesAccepted = 0
+    private var drops = DropCounts()
     private var bytesFinished: Int64 = 0
     private var bytesCurrent: Int64 = 0
     private var finishRequested = false
@@ -170,7 +172,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             // Never started: nothing to write.
             _status = .completed
             result = WriterResult(clips: [], framesWritten: 0, framesLost: 0, longestSeamWait: 0,
-                                  longestClipOpen: 0, queueHighWater: 0, error: nil)
+                                  longestClipOpen: 0, queueHighWater: 0, drops: DropCounts(), write: nil, error: nil)
             lock.broadcast()
             return
         }
@@ -209,6 +211,10 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                 if failure != nil { continue }   // counted as lost at the end
                 do {
                     if let c = current, c.ratio == frame.ratio, c.size == frame.crop.size, !splitNext {
+                        if settings.dropWhenStorageIsBehind && c.storageIsBehind {
+                            lock.lock(); drops.add(.outOfBuffers); framesAccepted -= 1; lock.unlock()
+                            continue
+                        }
                         try c.append(frame)
                     } else {
                         if let c = current {
@@ -244,7 +250,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             }
         }
         if let c = current { finaliser.submit(c) }
-        let (clips, finalError) = finaliser.finishAll()
+        let (clips, finalError, write) = finaliser.finishAll()
 
         lock.lock()
         let error = failure ?? finalError.map(classify)
@@ -264,7 +270,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         let r = WriterResult(clips: clips, framesWritten: kept, framesLost: framesLostTotal,
                              longestSeamWait: Double(longestSeamWait) / 1e9,
                              longestClipOpen: Double(longestOpen) / 1e9,
-                             queueHighWater: queueHighWater, error: finalErrorWithKept)
+                             queueHighWater: queueHighWater, drops: drops, write: write, error: finalErrorWithKept)
         result = r
         for w in asyncWaiters { w.resume() }
         asyncWaiters = []
@@ -309,6 +315,7 @@ private final class Finaliser: @unchecked Sendable {
     private var closing = false
     private var done = false
     private var clips: [ClipSummary] = []
+    private var write: WriteStats?
     private var firstError: (any Error)?
 
     func start() {
@@ -325,12 +332,12 @@ private final class Finaliser: @unchecked Sendable {
     }
 
     /// Waits until every submitted clip is closed; returns them in order and the first error.
-    func finishAll() -> ([ClipSummary], (any Error)?) {
+    func finishAll() -> ([ClipSummary], (any Error)?, WriteStats?) {
         lock.lock(); defer { lock.unlock() }
         closing = true
         lock.broadcast()
         while !done { lock.wait() }
-        return (clips.sorted { $0.path < $1.path }, firstError)
+        return (clips.sorted { $0.path < $1.path }, firstError, write)
     }
 
     private func run() {
@@ -356,7 +363,11 @@ private final class Finaliser: @unchecked Sendable {
                     summary = clip.salvage()
                 }
             }
+            let stats = clip.writeStats
             lock.lock()
+            if let stats {
+                if write == nil { write = stats } else { write!.merge(stats) }
+            }
             if let summary { clips.append(summary) }
             if let error, firstError == nil { firstError = error }
             lock.unlock()

@@ -52,12 +52,22 @@ final class ClipRecorder: @unchecked Sendable {
     }
 
     var bytes: Int64 { file.size }
+    var writeStats: WriteStats? { file.writeStats }
+
+    /// The largest packet so far: what the storage ring must have room for.
+    private var largestPacket = 0
+
+    /// The sink's ring cannot take another frame without making the encode thread wait.
+    var storageIsBehind: Bool {
+        file.headroom < Int64(2 * largestPacket + (512 << 10))
+    }
 
     /// Encodes and muxes one frame at its place on the clip's own timeline.
     func append(_ frame: CapturedFrame) throws {
         let pts = frame.pts.value - sessionStart.value
         try encoder.encode(frame.buffer, crop: frame.crop, pts: pts, duration: frame.duration,
                            forceKeyframe: indices.isEmpty) { packet in
+            largestPacket = max(largestPacket, packet.byteCount)
             try muxer.write(packet)
         }
         indices.append(frame.index)
@@ -74,8 +84,10 @@ final class ClipRecorder: @unchecked Sendable {
     /// After a failed write: cuts the file back to its last complete fragment, publishes
     /// what is playable and returns it, or nil when nothing is.
     func salvage() -> ClipSummary? {
-        if container.isFragmented, let length = FragmentScanner.playableLength(of: file.path) {
+        if container.isFragmented, let length = FragmentScanner.playableLength(of: file.workingPath) {
             try? file.truncate(to: length)
+        } else {
+            try? file.truncate(to: file.size)
         }
         let bytes = (try? file.publish()) ?? file.size
         var kept = 0

@@ -4,6 +4,7 @@ import ReelCapture
 import ReelCore
 import ReelMedia
 import ReelStorage
+import ReelMetrics
 
 /// Where frames come from.
 public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
@@ -56,8 +57,38 @@ public struct RecordOptions: Sendable {
     public var ratioChanges: [(RatioTrigger, AspectRatio)] = []
     public var fragmentInterval = 1.0
     public var queueCapacity = 8
+    public var storage: StorageChoice = .defaultPool
 
     public init() {}
+}
+
+/// Where a recording's bytes go while it records.
+public enum StorageChoice: Sendable, Equatable {
+    /// The default pool (`StoragePool.defaultPath`), created on first use.
+    case defaultPool
+    case pool(String)
+    /// Straight into the output file (`--plain`), for comparison.
+    case plain
+}
+
+/// The storage part of the JSON summary.
+public struct StorageSummary: Sendable, Codable {
+    /// `pool` or `plain`.
+    public var mode: String
+    public var pool: String?
+    /// The default pool was created by this recording.
+    public var poolCreated: Bool
+    /// `buffered` (early writeback) or `direct` (O_DIRECT) in a pool; `plain` otherwise.
+    public var writeMode: String
+    public var remainingCapacityBefore: Int64?
+    public var remainingCapacityAfter: Int64?
+    /// Service time of each storage write, in ms.
+    public var writeLatencyMs: LatencySummary
+    public var longestStallMs: Double
+    public var ringBytes: Int64
+    public var ringHighWaterBytes: Int64
+    public var ringFullWaits: Int
+    public var slotGrowths: Int
 }
 
 /// Errors of setting up a recording.
@@ -95,6 +126,7 @@ public struct RecordingSummary: Sendable, Codable {
     public var longestSeamWaitMs: Double
     public var longestClipOpenMs: Double
     public var writerQueueHighWater: Int
+    public var storage: StorageSummary
     public var source: String
     public var fps: String
     public var realtime: Bool
@@ -109,6 +141,9 @@ public final class Recording: Sendable {
     public let options: RecordOptions
     public let session: CaptureSession
     public let writer: AssetWriter
+    public let pool: StoragePool?
+    public let poolCreated: Bool
+    private let remainingBefore: Int64?
     private let frameCount: Int
     private let stopped = NSLockedFlag()
 
@@ -124,11 +159,43 @@ public final class Recording: Sendable {
         for (trigger, ratio) in options.ratioChanges {
             try session.scheduleAspectRatio(ratio, at: trigger)
         }
+        let storage: any ClipStorage
+        var created = false
+        switch options.storage {
+        case .plain:
+            pool = nil
+            storage = try FileStorage(directory: options.outputDirectory)
+        case .pool(let path):
+            let p = try StoragePool.open(at: path)
+            pool = p
+            storage = try PoolStorage(pool: p, directory: options.outputDirectory)
+        case .defaultPool:
+            let (p, made) = try StoragePool.openDefault()
+            pool = p
+            created = made
+            storage = try PoolStorage(pool: p, directory: options.outputDirectory)
+        }
+        poolCreated = created
+        if let pool {
+            // Like isProVideoStorageSupported plus the busy check: refuse before recording.
+            let status = try pool.status()
+            if status.busyReasons.contains("adjustingCapacity") {
+                let pct = Int(100 * (status.progress["adjustingCapacity"] ?? 0))
+                throw PoolError.busy("adjusting capacity (\(pct)% done)")
+            }
+            if status.slotsFree == 0 {
+                throw PoolError.full("the storage pool at \(pool.path) has no free slot (\(status.slotsActive) recording, \(status.slotsPreparing) being prepared)")
+            }
+            remainingBefore = status.remainingCapacity
+        } else {
+            remainingBefore = nil
+        }
         let settings = WriterSettings(codec: options.codec, container: options.container,
-                                      storage: try FileStorage(directory: options.outputDirectory),
+                                      storage: storage,
                                       namePrefix: options.namePrefix ?? Recording.defaultPrefix(),
                                       fragmentInterval: options.fragmentInterval,
-                                      queueCapacity: options.queueCapacity)
+                                      queueCapacity: options.queueCapacity,
+                                      dropWhenStorageIsBehind: options.realtime)
         writer = try AssetWriter(settings: settings, rate: options.rate)
         session.addOutput(writer)
         frameCount = options.length.frameCount(at: options.rate)
@@ -167,7 +234,17 @@ public final class Recording: Sendable {
         do { _ = try session.run(frameLimit: frameCount) } catch { sourceError = error }
         let result = writer.finishAndWait()
         monitorDone.set()
+        pool?.waitForReplenishing()
         let stats = session.stats
+        var drops = stats.drops
+        for (reason, n) in result.drops.byReason { drops.add(reason, count: n) }
+        let write = result.write ?? WriteStats(writeMode: pool == nil ? "plain" : "buffered")
+        let storageSummary = StorageSummary(
+            mode: pool == nil ? "plain" : "pool", pool: pool?.path, poolCreated: poolCreated,
+            writeMode: write.writeMode, remainingCapacityBefore: remainingBefore,
+            remainingCapacityAfter: pool?.remainingCapacity, writeLatencyMs: write.histogram.summary,
+            longestStallMs: Double(write.histogram.maxNanos) / 1e6, ringBytes: write.ringBytes,
+            ringHighWaterBytes: write.ringHighWater, ringFullWaits: write.ringFullWaits, slotGrowths: write.slotGrowths)
         let reason: String
         var errorText: String? = nil
         if let e = result.error {
@@ -179,9 +256,10 @@ public final class Recording: Sendable {
         }
         return RecordingSummary(
             clips: result.clips, framesCaptured: stats.framesCaptured, framesWritten: result.framesWritten,
-            framesDropped: stats.drops.total, dropReasons: stats.drops.table, framesLost: result.framesLost,
+            framesDropped: drops.total, dropReasons: drops.table, framesLost: result.framesLost,
             seams: stats.seams, longestSeamWaitMs: result.longestSeamWait * 1000,
             longestClipOpenMs: result.longestClipOpen * 1000, writerQueueHighWater: result.queueHighWater,
+            storage: storageSummary,
             source: options.source.description, fps: options.rate.description, realtime: options.realtime,
             elapsedSeconds: MonotonicClock.seconds(since: start), stopReason: reason, error: errorText)
     }

@@ -2,6 +2,7 @@ import ReelCapture
 import ReelCore
 import ReelMedia
 import ReelStorage
+import ReelMetrics
 
 /// How an `AssetWriter` encodes, muxes and stores its clips.
 public struct WriterSettings: Sendable {
@@ -16,12 +17,17 @@ public struct WriterSettings: Sendable {
     public var queueCapacity: Int
     /// libavcodec threads per encoder; 0 uses every core.
     public var threads: Int
+    /// Real time: when storage falls so far behind that its ring cannot take another frame,
+    /// drop the frame (`outOfBuffers`) rather than make the encode thread wait.
+    public var dropWhenStorageIsBehind: Bool
 
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,
-                namePrefix: String, fragmentInterval: Double = 1.0, queueCapacity: Int = 8, threads: Int = 0) {
+                namePrefix: String, fragmentInterval: Double = 1.0, queueCapacity: Int = 8, threads: Int = 0,
+                dropWhenStorageIsBehind: Bool = true) {
         self.codec = codec; self.container = container; self.storage = storage
         self.namePrefix = namePrefix; self.fragmentInterval = fragmentInterval
         self.queueCapacity = queueCapacity; self.threads = threads
+        self.dropWhenStorageIsBehind = dropWhenStorageIsBehind
     }
 
     /// Checks that the codec exists and the container can carry it.
@@ -142,5 +148,9 @@ public struct WriterResult: Sendable {
     public var longestClipOpen: Double
     /// The most frames that were queued in the writer at once.
     public var queueHighWater: Int
+    /// Frames the writer dropped because storage was behind (`outOfBuffers`).
+    public var drops: DropCounts
+    /// Write latency and ring use of every clip, merged.
+    public var write: WriteStats?
     public var error: WriterError?
 }

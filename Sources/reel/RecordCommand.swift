@@ -2,6 +2,7 @@ import Foundation
 import ReelCapture
 import ReelCore
 import ReelMedia
+import ReelStorage
 import ReelWriter
 
 enum RecordCommand {
@@ -48,6 +49,8 @@ enum RecordCommand {
                 let v = try args.value(for: name, inline: inline)
                 guard !v.isEmpty, !v.contains("/") else { throw UsageError("--name: '\(v)' must be a file name prefix without '/'") }
                 o.namePrefix = v
+            case "--pool": o.storage = .pool(try args.value(for: name, inline: inline))
+            case "--plain": o.storage = .plain
             case "--fragment": o.fragmentInterval = try parseSeconds(try args.value(for: name, inline: inline), option: name)
             case "--json": json = true
             default: throw UsageError("record: unknown option '\(arg)'")
@@ -71,6 +74,9 @@ enum RecordCommand {
 
     static func run(_ args: inout Arguments) throws -> Int32 {
         let (options, json) = try parse(&args)
+        if options.storage == .defaultPool && !FileManager.default.fileExists(atPath: StoragePool.defaultPath + "/manifest.json") {
+            printError("creating the default storage pool at \(StoragePool.defaultPath) (\(formatBytes(StoragePool.defaultCapacity)); see reel pool, or --plain to write files directly)")
+        }
         let recording = try Recording(options: options)
 
         // SIGINT finishes the clip and keeps it; a second one quits at once.
@@ -108,6 +114,14 @@ enum RecordCommand {
         for c in s.clips {
             print("  \(c.path)  \(c.width)x\(c.height) \(c.ratio) \(c.codec)/\(c.container)  \(c.frames) frames #\(c.firstFrameIndex)-\(c.lastFrameIndex)  \(fixed(c.durationSeconds, 2)) s  \(megabytes(c.bytes))\(c.salvaged ? "  (salvaged)" : "")")
         }
+        let st = s.storage
+        var line = "  storage: \(st.mode)"
+        if let pool = st.pool { line += " \(pool) (\(st.writeMode))" }
+        line += ", write p99 \(fixed(st.writeLatencyMs.p99, 2)) ms, max \(fixed(st.longestStallMs, 2)) ms"
+        if let before = st.remainingCapacityBefore, let after = st.remainingCapacityAfter {
+            line += ", remaining \(formatBytes(before)) -> \(formatBytes(after))"
+        }
+        print(line)
         for seam in s.seams {
             print("  seam at frame \(seam.frameIndex) (\(fixed(seam.pts, 3)) s): \(seam.from) -> \(seam.to)")
         }

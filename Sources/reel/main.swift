@@ -8,6 +8,10 @@ usage: reel record [--source synthetic[:SIZE]] [--fps N] [--duration SECONDS | -
                    [--no-realtime] [--out DIR] [--name PREFIX] [--fragment SECONDS] [--json]
        reel probe FILE... [--frames] [--json]
        reel verify FILES-or-DIR... [--json]
+       reel pool create [PATH] --capacity SIZE [--slot SIZE] [--write-mode auto|buffered|direct] [--prefill zero|fallocate]
+       reel pool status|recover|delete [PATH] [--json]
+       reel pool resize [PATH] --capacity SIZE
+       (record: --pool PATH records through that pool; --plain writes files directly)
 """
 
 var args = Arguments(Array(CommandLine.arguments.dropFirst()))
@@ -17,6 +21,7 @@ do {
     case "record": status = try RecordCommand.run(&args)
     case "probe": status = try ProbeCommand.run(&args)
     case "verify": status = try VerifyCommand.run(&args)
+    case "pool": status = try PoolCommand.run(&args)
     case "help", "--help", "-h":
         print(usage)
         status = 0
@@ -24,7 +29,7 @@ do {
         writeStderr(usage + "\n")
         status = ExitStatus.usage
     case let other?:
-        throw UsageError("unknown command '\(other)' (use record, probe or verify)")
+        throw UsageError("unknown command '\(other)' (use record, probe, verify or pool)")
     }
 } catch let e as any UserFacingError {
     printError(e.description)

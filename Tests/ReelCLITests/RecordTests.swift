@@ -172,7 +172,7 @@ let validPairs: [(String, String, String)] = [
             return
         }
         defer { unmount(mnt) }
-        let (run, summary) = try record(["--frames", "600", "--no-realtime", "--codec", "prores:hq", "--name", "full"], out: mnt)
+        let (run, summary) = try record(["--plain", "--frames", "600", "--no-realtime", "--codec", "prores:hq", "--name", "full"], out: mnt)
         #expect(run.status == 74, "\(run.stderr)")
         #expect(run.stderr.contains("disk full") && run.stderr.contains("kept"), "\(run.stderr)")
         let s = try #require(summary)

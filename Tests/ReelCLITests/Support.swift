@@ -20,8 +20,8 @@ let reelBinary: String = {
 }()
 
 /// Runs `reel args…` to completion.
-func reel(_ args: [String], in directory: String? = nil) throws -> Run {
-    let p = try launch(args, in: directory)
+func reel(_ args: [String], in directory: String? = nil, environment: [String: String] = [:]) throws -> Run {
+    let p = try launch(args, in: directory, environment: environment)
     return p.wait()
 }
 
@@ -51,10 +51,35 @@ final class Launched: @unchecked Sendable {
     }
 }
 
-func launch(_ args: [String], in directory: String? = nil) throws -> Launched {
+/// The storage pool recordings use in tests (`REEL_POOL`), made once per test run; pools of
+/// earlier runs whose process is gone are removed first.
+let testPool: String = {
+    let fm = FileManager.default
+    for name in (try? fm.contentsOfDirectory(atPath: "/tmp")) ?? [] where name.hasPrefix("reel-test-pool-") {
+        if let pid = Int32(name.dropFirst("reel-test-pool-".count)), kill(pid, 0) != 0 {
+            try? fm.removeItem(atPath: "/tmp/" + name)
+        }
+    }
+    let path = "/tmp/reel-test-pool-\(getpid())"
+    if !fm.fileExists(atPath: path + "/manifest.json") {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: reelBinary)
+        p.arguments = ["pool", "create", path, "--capacity", "1G", "--slot", "64M"]
+        p.standardOutput = FileHandle.nullDevice
+        try? p.run()
+        p.waitUntilExit()
+    }
+    return path
+}()
+
+func launch(_ args: [String], in directory: String? = nil, environment: [String: String] = [:]) throws -> Launched {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: reelBinary)
     p.arguments = args
+    var env = ProcessInfo.processInfo.environment
+    env["REEL_POOL"] = testPool
+    for (k, v) in environment { env[k] = v }
+    p.environment = env
     if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
     let out = Pipe(), err = Pipe()
     p.standardOutput = out
@@ -107,12 +132,13 @@ func ffprobe(_ path: String) -> (codec: String, width: Int, height: Int, frames:
     return (String(f[0]), w, h, n)
 }
 
-/// Mounts a small tmpfs at a new directory, or nil when this machine does not allow it.
-func mountTmpfs(sizeKiB: Int, readOnly: Bool = false) -> String? {
+/// Mounts a small tmpfs (or another memory filesystem) at a new directory, or nil when this
+/// machine does not allow it.
+func mountTmpfs(sizeKiB: Int, readOnly: Bool = false, type: String = "tmpfs") -> String? {
     let dir = temporaryDirectory("reel-mnt")
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/bin/mount")
-    p.arguments = ["-t", "tmpfs", "-o", "size=\(sizeKiB)k\(readOnly ? ",ro" : "")", "tmpfs", dir]
+    p.arguments = ["-t", type, "-o", "size=\(sizeKiB)k\(readOnly ? ",ro" : "")", type, dir]
     p.standardError = FileHandle.nullDevice
     guard (try? p.run()) != nil else { return nil }
     p.waitUntilExit()

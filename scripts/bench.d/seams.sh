@@ -7,7 +7,7 @@
 set -euo pipefail
 scripts/setup
 if [ "${INSTALL_GST:-1}" = 1 ] && ! command -v gst-launch-1.0 >/dev/null; then
-    scripts/setup gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly || true
+    scripts/setup gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav || true
 fi
 swift build -c release 2>&1 | tail -1
 reel=$PWD/.build/release/reel
@@ -71,7 +71,7 @@ PY
     if command -v gst-launch-1.0 >/dev/null; then
         mkdir -p "$work/gst"
         case $codec in
-            prores:hq) genc="avenc_prores_aw profile=hq"; mux=qtmux; gext=mov ;;
+            prores:hq) genc="avenc_prores_aw"; mux=qtmux; gext=mov ;;
             h264) genc="x264enc speed-preset=veryfast"; mux=mp4mux; gext=mp4 ;;
         esac
         if gst-launch-1.0 -q videotestsrc num-buffers=$((dur * fps)) pattern=ball \

@@ -1,0 +1,116 @@
+import Foundation
+import ReelCore
+
+/// The pool's manifest (`POOL/manifest.json`): versioned, written crash-consistently
+/// (write a temporary file, fsync it, rename it over the old one, fsync the directory).
+public struct PoolManifest: Codable, Sendable, Equatable {
+    public static let formatName = "reel-pool"
+    public static let currentVersion = 1
+
+    public var format: String = PoolManifest.formatName
+    public var version: Int = PoolManifest.currentVersion
+    /// Bytes the pool may hold, all slots together.
+    public var capacity: Int64
+    /// Bytes each slot is preallocated with.
+    public var slotSize: Int64
+    /// `buffered` or `direct`.
+    public var writeMode: String
+    /// How slots are prepared: `zero` (written with zeros: overwrites touch no metadata) or `fallocate`.
+    public var prefill: String
+    public var nextSlotID: Int = 1
+    public var slots: [Slot] = []
+    /// Background work in progress (`adjustingCapacity`, `replenishing`), with progress.
+    public var operations: [Operation] = []
+
+    public struct Slot: Codable, Sendable, Equatable {
+        public var id: Int
+        /// `preparing` (being preallocated), `free`, `active` (a recorder writes it).
+        public var state: String
+        /// Bytes allocated to the slot's file (grows when a clip outgrows one slot).
+        public var allocated: Int64
+        public var owner: Int32?
+        public var destination: String?
+        public var container: String?
+        public var startedAt: Double?
+    }
+
+    public struct Operation: Codable, Sendable, Equatable {
+        public var reason: String
+        public var pid: Int32
+        public var done: Int64
+        public var total: Int64
+    }
+
+    public var allocatedBytes: Int64 { slots.reduce(0) { $0 + $1.allocated } }
+    public var freeBytes: Int64 { slots.filter { $0.state == "free" }.reduce(0) { $0 + $1.allocated } }
+}
+
+/// Errors of the storage pool.
+public enum PoolError: UserFacingError {
+    case notAPool(String)
+    case damagedManifest(String, String)
+    case foreignManifest(String, String)
+    case unsupportedVersion(String, Int)
+    case exists(String)
+    case busy(String)
+    case full(String)
+    case badSize(String)
+    case unsupportedFilesystem(String)
+    case io(SystemError)
+
+    public var exitStatus: Int32 {
+        switch self {
+        case .notAPool: return ExitStatus.noInput
+        case .damagedManifest, .foreignManifest, .unsupportedVersion: return ExitStatus.dataError
+        case .exists: return ExitStatus.cantCreate
+        case .busy: return 75   // EX_TEMPFAIL: try again when the pool is ready
+        case .full: return ExitStatus.ioError
+        case .badSize: return ExitStatus.usage
+        case .unsupportedFilesystem: return ExitStatus.unavailable
+        case .io: return ExitStatus.ioError
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .notAPool(let p): return "\(p) is not a storage pool (no manifest.json; create one with reel pool create)"
+        case .damagedManifest(let p, let why): return "the manifest of pool \(p) is damaged (\(why)); nothing was changed or deleted"
+        case .foreignManifest(let p, let f): return "\(p)/manifest.json is not a Reel pool manifest (format '\(f)'); nothing was changed or deleted"
+        case .unsupportedVersion(let p, let v): return "pool \(p) has manifest version \(v), newer than this reel understands (\(PoolManifest.currentVersion))"
+        case .exists(let p): return "\(p) already exists and is not an empty directory"
+        case .busy(let why): return "the pool is busy: \(why); try again when `reel pool status` shows it ready"
+        case .full(let why): return why
+        case .badSize(let why): return why
+        case .unsupportedFilesystem(let why): return why
+        case .io(let e): return e.description
+        }
+    }
+}
+
+/// Parses `4G`, `512M`, `1.5GiB`, `1000000` (bytes; K/M/G/T are powers of 1024).
+public func parseByteSize(_ text: String) -> Int64? {
+    let t = text.trimmingCharacters(in: .whitespaces).uppercased()
+    var number = t
+    var unit: Int64 = 1
+    let units: [(String, Int64)] = [
+        ("TIB", 1 << 40), ("GIB", 1 << 30), ("MIB", 1 << 20), ("KIB", 1 << 10),
+        ("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10),
+        ("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1),
+    ]
+    for (suffix, scale) in units where t.hasSuffix(suffix) {
+        number = String(t.dropLast(suffix.count))
+        unit = scale
+        break
+    }
+    guard let v = Double(number), v.isFinite, v > 0 else { return nil }
+    let bytes = v * Double(unit)
+    guard bytes < 9e18 else { return nil }
+    return Int64(bytes)
+}
+
+public func formatBytes(_ n: Int64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    var v = Double(n), i = 0
+    while v >= 1024 && i < units.count - 1 { v /= 1024; i += 1 }
+    return i == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[i])
+}

@@ -1,0 +1,386 @@
+import CLinux
+import Foundation
+import ReelCore
+import ReelMetrics
+
+/// Write-path figures of one clip, or of a recording (merged).
+public struct WriteStats: Sendable {
+    /// Service time of every write the storage layer made.
+    public var histogram = LatencyHistogram()
+    /// The most bytes waiting in the ring at once, and the ring's size.
+    public var ringHighWater: Int64 = 0
+    public var ringBytes: Int64 = 0
+    /// Times the muxer had to wait for a free ring block (the ring was full).
+    public var ringFullWaits = 0
+    public var writeMode: String
+    public var bytesWritten: Int64 = 0
+    /// Slots clips grew into beyond their first.
+    public var slotGrowths = 0
+
+    public init(writeMode: String) { self.writeMode = writeMode }
+
+    public mutating func merge(_ o: WriteStats) {
+        histogram.merge(o.histogram)
+        ringHighWater = max(ringHighWater, o.ringHighWater)
+        ringBytes = max(ringBytes, o.ringBytes)
+        ringFullWaits += o.ringFullWaits
+        bytesWritten += o.bytesWritten
+        slotGrowths += o.slotGrowths
+        writeMode = o.writeMode
+    }
+}
+
+/// Clips written into a storage pool's slots, then moved to `destination`.
+public struct PoolStorage: ClipStorage {
+    public let pool: StoragePool
+    public let destination: String
+    public let ringBytes: Int
+
+    /// - Parameter ringBytes: the bounded ring between the muxer and the writer thread.
+    public init(pool: StoragePool, directory: String, ringBytes: Int = 64 << 20) throws {
+        self.pool = pool
+        self.destination = directory
+        self.ringBytes = ringBytes
+        try FileStorage.makeDirectories(directory)
+        if access(directory, W_OK | X_OK) != 0 {
+            throw StorageError.outputDirectory(directory, .last("access", path: directory))
+        }
+    }
+
+    public func createClip(named name: String) throws -> any ClipFile {
+        let dest = destination + "/" + name
+        if Sys.fileExists(dest) { throw StorageError.exists(dest) }
+        let container = name.split(separator: ".").last.map(String.init) ?? "mov"
+        let slot = try pool.claimSlot(destination: dest, container: container)
+        do {
+            return try PoolSlotFile(pool: pool, slotID: slot.id, slotPath: slot.path, allocated: slot.allocated,
+                                    destination: dest, mode: slot.mode, ringBytes: ringBytes)
+        } catch {
+            try? pool.releaseSlot(slot.id)
+            throw error
+        }
+    }
+}
+
+/// A clip being written into a pool slot through a bounded ring of aligned 1 MiB blocks,
+/// drained by one writer thread.
+///
+/// The muxer's bytes are copied into the current block; full blocks go to the writer thread,
+/// which writes them in place (O_DIRECT or buffered with early writeback, as the pool says)
+/// and syncs once a second. The muxer waits only when every block is in flight. Seeks back
+/// into bytes already handed over (header patches) become ordered patch writes.
+///
+/// Thread safety: the muxer side (`write`, `seek`, `publish`) runs on one thread at a time;
+/// the state shared with the writer thread is guarded by `lock`.
+public final class PoolSlotFile: ClipFile, @unchecked Sendable {
+    public let path: String
+    let pool: StoragePool
+    let slotID: Int
+    let slotPath: String
+    private let fd: Int32
+    private let directFD: Int32
+    private let mode: String
+    private let blockSize = StoragePool.blockSize
+    private let blocks: [UnsafeMutableRawPointer]
+    private var allocated: Int64
+
+    // Muxer side.
+    public private(set) var position: Int64 = 0
+    public private(set) var size: Int64 = 0
+    private var current: Int            // block being filled
+    private var currentStart: Int64 = 0 // file offset of its first byte
+    private var currentFill = 0         // bytes of it holding data
+    private var published = false
+    private var salvaging = false
+    private var lastHandOff = MonotonicClock.now()
+    /// A partial block older than this is written out as it is, so that a crash loses at
+    /// most this much of what the muxer has produced (plus what is in flight).
+    private let partialFlushInterval: UInt64 = 100_000_000
+    /// Bytes of the current block already written out by `packetWritten`.
+    private var flushedFill = 0
+
+    private enum Job { case block(Int, Int64, Int), patch(UnsafeMutableRawPointer, Int64, Int), sync, stop }
+
+    // Guarded by `lock`.
+    private let lock = NSCondition()
+    private var jobs: [Job] = []
+    private var freeBlocks: [Int]
+    private var inFlightBytes: Int64 = 0
+    private var writerError: (any Error)?
+    private var stopped = false
+    private var histogram = LatencyHistogram()
+    private var ringHighWater: Int64 = 0
+    private var ringFullWaits = 0
+    private var bytesWritten: Int64 = 0
+    private var growths = 0
+
+    init(pool: StoragePool, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: String, ringBytes: Int) throws {
+        self.pool = pool; self.slotID = slotID; self.slotPath = slotPath
+        self.allocated = allocated; self.path = destination; self.mode = mode
+        fd = try Sys.open(slotPath, O_RDWR)
+        if mode == "direct" {
+            directFD = Glibc.open(slotPath, O_WRONLY | CLinux_O_DIRECT | O_CLOEXEC)
+        } else {
+            directFD = -1
+        }
+        let count = max(4, ringBytes / blockSize)
+        blocks = (0..<count).map { _ in Sys.alignedAlloc(StoragePool.blockSize) }
+        current = 0
+        freeBlocks = Array(1..<count)
+        let t = Thread { [self] in writerLoop() }
+        t.name = "reel.storage"
+        t.start()
+    }
+
+    deinit {
+        stopWriter()
+        for b in blocks { free(b) }
+        close(fd)
+        if directFD >= 0 { close(directFD) }
+    }
+
+    /// Bytes the ring can still take without the muxer waiting.
+    public var headroom: Int64 {
+        lock.lock(); defer { lock.unlock() }
+        return Int64(freeBlocks.count * blockSize + (blockSize - currentFill))
+    }
+
+    // MARK: ByteSink
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        if let e = pendingError() { throw e }
+        var src = bytes.baseAddress!
+        var remaining = bytes.count
+        // Before the current block: bytes already handed to the writer thread.
+        if position < currentStart {
+            let n = Int(min(Int64(remaining), currentStart - position))
+            let copy = malloc(n)!
+            memcpy(copy, src, n)
+            enqueue(.patch(copy, position, n))
+            position += Int64(n); src += n; remaining -= n
+        }
+        while remaining > 0 {
+            let offsetInBlock = Int(position - currentStart)
+            let n = min(remaining, blockSize - offsetInBlock)
+            try ensureAllocated(upTo: currentStart + Int64(blockSize))
+            memcpy(blocks[current] + offsetInBlock, src, n)
+            position += Int64(n); src += n; remaining -= n
+            currentFill = max(currentFill, offsetInBlock + n)
+            if currentFill == blockSize && position == currentStart + Int64(blockSize) {
+                try handOffCurrentBlock()
+            }
+        }
+        size = max(size, position)
+    }
+
+    /// After a packet: bytes of the current block not yet on their way to disk are written
+    /// out (at most every `partialFlushInterval`), so a crash loses little.
+    public func packetWritten() {
+        guard currentFill > flushedFill, MonotonicClock.now() - lastHandOff >= partialFlushInterval else { return }
+        let n = currentFill - flushedFill
+        let copy = malloc(n)!
+        memcpy(copy, blocks[current] + flushedFill, n)
+        enqueue(.patch(copy, currentStart + Int64(flushedFill), n))
+        flushedFill = currentFill
+        lastHandOff = MonotonicClock.now()
+    }
+
+    public func seek(to offset: Int64) throws {
+        guard offset >= 0 else { throw SystemError("lseek", path: path, errno: EINVAL) }
+        if offset > currentStart + Int64(blockSize) {
+            throw SystemError("lseek", path: path, errno: EINVAL)   // muxers never seek past the end
+        }
+        position = offset
+    }
+
+    /// Salvage after a failure: waits for queued writes (whatever they returned), cuts the
+    /// slot to `length`; `publish` then moves what is there.
+    public func truncate(to length: Int64) throws {
+        salvaging = true
+        currentFill = 0
+        drain(ignoringErrors: true)
+        try retryingInterrupts("ftruncate", path: slotPath) { ftruncate(fd, off_t(length)) }
+        size = length
+    }
+
+    /// Writes what is left, syncs, cuts the slot to the clip's length and moves it to `path`
+    /// (never replacing a file), then gives the slot back to the pool and starts replenishing.
+    public func publish() throws -> Int64 {
+        guard !published else { return size }
+        if salvaging {
+            drain(ignoringErrors: true)
+        } else {
+            // The partial last block: buffered, exact length.
+            if currentFill > 0 {
+                let copy = malloc(currentFill)!
+                memcpy(copy, blocks[current], currentFill)
+                enqueue(.patch(copy, currentStart, currentFill))
+                currentFill = 0
+            }
+            try drain()
+        }
+        try Sys.fdatasync(fd, path: slotPath)
+        try retryingInterrupts("ftruncate", path: slotPath) { ftruncate(fd, off_t(size)) }
+        try Sys.fdatasync(fd, path: slotPath)
+        stopWriter()
+        _ = try publishFile(from: slotPath, to: path, progress: nil)
+        published = true
+        try pool.releaseSlot(slotID)
+        pool.replenishInBackground()
+        return size
+    }
+
+    /// Figures for the summary.
+    public var writeStats: WriteStats? {
+        lock.lock(); defer { lock.unlock() }
+        var w = WriteStats(writeMode: mode)
+        w.histogram = histogram
+        w.ringHighWater = ringHighWater
+        w.ringBytes = Int64(blocks.count * blockSize)
+        w.ringFullWaits = ringFullWaits
+        w.bytesWritten = bytesWritten
+        w.slotGrowths = growths
+        return w
+    }
+
+    public var workingPath: String { published ? path : slotPath }
+
+    // MARK: Muxer side helpers
+
+    private func pendingError() -> (any Error)? {
+        lock.lock(); defer { lock.unlock() }
+        return writerError
+    }
+
+    private func enqueue(_ job: Job) {
+        lock.lock()
+        jobs.append(job)
+        if case .block = job { inFlightBytes += Int64(blockSize) }
+        ringHighWater = max(ringHighWater, inFlightBytes)
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    private func handOffCurrentBlock() throws {
+        enqueue(.block(current, currentStart, blockSize))
+        lock.lock()
+        if freeBlocks.isEmpty { ringFullWaits += 1 }
+        while freeBlocks.isEmpty && writerError == nil { lock.wait() }
+        if let e = writerError { lock.unlock(); throw e }
+        current = freeBlocks.removeLast()
+        lock.unlock()
+        lastHandOff = MonotonicClock.now()
+        currentStart += Int64(blockSize)
+        currentFill = 0
+        flushedFill = 0
+    }
+
+    /// Makes sure the slot's file has room up to `end`, growing into a free slot if not.
+    private func ensureAllocated(upTo end: Int64) throws {
+        guard end > allocated else { return }
+        guard let grown = try pool.growSlot(slotID) else {
+            throw PoolError.full("the storage pool is full: no free slot to grow \(fileName(of: path)) past \(formatBytes(allocated))")
+        }
+        if CLinux_fallocate(fd, 0, grown) != 0 {
+            let e = SystemError.last("fallocate", path: slotPath)
+            if e.errno != EOPNOTSUPP { throw e.isOutOfSpace ? PoolError.full("no space to grow the slot: \(e.text)") : PoolError.io(e) }
+        }
+        allocated = grown
+        lock.lock(); growths += 1; lock.unlock()
+    }
+
+    /// Waits until every queued write is done.
+    private func drain() throws {
+        enqueue(.sync)
+        lock.lock(); defer { lock.unlock() }
+        while !jobs.isEmpty && writerError == nil { lock.wait() }
+        if let e = writerError { throw e }
+    }
+
+    private func drain(ignoringErrors: Bool) {
+        enqueue(.sync)
+        lock.lock(); defer { lock.unlock() }
+        while !jobs.isEmpty { lock.wait() }
+    }
+
+    private func stopWriter() {
+        lock.lock()
+        if !stopped {
+            jobs.append(.stop)
+            lock.broadcast()
+            while !stopped { lock.wait() }
+        }
+        lock.unlock()
+    }
+
+    // MARK: The writer thread
+
+    private func writerLoop() {
+        var lastSync = MonotonicClock.now()
+        var unsynced = false
+        while true {
+            lock.lock()
+            while jobs.isEmpty { lock.wait() }
+            let job = jobs[0]
+            let failed = writerError != nil
+            lock.unlock()
+
+            var error: (any Error)? = nil
+            var written = 0
+            let t0 = MonotonicClock.now()
+            if !failed {
+                do {
+                    switch job {
+                    case .block(let index, let offset, let length):
+                        if directFD >= 0 {
+                            try Sys.pwriteAll(directFD, blocks[index], length, at: offset, path: slotPath)
+                        } else {
+                            try Sys.pwriteAll(fd, blocks[index], length, at: offset, path: slotPath)
+                            // Start writeback now, so dirty pages never pile up into a stall.
+                            _ = CLinux_start_writeback(fd, offset, Int64(length))
+                        }
+                        written = length
+                        unsynced = true
+                    case .patch(let buf, let offset, let length):
+                        try Sys.pwriteAll(fd, buf, length, at: offset, path: slotPath)
+                        written = length
+                        unsynced = true
+                    case .sync:
+                        if unsynced { try Sys.fdatasync(fd, path: slotPath); unsynced = false }
+                        lastSync = MonotonicClock.now()
+                    case .stop:
+                        break
+                    }
+                    if unsynced && MonotonicClock.now() - lastSync > 1_000_000_000 {
+                        try Sys.fdatasync(fd, path: slotPath)
+                        unsynced = false
+                        lastSync = MonotonicClock.now()
+                    }
+                } catch let e as SystemError where e.isOutOfSpace {
+                    error = PoolError.full("no space left while writing \(fileName(of: path)): \(e.text)")
+                } catch let e {
+                    error = e
+                }
+            }
+            let took = MonotonicClock.now() - t0
+
+            lock.lock()
+            jobs.removeFirst()
+            switch job {
+            case .block(let index, _, _):
+                freeBlocks.append(index)
+                inFlightBytes -= Int64(blockSize)
+            case .patch(let buf, _, _):
+                free(buf)
+            default: break
+            }
+            if written > 0 { histogram.record(nanos: took); bytesWritten += Int64(written) }
+            if let error, writerError == nil { writerError = error }
+            let stop: Bool
+            if case .stop = job { stopped = true; stop = true } else { stop = false }
+            lock.broadcast()
+            lock.unlock()
+            if stop { return }
+        }
+    }
+}

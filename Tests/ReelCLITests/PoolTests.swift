@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+import ReelStorage
+import ReelWriter
+
+func poolStatus(_ path: String) throws -> PoolStatus {
+    let run = try reel(["pool", "status", path, "--json"])
+    guard run.status == 0 else { throw ProbeFailed(message: run.stderr) }
+    return try run.decode(PoolStatus.self)
+}
+
+func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra: [String] = []) throws -> Run {
+    try reel(["pool", "create", path, "--capacity", capacity, "--slot", slot, "--json"] + extra)
+}
+
+@Suite(.serialized) struct PoolTests {
+    @Test func createRecordPublishAndReplenish() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = dir + "/pool"
+        let created = try createPool(pool, "256M", slot: "32M")
+        #expect(created.status == 0, "\(created.stderr)")
+        let s0 = try created.decode(PoolStatus.self)
+        #expect(s0.capacity == 256 << 20 && s0.remainingCapacity == 256 << 20 && s0.slotsFree == 8 && s0.busyReasons.isEmpty)
+        #expect(s0.filesystem != "unknown" && s0.writeMode == "buffered" && s0.prefill == "zero")
+        // Slots are written through (zero-filled), not sparse.
+        let slots = try FileManager.default.contentsOfDirectory(atPath: pool + "/slots")
+        #expect(slots.count == 8)
+        var st = stat()
+        stat(pool + "/slots/" + slots[0], &st)
+        #expect(Int64(st.st_blocks) * 512 >= 32 << 20)
+
+        let (run, summary) = try record(["--pool", pool, "--frames", "90", "--no-realtime", "--codec", "prores:hq", "--name", "p"], out: dir + "/out")
+        #expect(run.status == 0, "\(run.stderr)")
+        let s = try #require(summary)
+        let clip = try #require(s.clips.first)
+        #expect(clip.path == dir + "/out/p-0001-16x9.mov")
+        #expect(try probeFrames(clip.path).frameIndices == Array(0..<90))
+        #expect(s.storage.mode == "pool" && s.storage.pool == pool && s.storage.writeMode == "buffered")
+        #expect(s.storage.remainingCapacityBefore == 256 << 20 && s.storage.remainingCapacityAfter == 256 << 20)
+        #expect(s.storage.writeLatencyMs.count > 0 && s.storage.ringHighWaterBytes > 0)
+        let after = try poolStatus(pool)
+        #expect(after.remainingCapacity == 256 << 20 && after.slotsFree == 8 && after.slotsActive == 0)
+        // The published clip left the pool: no slot file is the clip.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: pool + "/slots").count == 8)
+
+        let deleted = try reel(["pool", "delete", pool])
+        #expect(deleted.status == 0 && !FileManager.default.fileExists(atPath: pool))
+    }
+
+    @Test func killNineThenRecoverGivesAPlayablePrefix() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = dir + "/pool"
+        #expect(try createPool(pool, "256M", slot: "64M").status == 0)
+        let p = try launch(["record", "--pool", pool, "--duration", "30", "--codec", "prores:hq", "--out", dir + "/out", "--name", "k"])
+        Thread.sleep(forTimeInterval: 2.8)
+        p.signal(SIGKILL)
+        _ = p.wait()
+        #expect(try poolStatus(pool).slotsActive == 0, "opening the pool recovers the dead recorder's slot")
+        let out = try FileManager.default.contentsOfDirectory(atPath: dir + "/out")
+        #expect(out == ["k-0001-16x9.mov"])
+        let indices = try #require(try probeFrames(dir + "/out/k-0001-16x9.mov").frameIndices)
+        // Fragments hold 1 s (30 frames) each; after ~2.5 s of recording at least one is complete.
+        #expect(indices.count >= 30 && indices.count % 30 == 0, "\(indices.count) frames")
+        #expect(indices == Array(0..<indices.count))
+        #expect(try poolStatus(pool).remainingCapacity == 256 << 20)
+    }
+
+    @Test func aFullPoolEndsTheClipPlayablyAndSaysHowMuchWasKept() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = dir + "/pool"
+        #expect(try createPool(pool, "8M", slot: "4M").status == 0)
+        let (run, summary) = try record(["--pool", pool, "--frames", "300", "--no-realtime", "--codec", "prores:hq", "--name", "f"], out: dir + "/out")
+        #expect(run.status == 74, "\(run.stderr)")
+        #expect(run.stderr.contains("storage pool is full") && run.stderr.contains("kept"), "\(run.stderr)")
+        let s = try #require(summary)
+        let clip = try #require(s.clips.first)
+        #expect(clip.salvaged && clip.frames > 0 && s.storage.slotGrowths == 1)
+        #expect(run.stderr.contains("kept \(clip.frames) frames"))
+        #expect(try probeFrames(clip.path).frameIndices == Array(0..<clip.frames))
+        #expect(try poolStatus(pool).slotsActive == 0)
+    }
+
+    @Test func twoRecordersEachGetTheirOwnSlot() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = dir + "/pool"
+        #expect(try createPool(pool, "256M", slot: "64M").status == 0)
+        let a = try launch(["record", "--pool", pool, "--duration", "3", "--codec", "prores:proxy", "--out", dir + "/a", "--name", "a", "--json"])
+        let b = try launch(["record", "--pool", pool, "--duration", "3", "--codec", "prores:proxy", "--out", dir + "/b", "--name", "b", "--json"])
+        Thread.sleep(forTimeInterval: 1.5)
+        let during = try poolStatus(pool)
+        #expect(during.slotsActive == 2 && during.busyReasons.contains("capturing"))
+        let ra = a.wait(), rb = b.wait()
+        #expect(ra.status == 0 && rb.status == 0, "\(ra.stderr) \(rb.stderr)")
+        for (run, name) in [(ra, "a"), (rb, "b")] {
+            let clip = try #require(try run.decode(RecordingSummary.self).clips.first)
+            #expect(clip.path == dir + "/\(name)/\(name)-0001-16x9.mov")
+            let idx = try #require(try probeFrames(clip.path).frameIndices)
+            #expect(idx == idx.sorted() && idx.count == clip.frames && idx.count >= 80)
+        }
+        #expect(try poolStatus(pool).slotsFree == 4)
+    }
+
+    @Test func badPoolsAndSizesAreClearErrors() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let small = try createPool(dir + "/small", "8M", slot: "16M")
+        #expect(small.status == 64 && small.stderr.contains("below one slot"), "\(small.stderr)")
+        let nonsense = try reel(["pool", "create", dir + "/x", "--capacity", "lots"])
+        #expect(nonsense.status == 64 && nonsense.stderr.contains("'lots' is not a size"))
+        try FileManager.default.createDirectory(atPath: dir + "/empty", withIntermediateDirectories: true)
+        let notPool = try reel(["pool", "status", dir + "/empty"])
+        #expect(notPool.status == 66 && notPool.stderr.contains("is not a storage pool"), "\(notPool.stderr)")
+        let rec = try reel(["record", "--pool", dir + "/empty", "--frames", "5", "--out", dir + "/o"])
+        #expect(rec.status == 66 && rec.stderr.contains("is not a storage pool"))
+
+        // A damaged manifest: a clear error, and nothing is deleted.
+        let pool = dir + "/pool"
+        #expect(try createPool(pool, "32M").status == 0)
+        let before = try FileManager.default.contentsOfDirectory(atPath: pool + "/slots").sorted()
+        try Data("{ \"format\": \"reel-pool\", \"version\": 1, \"capac".utf8).write(to: URL(fileURLWithPath: pool + "/manifest.json"))
+        for args in [["pool", "status", pool], ["pool", "recover", pool], ["pool", "delete", pool],
+                     ["record", "--pool", pool, "--frames", "5", "--out", dir + "/o"]] {
+            let r = try reel(args)
+            #expect(r.status == 65 && r.stderr.contains("damaged") && r.stderr.contains("nothing was changed"), "\(args): \(r.stderr)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: pool + "/slots").sorted() == before)
+        // A foreign one.
+        try Data("{\"format\": \"something-else\", \"version\": 3}".utf8).write(to: URL(fileURLWithPath: pool + "/manifest.json"))
+        let foreign = try reel(["pool", "status", pool])
+        #expect(foreign.status == 65 && foreign.stderr.contains("not a Reel pool manifest"), "\(foreign.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: pool + "/slots").sorted() == before)
+    }
+
+    @Test func theDefaultPoolIsCreatedOnFirstUseAndSaysSo() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let env = ["REEL_POOL": dir + "/default-pool"]
+        let first = try reel(["record", "--frames", "10", "--no-realtime", "--codec", "prores:proxy", "--out", dir + "/o", "--name", "d1"], environment: env)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("creating the default storage pool at \(dir)/default-pool"))
+        let second = try reel(["record", "--frames", "10", "--no-realtime", "--codec", "prores:proxy", "--out", dir + "/o", "--name", "d2", "--json"], environment: env)
+        #expect(second.status == 0 && !second.stderr.contains("creating"))
+        #expect(try second.decode(RecordingSummary.self).storage.pool == dir + "/default-pool")
+        #expect(try poolStatus(dir + "/default-pool").capacity == StoragePool.defaultCapacity)
+        let plain = try reel(["record", "--plain", "--frames", "10", "--no-realtime", "--codec", "prores:proxy", "--out", dir + "/o", "--name", "d3", "--json"], environment: env)
+        #expect(try plain.decode(RecordingSummary.self).storage.mode == "plain")
+    }
+
+    @Test func aPoolWithoutDirectIOFallsBackAndSaysSo() throws {
+        // ramfs has neither O_DIRECT nor fallocate (tmpfs has O_DIRECT since Linux 6.6).
+        guard let mnt = mountTmpfs(sizeKiB: 96 * 1024, type: "ramfs") else {
+            print("skipped: cannot mount a ramfs here")
+            return
+        }
+        defer { unmount(mnt) }
+        let direct = try createPool(mnt + "/d", "32M", extra: ["--write-mode", "direct"])
+        #expect(direct.status == 69 && direct.stderr.contains("has no direct I/O"), "\(direct.stderr)")
+        let made = try createPool(mnt + "/pool", "32M")
+        #expect(made.status == 0, "\(made.stderr)")
+        let s = try made.decode(PoolStatus.self)
+        #expect(s.directIOAlignment == nil && s.writeMode == "buffered")
+        let text = try reel(["pool", "status", mnt + "/pool"])
+        #expect(text.stdout.contains("direct I/O not available"), "\(text.stdout)")
+        let (run, summary) = try record(["--pool", mnt + "/pool", "--frames", "30", "--no-realtime", "--codec", "prores:proxy", "--name", "t"], out: mnt + "/out")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try probeFrames(try #require(summary?.clips.first).path).frameIndices == Array(0..<30))
+    }
+
+    @Test func onALoopMountedExt4ImageAndAcrossFilesystems() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let image = dir + "/fs.img"
+        let mnt = dir + "/mnt"
+        try FileManager.default.createDirectory(atPath: mnt, withIntermediateDirectories: true)
+        func sh(_ cmd: String) -> Int32 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/sh")
+            p.arguments = ["-c", cmd]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try? p.run()
+            p.waitUntilExit()
+            return p.terminationStatus
+        }
+        guard sh("truncate -s 160M \(image) && mkfs.ext4 -q \(image) && mount -o loop \(image) \(mnt)") == 0 else {
+            print("skipped: mount -o loop of an ext4 image is not allowed here")
+            return
+        }
+        defer { _ = sh("umount \(mnt)") }
+        let made = try createPool(mnt + "/pool", "64M", extra: ["--write-mode", "direct"])
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(try made.decode(PoolStatus.self).writeMode == "direct")
+        // Direct writes on the image's ext4, then a copy to another filesystem (/tmp) at finish.
+        let (run, summary) = try record(["--pool", mnt + "/pool", "--frames", "60", "--no-realtime", "--codec", "prores:hq", "--name", "l"], out: dir + "/out")
+        #expect(run.status == 0, "\(run.stderr)")
+        let clip = try #require(summary?.clips.first)
+        #expect(summary?.storage.writeMode == "direct")
+        #expect(try probeFrames(clip.path).frameIndices == Array(0..<60))
+        #expect(try poolStatus(mnt + "/pool").remainingCapacity == 64 << 20)
+    }
+}
