@@ -47,3 +47,8 @@ const char *CLinux_filesystem_name(int fd) {
     default: return "other";
     }
 }
+
+int64_t CLinux_copy_range(int in, int64_t inOffset, int out, int64_t outOffset, int64_t length) {
+    off_t a = (off_t)inOffset, b = (off_t)outOffset;
+    return (int64_t)copy_file_range(in, &a, out, &b, (size_t)length, 0);
+}

@@ -47,11 +47,27 @@ public struct PoolStorage: ClipStorage {
         }
     }
 
+    /// Claims a slot; when none is free but clips of this process are still closing (a burst of
+    /// seams), waits for them to give theirs back rather than failing.
+    private func claimWaitingForOwnClips(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: String) {
+        let deadline = MonotonicClock.now() + 30_000_000_000
+        while true {
+            do {
+                return try pool.claimSlot(destination: destination, container: container)
+            } catch PoolError.full(let why) {
+                let me = getpid()
+                let closing = (try? pool.readManifest().slots.contains { $0.state == "active" && $0.owner == me }) ?? false
+                guard closing, MonotonicClock.now() < deadline else { throw PoolError.full(why) }
+                usleep(2_000)
+            }
+        }
+    }
+
     public func createClip(named name: String) throws -> any ClipFile {
         let dest = destination + "/" + name
         if Sys.fileExists(dest) { throw StorageError.exists(dest) }
         let container = name.split(separator: ".").last.map(String.init) ?? "mov"
-        let slot = try pool.claimSlot(destination: dest, container: container)
+        let slot = try claimWaitingForOwnClips(destination: dest, container: container)
         do {
             return try PoolSlotFile(pool: pool, slotID: slot.id, slotPath: slot.path, allocated: slot.allocated,
                                     destination: dest, mode: slot.mode, ringBytes: ringBytes)
@@ -220,14 +236,38 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             try drain()
         }
         try Sys.fdatasync(fd, path: slotPath)
+        stopWriter()
+        if size <= smallClipLimit && !salvaging {
+            // A short clip (seams make many): copy it out and zero what it used, so the slot
+            // is ready again at once instead of being replaced by a freshly prefilled one.
+            try copyOut(fd, length: size, from: slotPath, to: path)
+            published = true
+            try zero(upTo: size)
+            try pool.returnSlot(slotID)
+            return size
+        }
         try retryingInterrupts("ftruncate", path: slotPath) { ftruncate(fd, off_t(size)) }
         try Sys.fdatasync(fd, path: slotPath)
-        stopWriter()
         _ = try publishFile(from: slotPath, to: path, progress: nil)
         published = true
         try pool.releaseSlot(slotID)
         pool.replenishInBackground()
         return size
+    }
+
+    /// Clips up to this size are copied out of the slot rather than moved (a quarter slot).
+    private var smallClipLimit: Int64 { allocated / 4 }
+
+    /// Writes zeros over the first `length` bytes (rounded up to a block) and syncs.
+    private func zero(upTo length: Int64) throws {
+        let zeros = blocks[0]
+        memset(zeros, 0, blockSize)
+        var off: Int64 = 0
+        while off < length {
+            try Sys.pwriteAll(fd, zeros, blockSize, at: off, path: slotPath)
+            off += Int64(blockSize)
+        }
+        try Sys.fdatasync(fd, path: slotPath)
     }
 
     /// Figures for the summary.

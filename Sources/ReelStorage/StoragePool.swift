@@ -371,6 +371,18 @@ public final class StoragePool: Sendable {
         }
     }
 
+    /// A slot whose clip was copied out and whose used part was zeroed again: free for reuse.
+    func returnSlot(_ id: Int) throws {
+        try withManifest { m in
+            guard let i = m.slots.firstIndex(where: { $0.id == id }) else { return }
+            m.slots[i].state = "free"
+            m.slots[i].owner = nil
+            m.slots[i].destination = nil
+            m.slots[i].container = nil
+            m.slots[i].startedAt = nil
+        }
+    }
+
     /// The slot's file has left the pool (published or discarded).
     func releaseSlot(_ id: Int) throws {
         try withManifest { m in m.slots.removeAll { $0.id == id } }
@@ -452,6 +464,46 @@ func uniqueName(_ path: String, tag: String) -> String {
     }
 }
 
+/// Copies the first `length` bytes of the open file `input` into a new file `destination`
+/// (copy_file_range: in the kernel, a reflink where the filesystem has them), then syncs it.
+func copyOut(_ input: Int32, length: Int64, from source: String, to destination: String,
+             progress: ((Int64, Int64) -> Void)? = nil) throws {
+    let output: Int32
+    do { output = try Sys.open(destination, O_WRONLY | O_CREAT | O_EXCL) } catch let s as SystemError where s.errno == EEXIST {
+        throw StorageError.exists(destination)
+    }
+    var ok = false
+    defer { close(output); if !ok { unlink(destination) } }
+    var off: Int64 = 0
+    while off < length {
+        let n = CLinux_copy_range(input, off, output, off, min(length - off, 64 << 20))
+        if n < 0 {
+            if errno == EINTR { continue }
+            if errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL { break }
+            throw StorageError.io(.last("copy_file_range", path: destination))
+        }
+        if n == 0 { break }
+        off += n
+        progress?(off, length)
+    }
+    if off < length {
+        // No in-kernel copy between these files: read and write.
+        let chunk = 4 << 20
+        let buf = Sys.alignedAlloc(chunk)
+        defer { free(buf) }
+        while off < length {
+            let n = try retryingInterrupts("read", path: source) { pread(input, buf, Int(min(Int64(chunk), length - off)), off_t(off)) }
+            if n == 0 { break }
+            try Sys.pwriteAll(output, buf, n, at: off, path: destination)
+            off += Int64(n)
+            progress?(off, length)
+        }
+    }
+    try Sys.fdatasync(output, path: destination)
+    try Sys.fsyncDirectory(of: destination)
+    ok = true
+}
+
 /// Moves `source` to `destination` without replacing anything (renameat2 RENAME_NOREPLACE),
 /// syncing the destination directory; across filesystems, copies (with progress), syncs and
 /// removes the source. Returns the path written.
@@ -466,27 +518,9 @@ func publishFile(from source: String, to destination: String, progress: ((Int64,
     // Another filesystem (or no renameat2): copy, then sync, then drop the source.
     let input = try Sys.open(source, O_RDONLY)
     defer { close(input) }
-    let output: Int32
-    do { output = try Sys.open(destination, O_WRONLY | O_CREAT | O_EXCL) } catch let s as SystemError where s.errno == EEXIST {
-        throw StorageError.exists(destination)
-    }
-    defer { close(output) }
     var st = stat()
     fstat(input, &st)
-    let total = Int64(st.st_size)
-    let chunk = 4 << 20
-    let buf = Sys.alignedAlloc(chunk)
-    defer { free(buf) }
-    var off: Int64 = 0
-    while off < total {
-        let n = try retryingInterrupts("read", path: source) { pread(input, buf, chunk, off_t(off)) }
-        if n == 0 { break }
-        try Sys.pwriteAll(output, buf, n, at: off, path: destination)
-        off += Int64(n)
-        progress?(off, total)
-    }
-    try Sys.fdatasync(output, path: destination)
-    try Sys.fsyncDirectory(of: destination)
+    try copyOut(input, length: Int64(st.st_size), from: source, to: destination, progress: progress)
     unlink(source)
     return destination
 }

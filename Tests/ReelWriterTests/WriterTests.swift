@@ -95,7 +95,7 @@ func frames(_ count: Int, from source: SyntheticSource, ratio: AspectRatio, star
 }
 
 /// Runs a session on its own thread, as `reel record` does.
-func runInBackground(_ session: CaptureSession, frames: Int) -> DispatchSemaphore {
+func runInBackground(_ session: CaptureSession, frames: Int?) -> DispatchSemaphore {
     let done = DispatchSemaphore(value: 0)
     Thread { _ = try? session.run(frameLimit: frames); done.signal() }.start()
     return done
@@ -111,7 +111,7 @@ func runInBackground(_ session: CaptureSession, frames: Int) -> DispatchSemaphor
         let writer = try makeWriter(dir)
         session.addOutput(writer)
         writer.start()
-        let done = runInBackground(session, frames: 900)
+        let done = runInBackground(session, frames: nil)   // until stopRunning: slow test hosts cannot outrun it
         try await Task.sleep(nanoseconds: 300_000_000)
         // Calls in flight at once complete in the order they were made, each ratio owning frames.
         let order: [AspectRatio] = [.portrait9x16, .square, .landscape4x3]
@@ -148,7 +148,7 @@ func runInBackground(_ session: CaptureSession, frames: Int) -> DispatchSemaphor
         let writer = try makeWriter(dir)
         session.addOutput(writer)
         writer.start()
-        let done = runInBackground(session, frames: 900)
+        let done = runInBackground(session, frames: nil)   // until stopRunning: slow test hosts cannot outrun it
         try await Task.sleep(nanoseconds: 200_000_000)
         do {
             _ = try await session.setDynamicAspectRatio(.landscape16x9)

@@ -20,4 +20,8 @@ int CLinux_set_io_priority(int ioClass, int level);
 /// The filesystem type name of the filesystem holding `fd` ("ext4", "xfs", "tmpfs", …).
 const char *CLinux_filesystem_name(int fd);
 
+/// copy_file_range(2) of `length` bytes from `in` at `inOffset` to `out` at `outOffset`;
+/// returns bytes copied or -1 with errno.
+int64_t CLinux_copy_range(int in, int64_t inOffset, int out, int64_t outOffset, int64_t length);
+
 #endif
