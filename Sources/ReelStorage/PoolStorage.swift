@@ -356,6 +356,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     // MARK: The writer thread
 
     private func writerLoop() {
+        // Best-effort class, highest level (real-time class needs CAP_SYS_ADMIN and can starve
+        // the rest of the system): the recording's writes go ahead of ordinary ones.
+        _ = CLinux_set_io_priority(2, 0)
         var lastSync = MonotonicClock.now()
         var unsynced = false
         while true {
