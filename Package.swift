@@ -28,10 +28,12 @@ let package = Package(
         .target(name: "ReelCapture", dependencies: ["ReelCore", "ReelMedia"]),
         // AssetWriter, clip splitting, probe and verify.
         .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics"]),
-        .executableTarget(name: "reel", dependencies: ["ReelWriter", "ReelCapture", "ReelCore", "ReelStorage"]),
+        // Measurements: `reel jitter`, its contention loads and its report.
+        .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
+        .executableTarget(name: "reel", dependencies: ["ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore"]),
-        .testTarget(name: "ReelMetricsTests", dependencies: ["ReelMetrics"]),
+        .testTarget(name: "ReelMetricsTests", dependencies: ["ReelMetrics", "ReelBench"]),
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelCLITests", dependencies: ["ReelWriter", "ReelCore", "ReelStorage"]),
     ],

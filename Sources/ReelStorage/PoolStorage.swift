@@ -90,7 +90,7 @@ public struct PoolStorage: ClipStorage {
 /// the state shared with the writer thread is guarded by `lock`.
 public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     public let path: String
-    let pool: StoragePool
+    let pool: StoragePool?
     let slotID: Int
     let slotPath: String
     private let fd: Int32
@@ -129,8 +129,30 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var ringFullWaits = 0
     private var bytesWritten: Int64 = 0
     private var growths = 0
+    private var tracing = false
+    private var trace: [UInt64] = []
 
-    init(pool: StoragePool, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: String, ringBytes: Int) throws {
+    /// A slot file outside any pool, for `reel jitter`: the same ring and writer thread,
+    /// writing into a file that is already allocated (`allocated` bytes). `finishBenchmark()`
+    /// drains and syncs; nothing is published.
+    public convenience init(benchmarkFile file: String, allocated: Int64, mode: String, ringBytes: Int, traceCapacity: Int) throws {
+        try self.init(pool: nil, slotID: 0, slotPath: file, allocated: allocated, destination: file, mode: mode, ringBytes: ringBytes)
+        lock.lock()
+        trace.reserveCapacity(traceCapacity)
+        tracing = true
+        lock.unlock()
+    }
+
+    /// Drains, syncs and stops the writer; returns when each block's write completed (monotonic ns).
+    public func finishBenchmark() throws -> [UInt64] {
+        try drain()
+        try Sys.fdatasync(fd, path: slotPath)
+        stopWriter()
+        lock.lock(); defer { lock.unlock() }
+        return trace
+    }
+
+    init(pool: StoragePool?, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: String, ringBytes: Int) throws {
         self.pool = pool; self.slotID = slotID; self.slotPath = slotPath
         self.allocated = allocated; self.path = destination; self.mode = mode
         fd = try Sys.open(slotPath, O_RDWR)
@@ -243,15 +265,15 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             try copyOut(fd, length: size, from: slotPath, to: path)
             published = true
             try zero(upTo: size)
-            try pool.returnSlot(slotID)
+            try pool?.returnSlot(slotID)
             return size
         }
         try retryingInterrupts("ftruncate", path: slotPath) { ftruncate(fd, off_t(size)) }
         try Sys.fdatasync(fd, path: slotPath)
         _ = try publishFile(from: slotPath, to: path, progress: nil)
         published = true
-        try pool.releaseSlot(slotID)
-        pool.replenishInBackground()
+        try pool?.releaseSlot(slotID)
+        pool?.replenishInBackground()
         return size
     }
 
@@ -318,7 +340,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     /// Makes sure the slot's file has room up to `end`, growing into a free slot if not.
     private func ensureAllocated(upTo end: Int64) throws {
         guard end > allocated else { return }
-        guard let grown = try pool.growSlot(slotID) else {
+        guard let grown = try pool?.growSlot(slotID) else {
             throw PoolError.full("the storage pool is full: no free slot to grow \(fileName(of: path)) past \(formatBytes(allocated))")
         }
         if CLinux_fallocate(fd, 0, grown) != 0 {
@@ -418,6 +440,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             default: break
             }
             if written > 0 { histogram.record(nanos: took); bytesWritten += Int64(written) }
+            if tracing, case .block = job { trace.append(t0 + took) }
             if let error, writerError == nil { writerError = error }
             let stop: Bool
             if case .stop = job { stopped = true; stop = true } else { stop = false }

@@ -11,6 +11,9 @@ usage: reel record [--source synthetic[:SIZE]] [--fps N] [--duration SECONDS | -
        reel pool create [PATH] --capacity SIZE [--slot SIZE] [--write-mode auto|buffered|direct] [--prefill zero|fallocate]
        reel pool status|recover|delete [PATH] [--json]
        reel pool resize [PATH] --capacity SIZE
+       reel jitter [--pool PATH | --dir DIR] [--rate 150M] [--block 1M] [--duration 30]
+                   [--contention none|bulk|fsync|metadata|memory|all[,...]] [--arms pool,buffered,buffered-fdatasync,...]
+                   [--ring 64M] [--fps 30] [--no-floor] [--report DIR] [--json]
        (record: --pool PATH records through that pool; --plain writes files directly)
 """
 
@@ -22,6 +25,8 @@ do {
     case "probe": status = try ProbeCommand.run(&args)
     case "verify": status = try VerifyCommand.run(&args)
     case "pool": status = try PoolCommand.run(&args)
+    case "jitter": status = try JitterCommand.run(&args)
+    case "_load": status = try JitterCommand.load(&args)
     case "help", "--help", "-h":
         print(usage)
         status = 0

@@ -1,0 +1,344 @@
+import CLinux
+import Foundation
+import ReelCore
+import ReelMetrics
+import ReelStorage
+
+/// The ways `reel jitter` can write.
+public enum JitterArm: String, CaseIterable, Sendable, Codable {
+    /// The pool's write path (ring + writer thread, buffered with early writeback) into a
+    /// preallocated, zero-filled slot: what `reel record` uses.
+    case pool
+    /// The same, with O_DIRECT writes.
+    case poolDirect = "pool-direct"
+    /// The pool's buffered path into a slot made with fallocate only (unwritten extents).
+    case poolFallocate = "pool-fallocate"
+    /// Plain buffered writes into a new file, on the capture thread.
+    case buffered
+    /// Plain buffered writes with an fdatasync every second.
+    case bufferedFdatasync = "buffered-fdatasync"
+    /// O_DIRECT writes into a new file, on the capture thread.
+    case direct
+}
+
+/// What a jitter run is asked.
+public struct JitterOptions: Sendable {
+    public var directory: String
+    public var bytesPerSecond: Int64 = 150_000_000
+    public var blockSize = 1 << 20
+    public var seconds: Double = 30
+    public var contention: [ContentionKind] = []
+    public var arms: [JitterArm] = [.pool, .buffered, .bufferedFdatasync]
+    public var ringBytes: Int64 = 64 << 20
+    public var fps: Double = 30
+    /// Also run the device floor (pool-direct, alone, no contention).
+    public var floor = true
+    /// The `reel` executable, to start contention processes.
+    public var executable: String
+    public init(directory: String, executable: String) { self.directory = directory; self.executable = executable }
+}
+
+/// The figures of one arm under one contention scenario.
+public struct ArmResult: Sendable, Codable {
+    public var arm: String
+    public var contention: String
+    public var latencyMs: LatencySummary
+    /// The longest any write was late, in ms.
+    public var longestStallMs: Double
+    /// Writes later than one frame interval.
+    public var writesOverFrameBudget: Int
+    /// Frames a capture ring of `ringBytes` would have dropped.
+    public var framesDroppedByRing: Int
+    public var ringBytes: Int64
+    public var throughputMBps: Double
+    /// PSI deltas over the arm, in ms of stall time.
+    public var psiIoSomeMs: Double, psiIoFullMs: Double, psiMemorySomeMs: Double, psiMemoryFullMs: Double
+    public var peakDirtyMiB: Double, peakWritebackMiB: Double
+    /// p99.9 of this arm divided by the device floor's.
+    public var p999VsFloor: Double?
+    /// Latencies over time for the plot: (seconds since start, ms), thinned.
+    public var timeline: [[Double]]
+    /// The CDF for the plot: (ms, fraction), log-spaced.
+    public var cdf: [[Double]]
+}
+
+public struct JitterReport: Sendable, Codable {
+    public var directory: String
+    public var filesystem: String
+    public var device: String
+    public var mountOptions: String
+    public var rateMBps: Double
+    public var blockBytes: Int
+    public var secondsPerArm: Double
+    public var fps: Double
+    public var floor: ArmResult?
+    public var arms: [ArmResult]
+}
+
+/// Errors of `reel jitter`.
+public enum JitterError: UserFacingError {
+    case usage(String)
+    case io(String)
+    public var exitStatus: Int32 {
+        if case .usage = self { return ExitStatus.usage }
+        return ExitStatus.ioError
+    }
+    public var description: String {
+        switch self {
+        case .usage(let s), .io(let s): return s
+        }
+    }
+}
+
+/// Writes `blockSize` bytes at a time; `complete()` says when each write finished.
+public protocol PacedSink {
+    func write(_ block: UnsafeRawPointer, count: Int) throws
+    /// Completion times of the writes in order, or nil when `write` returning is completion.
+    func complete() throws -> [UInt64]?
+}
+
+/// The open-loop paced writer: write `i` is due at `start + i × blockSize / rate`, and its
+/// latency is measured from when it was due, so a stall counts against every write it delays.
+public func pacedRun(_ sink: any PacedSink, options: JitterOptions) throws -> (due: [UInt64], done: [UInt64]) {
+    let count = Int(Double(options.bytesPerSecond) * options.seconds / Double(options.blockSize))
+    let interval = Double(options.blockSize) / Double(options.bytesPerSecond) * 1e9
+    let block = UnsafeMutableRawPointer.allocate(byteCount: options.blockSize, alignment: 4096)
+    defer { block.deallocate() }
+    memset(block, 0xa5, options.blockSize)
+    var due = [UInt64](), done = [UInt64]()
+    due.reserveCapacity(count); done.reserveCapacity(count)
+    let start = MonotonicClock.now() + 10_000_000
+    for i in 0..<count {
+        let t = start + UInt64(Double(i) * interval)
+        if MonotonicClock.now() < t { MonotonicClock.sleep(until: t) }
+        block.storeBytes(of: UInt64(i), as: UInt64.self)   // every block differs
+        try sink.write(block, count: options.blockSize)
+        due.append(t)
+        done.append(MonotonicClock.now())
+    }
+    if let completions = try sink.complete() { done = completions }
+    return (due, done)
+}
+
+/// Plain file writes on the calling thread.
+final class PlainSink: PacedSink {
+    let fd: Int32
+    let path: String
+    let syncEverySecond: Bool
+    var offset: Int64 = 0
+    var lastSync = MonotonicClock.now()
+
+    init(path: String, direct: Bool, syncEverySecond: Bool) throws {
+        self.path = path
+        self.syncEverySecond = syncEverySecond
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? CLinux_O_DIRECT : 0), 0o644)
+        if fd < 0 { throw JitterError.io("cannot open \(path) for writing\(direct ? " with O_DIRECT" : ""): \(SystemError.last("open").text)") }
+    }
+    deinit { close(fd); unlink(path) }
+
+    func write(_ block: UnsafeRawPointer, count: Int) throws {
+        var done = 0
+        while done < count {
+            let n = pwrite(fd, block + done, count - done, off_t(offset) + off_t(done))
+            if n < 0 { if errno == EINTR { continue }; throw JitterError.io("write \(path): \(SystemError.last("pwrite").text)") }
+            done += n
+        }
+        offset += Int64(count)
+        if syncEverySecond && MonotonicClock.now() - lastSync > 1_000_000_000 {
+            fdatasync(fd)
+            lastSync = MonotonicClock.now()
+        }
+    }
+    func complete() throws -> [UInt64]? { fdatasync(fd); return nil }
+}
+
+/// The pool's own write path (`PoolSlotFile`): the ring and its writer thread.
+final class PoolSink: PacedSink {
+    let file: PoolSlotFile
+    init(file: PoolSlotFile) { self.file = file }
+    func write(_ block: UnsafeRawPointer, count: Int) throws {
+        try file.write(UnsafeRawBufferPointer(start: block, count: count))
+    }
+    func complete() throws -> [UInt64]? { try file.finishBenchmark() }
+}
+
+public enum Jitter {
+    /// Runs every arm under every contention scenario (and the floor), one after another.
+    public static func run(_ o: JitterOptions, scenarios: [[ContentionKind]], progress: (String) -> Void) throws -> JitterReport {
+        guard o.bytesPerSecond > 0 else { throw JitterError.usage("--rate must be more than 0") }
+        guard o.blockSize >= 4096, o.blockSize % 4096 == 0 else { throw JitterError.usage("--block must be a multiple of 4 KiB") }
+        guard o.seconds > 0 else { throw JitterError.usage("--duration must be more than 0") }
+        let work = o.directory + "/.reel-jitter-\(getpid())"
+        guard mkdir(work, 0o755) == 0 || errno == EEXIST else {
+            throw JitterError.io("cannot write in \(o.directory): \(SystemError.last("mkdir").text)")
+        }
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let mount = mountInfo(for: o.directory)
+        let total = Int64(Double(o.bytesPerSecond) * o.seconds) + Int64(o.blockSize) * 4
+
+        // One zero-filled slot, reused by every pool arm: overwrites of written extents.
+        let slot = work + "/slot.bin"
+        var slotReady = false
+        func prepareSlot() throws {
+            guard !slotReady else { return }
+            progress("preparing a \(formatBytes(total)) zero-filled slot")
+            try prefill(slot, size: total, zero: true)
+            slotReady = true
+        }
+
+        func runArm(_ arm: JitterArm, _ contention: [ContentionKind]) throws -> ArmResult {
+            let name = contention.isEmpty ? "none" : contention.map(\.rawValue).joined(separator: "+")
+            progress("\(arm.rawValue) under \(name): \(Int(o.seconds)) s at \(o.bytesPerSecond / 1_000_000) MB/s")
+            let sink: any PacedSink
+            switch arm {
+            case .pool, .poolDirect:
+                try prepareSlot()
+                sink = PoolSink(file: try PoolSlotFile(benchmarkFile: slot, allocated: total, mode: arm == .pool ? "buffered" : "direct",
+                                                       ringBytes: Int(o.ringBytes), traceCapacity: Int(total / Int64(o.blockSize))))
+            case .poolFallocate:
+                let f = work + "/fallocated.bin"
+                try prefill(f, size: total, zero: false)
+                sink = PoolSink(file: try PoolSlotFile(benchmarkFile: f, allocated: total, mode: "buffered",
+                                                       ringBytes: Int(o.ringBytes), traceCapacity: Int(total / Int64(o.blockSize))))
+            case .buffered: sink = try PlainSink(path: work + "/plain.bin", direct: false, syncEverySecond: false)
+            case .bufferedFdatasync: sink = try PlainSink(path: work + "/plain.bin", direct: false, syncEverySecond: true)
+            case .direct: sink = try PlainSink(path: work + "/plain.bin", direct: true, syncEverySecond: false)
+            }
+            // Let the page cache settle between arms: nothing of the last arm still in flight.
+            sync()
+            settle()
+            let loads = try contention.map { try ContentionProcess($0, executable: o.executable, directory: work, seconds: o.seconds + 5) }
+            defer { for l in loads { l.stop() } }
+            if !loads.isEmpty { usleep(500_000) }   // loads get going first
+            let before = SystemSample.read()
+            let peaks = MeminfoPeaks()
+            let (due, done) = try pacedRun(sink, options: o)
+            let (dirty, writeback) = peaks.stop()
+            let after = SystemSample.read()
+            if arm == .poolFallocate { unlink(work + "/fallocated.bin") }
+            return summarize(arm: arm.rawValue, contention: name, due: due, done: done, options: o,
+                             psi: (after.ioSome - before.ioSome, after.ioFull - before.ioFull,
+                                   after.memSome - before.memSome, after.memFull - before.memFull),
+                             peaks: (dirty, writeback))
+        }
+
+        var floor: ArmResult? = nil
+        if o.floor {
+            var f = try runArm(directIOWorks(work) ? .poolDirect : .pool, [])
+            f.arm = "floor (\(f.arm), alone)"
+            floor = f
+        }
+        var results: [ArmResult] = []
+        for scenario in scenarios {
+            for arm in o.arms {
+                var r = try runArm(arm, scenario)
+                if let f = floor, f.latencyMs.p999 > 0 { r.p999VsFloor = r.latencyMs.p999 / f.latencyMs.p999 }
+                results.append(r)
+            }
+        }
+        return JitterReport(directory: o.directory, filesystem: mount.filesystem, device: mount.device, mountOptions: mount.options,
+                            rateMBps: Double(o.bytesPerSecond) / 1e6, blockBytes: o.blockSize, secondsPerArm: o.seconds,
+                            fps: o.fps, floor: floor, arms: results)
+    }
+
+    /// Waits (up to 10 s) until Dirty + Writeback are under 32 MiB.
+    static func settle() {
+        let deadline = MonotonicClock.now() + 10_000_000_000
+        while MonotonicClock.now() < deadline {
+            let s = SystemSample.read()
+            if s.dirtyKiB + s.writebackKiB < 32 * 1024 { break }
+            usleep(100_000)
+        }
+        usleep(300_000)
+    }
+
+    static func directIOWorks(_ dir: String) -> Bool {
+        let p = dir + "/.dio"
+        let fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | CLinux_O_DIRECT | O_CLOEXEC, 0o644)
+        defer { if fd >= 0 { close(fd) }; unlink(p) }
+        guard fd >= 0 else { return false }
+        let b = UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 4096)
+        defer { b.deallocate() }
+        memset(b, 0, 4096)
+        return pwrite(fd, b, 4096, 0) == 4096
+    }
+
+    static func prefill(_ path: String, size: Int64, zero: Bool) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw JitterError.io("cannot create \(path): \(SystemError.last("open").text)") }
+        defer { close(fd) }
+        if CLinux_fallocate(fd, 0, size) != 0 && errno != EOPNOTSUPP {
+            throw JitterError.io("cannot preallocate \(formatBytes(size)) in \(path): \(SystemError.last("fallocate").text)")
+        }
+        if zero {
+            let chunk = 4 << 20
+            let z = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 4096)
+            defer { z.deallocate() }
+            memset(z, 0, chunk)
+            var off: Int64 = 0
+            while off < size {
+                let n = pwrite(fd, z, Int(min(Int64(chunk), size - off)), off_t(off))
+                if n <= 0 { throw JitterError.io("cannot fill \(path): \(SystemError.last("pwrite").text)") }
+                off += Int64(n)
+            }
+        }
+        fdatasync(fd)
+    }
+
+    /// Latency of each write from when it was due; the ring simulation; throughput.
+    public static func summarize(arm: String, contention: String, due: [UInt64], done: [UInt64], options o: JitterOptions,
+                          psi: (Int64, Int64, Int64, Int64), peaks: (Int64, Int64)) -> ArmResult {
+        var h = LatencyHistogram()
+        let n = min(due.count, done.count)
+        var lat = [Double](repeating: 0, count: n)
+        for i in 0..<n {
+            let l = done[i] > due[i] ? done[i] - due[i] : 0
+            h.record(nanos: l)
+            lat[i] = Double(l) / 1e6
+        }
+        let budgetNs = UInt64(1e9 / o.fps)
+        // A capture ring of ringBytes in front of this writer: at each frame's due time, the
+        // bytes produced but not yet written must fit, else that frame is dropped.
+        let frameBytes = Double(o.bytesPerSecond) / o.fps
+        let frames = Int(o.seconds * o.fps)
+        var dropped = 0
+        var j = 0   // writes completed by the frame's time
+        let start = due.first ?? 0
+        for f in 0..<frames {
+            let t = start + UInt64(Double(f) / o.fps * 1e9)
+            while j < n && done[j] <= t { j += 1 }
+            let produced = Double(f + 1) * frameBytes
+            let written = Double(j) * Double(o.blockSize)
+            if produced - written > Double(o.ringBytes) { dropped += 1 }
+        }
+        let span = Double((done.last ?? 0) - (due.first ?? 0)) / 1e9
+        // Plot data: a thinned timeline (max of each bucket) and a log-spaced CDF.
+        var timeline: [[Double]] = []
+        let step = max(1, n / 600)
+        var i = 0
+        while i < n {
+            let slice = lat[i..<min(n, i + step)]
+            timeline.append([Double(due[i] - start) / 1e9, slice.max() ?? 0])
+            i += step
+        }
+        let sorted = lat.sorted()
+        var cdf: [[Double]] = []
+        if let lo = sorted.first, let hi = sorted.last {
+            var x = max(lo, 0.001)
+            var k = 0
+            while x <= hi * 1.0001 {
+                while k < sorted.count && sorted[k] <= x { k += 1 }
+                cdf.append([x, Double(k) / Double(sorted.count)])
+                x *= 1.15
+            }
+            cdf.append([max(hi, 0.001), 1])
+        }
+        return ArmResult(arm: arm, contention: contention, latencyMs: h.summary, longestStallMs: Double(h.maxNanos) / 1e6,
+                         writesOverFrameBudget: Int(h.count(above: budgetNs)), framesDroppedByRing: dropped, ringBytes: o.ringBytes,
+                         throughputMBps: span > 0 ? Double(n) * Double(o.blockSize) / span / 1e6 : 0,
+                         psiIoSomeMs: Double(psi.0) / 1000, psiIoFullMs: Double(psi.1) / 1000,
+                         psiMemorySomeMs: Double(psi.2) / 1000, psiMemoryFullMs: Double(psi.3) / 1000,
+                         peakDirtyMiB: Double(peaks.0) / 1024, peakWritebackMiB: Double(peaks.1) / 1024,
+                         p999VsFloor: nil, timeline: timeline, cdf: cdf)
+    }
+}
