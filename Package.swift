@@ -25,7 +25,7 @@ let package = Package(
         .target(name: "ReelMetrics", linkerSettings: [.linkedLibrary("m")]),
         .target(name: "ReelStorage", dependencies: ["CLinux", "ReelCore", "ReelMetrics"]),
         // Sources and the capture session.
-        .target(name: "ReelCapture", dependencies: ["ReelCore", "ReelMedia"]),
+        .target(name: "ReelCapture", dependencies: ["CLinux", "ReelCore", "ReelMedia"]),
         // AssetWriter, clip splitting, probe and verify.
         .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics"]),
         // Measurements: `reel jitter`, its contention loads and its report.

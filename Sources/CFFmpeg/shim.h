@@ -47,6 +47,21 @@ static inline int reel_pix_fmt_depth(enum AVPixelFormat f) {
     return d ? d->comp[0].depth : 0;
 }
 
+/// Copies a packed (YUYV) or semi-planar (NV12) camera image whose rows are `bytes_per_line`
+/// apart into `dst` (same format and size).
+static inline int reel_copy_camera_image(AVFrame *dst, const uint8_t *src, int bytes_per_line, size_t src_size) {
+    const uint8_t *planes[4] = { src, NULL, NULL, NULL };
+    int lines[4] = { bytes_per_line, 0, 0, 0 };
+    if (dst->format == AV_PIX_FMT_NV12) {
+        if (src_size < (size_t)bytes_per_line * dst->height * 3 / 2) return AVERROR(EINVAL);
+        planes[1] = src + (size_t)bytes_per_line * dst->height; lines[1] = bytes_per_line;
+    } else if (src_size < (size_t)bytes_per_line * dst->height) {
+        return AVERROR(EINVAL);
+    }
+    av_image_copy(dst->data, dst->linesize, planes, lines, (enum AVPixelFormat)dst->format, dst->width, dst->height);
+    return 0;
+}
+
 static inline void reel_set_hvc1_tag(AVCodecParameters *p) { p->codec_tag = MKTAG('h', 'v', 'c', '1'); }
 
 #endif

@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <sys/vfs.h>
+#include <sys/ioctl.h>
+#include <errno.h>
 #include <linux/magic.h>
 #include "CLinux.h"
 
@@ -52,3 +54,28 @@ int64_t CLinux_copy_range(int in, int64_t inOffset, int out, int64_t outOffset, 
     off_t a = (off_t)inOffset, b = (off_t)outOffset;
     return (int64_t)copy_file_range(in, &a, out, &b, (size_t)length, 0);
 }
+
+int CLinux_ioctl(int fd, unsigned long request, void *arg) {
+    int r;
+    do { r = ioctl(fd, request, arg); } while (r == -1 && errno == EINTR);
+    return r;
+}
+
+_Static_assert(sizeof(struct v4l2_buffer) == 88, "v4l2_buffer layout (64-bit) as Swift imports it");
+const unsigned long CLinux_VIDIOC_QUERYCAP = VIDIOC_QUERYCAP;
+const unsigned long CLinux_VIDIOC_ENUM_FMT = VIDIOC_ENUM_FMT;
+const unsigned long CLinux_VIDIOC_ENUM_FRAMESIZES = VIDIOC_ENUM_FRAMESIZES;
+const unsigned long CLinux_VIDIOC_ENUM_FRAMEINTERVALS = VIDIOC_ENUM_FRAMEINTERVALS;
+const unsigned long CLinux_VIDIOC_G_FMT = VIDIOC_G_FMT;
+const unsigned long CLinux_VIDIOC_S_FMT = VIDIOC_S_FMT;
+const unsigned long CLinux_VIDIOC_G_PARM = VIDIOC_G_PARM;
+const unsigned long CLinux_VIDIOC_S_PARM = VIDIOC_S_PARM;
+const unsigned long CLinux_VIDIOC_REQBUFS = VIDIOC_REQBUFS;
+const unsigned long CLinux_VIDIOC_QUERYBUF = VIDIOC_QUERYBUF;
+const unsigned long CLinux_VIDIOC_QBUF = VIDIOC_QBUF;
+const unsigned long CLinux_VIDIOC_DQBUF = VIDIOC_DQBUF;
+const unsigned long CLinux_VIDIOC_STREAMON = VIDIOC_STREAMON;
+const unsigned long CLinux_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF;
+const uint32_t CLinux_V4L2_PIX_FMT_YUYV = V4L2_PIX_FMT_YUYV;
+const uint32_t CLinux_V4L2_PIX_FMT_NV12 = V4L2_PIX_FMT_NV12;
+const uint32_t CLinux_V4L2_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;

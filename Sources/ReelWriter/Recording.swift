@@ -9,8 +9,10 @@ import ReelMetrics
 /// Where frames come from.
 public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
     case synthetic(size: Int)
+    /// `v4l2:/dev/videoN[:WxH][@FPS][:FOURCC]`
+    case v4l2(path: String, size: Size?, fps: Int?, fourcc: String?)
 
-    /// Parses `synthetic` or `synthetic:SIZE`.
+    /// Parses `synthetic`, `synthetic:SIZE` or `v4l2:/dev/videoN[:WxH][@FPS][:FOURCC]`.
     public init(parsing text: String) throws(RecordingError) {
         let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
         switch parts.first {
@@ -18,14 +20,39 @@ public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
             if parts.count == 1 { self = .synthetic(size: SyntheticSource.defaultSize); return }
             guard let n = Int(parts[1]) else { throw .usage("--source synthetic:SIZE needs a number, not '\(parts[1])'") }
             self = .synthetic(size: n)
+        case "v4l2":
+            guard parts.count == 2 else { throw .usage("--source v4l2 needs a device: v4l2:/dev/video0[:WxH][@FPS][:FOURCC]") }
+            let fields = parts[1].split(separator: ":").map(String.init)
+            guard let path = fields.first, path.hasPrefix("/") else { throw .usage("--source v4l2:PATH needs a device path like /dev/video0") }
+            var size: Size? = nil, fps: Int? = nil, fourcc: String? = nil
+            for f in fields.dropFirst() {
+                var mode = f
+                if let at = f.firstIndex(of: "@") {
+                    guard let n = Int(f[f.index(after: at)...]), n > 0 else { throw .usage("--source: '\(f)' has no frame rate after @") }
+                    fps = n
+                    mode = String(f[..<at])
+                }
+                if mode.isEmpty { continue }
+                let wh = mode.lowercased().split(separator: "x")
+                if wh.count == 2, let w = Int(wh[0]), let h = Int(wh[1]) {
+                    size = Size(width: w, height: h)
+                } else if mode.count == 4, mode.allSatisfy({ $0.isLetter || $0.isNumber }) {
+                    fourcc = mode.uppercased()
+                } else {
+                    throw .usage("--source: '\(f)' is not WxH, @FPS or a FOURCC (YUYV, NV12, MJPG)")
+                }
+            }
+            self = .v4l2(path: path, size: size, fps: fps, fourcc: fourcc)
         default:
-            throw .usage("unknown source '\(text)' (use synthetic[:SIZE])")
+            throw .usage("unknown source '\(text)' (use synthetic[:SIZE] or v4l2:/dev/videoN[:WxH][@FPS][:FOURCC])")
         }
     }
 
     public var description: String {
         switch self {
         case .synthetic(let size): return "synthetic:\(size)"
+        case .v4l2(let path, let size, let fps, let fourcc):
+            return "v4l2:\(path)" + (size.map { ":\($0)" } ?? "") + (fps.map { "@\($0)" } ?? "") + (fourcc.map { ":\($0)" } ?? "")
         }
     }
 }
@@ -146,6 +173,7 @@ public final class Recording: Sendable {
     private let remainingBefore: Int64?
     private let frameCount: Int
     private let stopped = NSLockedFlag()
+    private let sourceFailure = Mutex<(any UserFacingError)?>(nil)
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
     public init(options: RecordOptions) throws {
@@ -154,6 +182,8 @@ public final class Recording: Sendable {
         switch options.source {
         case .synthetic(let size):
             source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime)
+        case .v4l2(let path, let size, let fps, let fourcc):
+            source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc)
         }
         session = try CaptureSession(source: source, ratio: options.ratio)
         for (trigger, ratio) in options.ratioChanges {
@@ -196,9 +226,9 @@ public final class Recording: Sendable {
                                       fragmentInterval: options.fragmentInterval,
                                       queueCapacity: options.queueCapacity,
                                       dropWhenStorageIsBehind: options.realtime)
-        writer = try AssetWriter(settings: settings, rate: options.rate)
+        writer = try AssetWriter(settings: settings, rate: source.format.rate)
         session.addOutput(writer)
-        frameCount = options.length.frameCount(at: options.rate)
+        frameCount = options.length.frameCount(at: source.format.rate)
         guard frameCount > 0 else { throw RecordingError.usage("nothing to record: the length is 0 frames") }
     }
 
@@ -250,7 +280,13 @@ public final class Recording: Sendable {
         if let e = result.error {
             reason = "failed"; errorText = e.description
         } else if let e = sourceError {
-            reason = "failed"; errorText = String(describing: e)
+            reason = "failed"
+            let kept = result.clips.reduce(0) { $0 + $1.frames }
+            let secs = result.clips.reduce(0.0) { $0 + $1.durationSeconds }
+            errorText = "\(e); kept \(kept) frames (\(formatted(secs)) s) in \(result.clips.count) clip\(result.clips.count == 1 ? "" : "s")"
+                + (result.clips.last.map { ", last \($0.path)" } ?? "")
+            let status = (e as? any UserFacingError)?.exitStatus ?? ExitStatus.ioError
+            sourceFailure.withLock { $0 = SourceFailure(description: errorText!, exitStatus: status) }
         } else {
             reason = stopped.isSet ? "interrupted" : "completed"
         }
@@ -276,8 +312,14 @@ public final class Recording: Sendable {
     /// The error a failed summary stands for, with its exit status.
     public var failure: (any UserFacingError)? {
         if case .failed(let e) = writer.status { return e }
-        return nil
+        return sourceFailure.withLock { $0 }
     }
+}
+
+/// A source that failed mid-recording (a camera unplugged), with what was kept.
+struct SourceFailure: UserFacingError {
+    let description: String
+    let exitStatus: Int32
 }
 
 /// A flag set once, read from any thread.

@@ -2,10 +2,11 @@ import Foundation
 import ReelCore
 
 let usage = """
-usage: reel record [--source synthetic[:SIZE]] [--fps N] [--duration SECONDS | --frames N]
+usage: reel record [--source synthetic[:SIZE] | v4l2:/dev/videoN[:WxH][@FPS][:FOURCC]] [--fps N] [--duration SECONDS | --frames N]
                    [--codec prores[:proxy|lt|standard|hq|4444]|h264|hevc|ffv1] [--container mov|mp4|mkv]
                    [--ratio 1x1|4x3|3x4|16x9|9x16] [--ratio-at T:RATIO | --ratio-at #N:RATIO ...]
                    [--no-realtime] [--out DIR] [--name PREFIX] [--fragment SECONDS] [--json]
+       reel devices [--json]
        reel probe FILE... [--frames] [--json]
        reel verify FILES-or-DIR... [--json]
        reel pool create [PATH] --capacity SIZE [--slot SIZE] [--write-mode auto|buffered|direct] [--prefill zero|fallocate]
@@ -26,6 +27,7 @@ do {
     case "verify": status = try VerifyCommand.run(&args)
     case "pool": status = try PoolCommand.run(&args)
     case "jitter": status = try JitterCommand.run(&args)
+    case "devices": status = try DevicesCommand.run(&args)
     case "_load": status = try JitterCommand.load(&args)
     case "help", "--help", "-h":
         print(usage)
@@ -34,7 +36,7 @@ do {
         writeStderr(usage + "\n")
         status = ExitStatus.usage
     case let other?:
-        throw UsageError("unknown command '\(other)' (use record, probe, verify or pool)")
+        throw UsageError("unknown command '\(other)' (use record, probe, verify, pool, jitter or devices)")
     }
 } catch let e as any UserFacingError {
     printError(e.description)

@@ -31,18 +31,17 @@ if command -v fio >/dev/null; then
                       --output-format=json 2>/dev/null || true)
             [ -n "$lp" ] && { kill $lp 2>/dev/null || true; wait $lp 2>/dev/null || true; }
             rm -f "$dir"/reel.0.0
-            python3 - "$load" "$direct" <<PY <<<"$out"
-import json, sys
+            FIO_JSON="$out" python3 - "$load" "$direct" <<'PY'
+import json, os, sys
 load, direct = sys.argv[1], sys.argv[2]
 try:
-    j = json.loads(sys.stdin.read())["jobs"][0]["write"]
-    p = j["lat_ns"]["percentile"]
+    j = json.loads(os.environ["FIO_JSON"])["jobs"][0]["write"]
+    p = j["clat_ns"]["percentile"]
     print("%-34s %10.2f %10.2f %10.2f %10.2f" % ("fio %s under %s" % ("direct" if direct == "1" else "buffered", load),
-          p["50.000000"] / 1e6, p["99.000000"] / 1e6, p["99.900000"] / 1e6, j["lat_ns"]["max"] / 1e6))
+          p["50.000000"] / 1e6, p["99.000000"] / 1e6, p["99.900000"] / 1e6, j["clat_ns"]["max"] / 1e6))
 except Exception as e:
-    print("fio %s under %s: no result (%s)" % (direct, load, e))
-PY
-        done
+    print("fio %s under %s: no result (%r)" % (direct, load, e))
+PY        done
     done
 else
     echo "fio not installed: the fio comparison is skipped"

@@ -2,6 +2,7 @@
 #ifndef REEL_CLINUX_H
 #define REEL_CLINUX_H
 #include <stdint.h>
+#include <linux/videodev2.h>
 
 extern const int CLinux_O_DIRECT;
 extern const unsigned int CLinux_RENAME_NOREPLACE;
@@ -23,5 +24,27 @@ const char *CLinux_filesystem_name(int fd);
 /// copy_file_range(2) of `length` bytes from `in` at `inOffset` to `out` at `outOffset`;
 /// returns bytes copied or -1 with errno.
 int64_t CLinux_copy_range(int in, int64_t inOffset, int out, int64_t outOffset, int64_t length);
+
+/// ioctl(2) with a pointer argument, retried on EINTR (ioctl is variadic: Swift cannot call it).
+int CLinux_ioctl(int fd, unsigned long request, void *arg);
+
+/// V4L2 request codes (function-like macros in videodev2.h).
+extern const unsigned long CLinux_VIDIOC_QUERYCAP;
+extern const unsigned long CLinux_VIDIOC_ENUM_FMT;
+extern const unsigned long CLinux_VIDIOC_ENUM_FRAMESIZES;
+extern const unsigned long CLinux_VIDIOC_ENUM_FRAMEINTERVALS;
+extern const unsigned long CLinux_VIDIOC_G_FMT;
+extern const unsigned long CLinux_VIDIOC_S_FMT;
+extern const unsigned long CLinux_VIDIOC_G_PARM;
+extern const unsigned long CLinux_VIDIOC_S_PARM;
+extern const unsigned long CLinux_VIDIOC_REQBUFS;
+extern const unsigned long CLinux_VIDIOC_QUERYBUF;
+extern const unsigned long CLinux_VIDIOC_QBUF;
+extern const unsigned long CLinux_VIDIOC_DQBUF;
+extern const unsigned long CLinux_VIDIOC_STREAMON;
+extern const unsigned long CLinux_VIDIOC_STREAMOFF;
+extern const uint32_t CLinux_V4L2_PIX_FMT_YUYV;
+extern const uint32_t CLinux_V4L2_PIX_FMT_NV12;
+extern const uint32_t CLinux_V4L2_PIX_FMT_MJPEG;
 
 #endif

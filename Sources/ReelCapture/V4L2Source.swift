@@ -1,0 +1,338 @@
+import CLinux
+import Foundation
+import ReelCore
+import ReelMedia
+import Synchronization
+
+/// What a V4L2 device says about itself (`reel devices`).
+public struct V4L2DeviceInfo: Sendable, Codable {
+    public struct Format: Sendable, Codable {
+        public var fourcc: String
+        public var description: String
+        public var sizes: [Mode]
+    }
+    public struct Mode: Sendable, Codable {
+        public var width: Int
+        public var height: Int
+        public var fps: [Double]
+    }
+    public var path: String
+    public var driver: String
+    public var card: String
+    public var bus: String
+    public var formats: [Format]
+}
+
+/// Errors of V4L2 devices, with the exit status `reel` reports.
+public enum V4L2Error: UserFacingError {
+    case noDevice(String)
+    case busy(String)
+    case permission(String)
+    case notCapture(String, String)
+    case formatNotOffered(String, String)
+    case failed(String, SystemError)
+
+    public var exitStatus: Int32 {
+        switch self {
+        case .noDevice: return ExitStatus.noInput
+        case .busy, .notCapture: return ExitStatus.unavailable
+        case .permission: return ExitStatus.permission
+        case .formatNotOffered: return ExitStatus.usage
+        case .failed: return ExitStatus.ioError
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .noDevice(let p): return "\(p): no such video device"
+        case .busy(let p): return "\(p) is busy: another program is using the camera"
+        case .permission(let p): return "\(p): permission denied (add yourself to the 'video' group)"
+        case .notCapture(let p, let why): return "\(p) is not a video capture device (\(why))"
+        case .formatNotOffered(let p, let offered): return "\(p) does not offer that format; it offers: \(offered)"
+        case .failed(let p, let e): return "\(p): \(e.description)"
+        }
+    }
+}
+
+func fourccString(_ v: UInt32) -> String {
+    String(decoding: [UInt8(v & 0xff), UInt8((v >> 8) & 0xff), UInt8((v >> 16) & 0xff), UInt8(v >> 24)], as: UTF8.self)
+        .trimmingCharacters(in: .whitespaces)
+}
+
+func fourccValue(_ s: String) -> UInt32? {
+    let b = Array(s.uppercased().utf8)
+    guard b.count == 4 else { return nil }
+    return UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
+}
+
+private func cString<T>(_ tuple: T) -> String {
+    withUnsafeBytes(of: tuple) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+}
+
+/// An open V4L2 device node.
+final class V4L2Device {
+    let path: String
+    let fd: Int32
+
+    init(path: String) throws {
+        self.path = path
+        let fd = Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 {
+            switch errno {
+            case ENOENT, ENODEV, ENXIO: throw V4L2Error.noDevice(path)
+            case EBUSY: throw V4L2Error.busy(path)
+            case EACCES, EPERM: throw V4L2Error.permission(path)
+            default: throw V4L2Error.failed(path, .last("open", path: path))
+            }
+        }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    @discardableResult
+    func ioctl<T>(_ request: UInt, _ name: String, _ arg: inout T) throws -> Int32 {
+        let r = withUnsafeMutablePointer(to: &arg) { CLinux_ioctl(fd, request, $0) }
+        if r < 0 {
+            let e = SystemError.last(name, path: path)
+            if e.errno == EBUSY { throw V4L2Error.busy(path) }
+            throw V4L2Error.failed(path, e)
+        }
+        return r
+    }
+
+    /// ioctl that may fail with EINVAL to end an enumeration.
+    func enumerate<T>(_ request: UInt, _ arg: inout T) -> Bool {
+        withUnsafeMutablePointer(to: &arg) { CLinux_ioctl(fd, request, $0) } == 0
+    }
+
+    func info() throws -> V4L2DeviceInfo {
+        var cap = v4l2_capability()
+        try ioctl(CLinux_VIDIOC_QUERYCAP, "VIDIOC_QUERYCAP", &cap)
+        var formats: [V4L2DeviceInfo.Format] = []
+        var i: UInt32 = 0
+        while true {
+            var d = v4l2_fmtdesc()
+            d.index = i
+            d.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            guard enumerate(CLinux_VIDIOC_ENUM_FMT, &d) else { break }
+            var sizes: [V4L2DeviceInfo.Mode] = []
+            var k: UInt32 = 0
+            while true {
+                var s = v4l2_frmsizeenum()
+                s.index = k
+                s.pixel_format = d.pixelformat
+                guard enumerate(CLinux_VIDIOC_ENUM_FRAMESIZES, &s), s.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue else { break }
+                let w = s.discrete.width, h = s.discrete.height
+                var rates: [Double] = []
+                var j: UInt32 = 0
+                while true {
+                    var v = v4l2_frmivalenum()
+                    v.index = j; v.pixel_format = d.pixelformat; v.width = w; v.height = h
+                    guard enumerate(CLinux_VIDIOC_ENUM_FRAMEINTERVALS, &v), v.type == V4L2_FRMIVAL_TYPE_DISCRETE.rawValue else { break }
+                    if v.discrete.numerator > 0 { rates.append(Double(v.discrete.denominator) / Double(v.discrete.numerator)) }
+                    j += 1
+                }
+                sizes.append(.init(width: Int(w), height: Int(h), fps: rates))
+                k += 1
+            }
+            formats.append(.init(fourcc: fourccString(d.pixelformat), description: cString(d.description), sizes: sizes))
+            i += 1
+        }
+        return V4L2DeviceInfo(path: path, driver: cString(cap.driver), card: cString(cap.card), bus: cString(cap.bus_info), formats: formats)
+    }
+}
+
+/// Lists the V4L2 capture devices (/dev/video0 … /dev/video63 that open and answer QUERYCAP).
+public func listV4L2Devices() -> [V4L2DeviceInfo] {
+    (0..<64).compactMap { n in
+        guard let d = try? V4L2Device(path: "/dev/video\(n)"), let info = try? d.info() else { return nil }
+        return info
+    }
+}
+
+/// A camera through V4L2: mmap streaming with several buffers, waiting with poll.
+///
+/// YUYV and NV12 frames are copied into pooled buffers (the encoder converts them with
+/// libswscale); MJPEG frames are decoded with libavcodec. Buffer timestamps (CLOCK_MONOTONIC)
+/// become the session clock in microseconds from the first frame; a jump in `sequence`
+/// counts the missing frames as dropped with reason `discontinuity`.
+public final class V4L2Source: VideoSource, @unchecked Sendable {
+    // `device`, `buffers` and `decoder` are used by the capture thread only; `stopping` is atomic.
+    public let format: SourceFormat
+    public let isRealtime = true
+    public let info: V4L2DeviceInfo
+    public let fourcc: String
+    private let device: V4L2Device
+    private let buffers: [(UnsafeMutableRawPointer, Int)]
+    private let pool: PixelBufferPool
+    private let decoder: JPEGDecoder?
+    private let bytesPerLine: Int
+    private let stopping = Atomic<Bool>(false)
+
+    /// Opens and configures the device.
+    /// - Parameters: size, fps and fourcc as asked (`nil`: the device's first offer).
+    public init(path: String, size: Size? = nil, fps: Int? = nil, fourcc requested: String? = nil, bufferCount: UInt32 = 6) throws {
+        let device = try V4L2Device(path: path)
+        let info = try device.info()
+        self.device = device
+        self.info = info
+        var cap = v4l2_capability()
+        try device.ioctl(CLinux_VIDIOC_QUERYCAP, "VIDIOC_QUERYCAP", &cap)
+        let caps = cap.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? cap.device_caps : cap.capabilities
+        guard caps & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0 else { throw V4L2Error.notCapture(path, "no video capture capability") }
+        guard caps & UInt32(V4L2_CAP_STREAMING) != 0 else { throw V4L2Error.notCapture(path, "no streaming I/O") }
+
+        let offered = info.formats.filter { ["YUYV", "NV12", "MJPG"].contains($0.fourcc) }
+        let describe = { () -> String in
+            info.formats.map { f in "\(f.fourcc) " + f.sizes.map { "\($0.width)x\($0.height)@\($0.fps.map { String(Int($0)) }.joined(separator: "/"))" }.joined(separator: " ") }
+                .joined(separator: "; ")
+        }
+        let chosenFormat: V4L2DeviceInfo.Format
+        if let requested {
+            guard let f = offered.first(where: { $0.fourcc == requested.uppercased() }) else { throw V4L2Error.formatNotOffered(path, describe()) }
+            chosenFormat = f
+        } else {
+            guard let f = offered.first else { throw V4L2Error.formatNotOffered(path, describe() + " (Reel takes YUYV, NV12 or MJPG)") }
+            chosenFormat = f
+        }
+        let mode: V4L2DeviceInfo.Mode
+        if let size {
+            guard let m = chosenFormat.sizes.first(where: { $0.width == size.width && $0.height == size.height }) else {
+                throw V4L2Error.formatNotOffered(path, describe())
+            }
+            mode = m
+        } else {
+            guard let m = chosenFormat.sizes.first else { throw V4L2Error.formatNotOffered(path, describe()) }
+            mode = m
+        }
+        if let fps, !mode.fps.isEmpty, !mode.fps.contains(where: { abs($0 - Double(fps)) < 0.01 }) {
+            throw V4L2Error.formatNotOffered(path, describe())
+        }
+
+        var fmt = v4l2_format()
+        fmt.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        fmt.fmt.pix.width = UInt32(mode.width)
+        fmt.fmt.pix.height = UInt32(mode.height)
+        fmt.fmt.pix.pixelformat = fourccValue(chosenFormat.fourcc) ?? CLinux_V4L2_PIX_FMT_YUYV
+        fmt.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        try device.ioctl(CLinux_VIDIOC_S_FMT, "VIDIOC_S_FMT", &fmt)
+        // What the driver actually chose.
+        let got = Size(width: Int(fmt.fmt.pix.width), height: Int(fmt.fmt.pix.height))
+        let fourcc = fourccString(fmt.fmt.pix.pixelformat)
+        self.fourcc = fourcc
+        guard got.width % 2 == 0, got.height % 2 == 0, ["YUYV", "NV12", "MJPG"].contains(fourcc) else {
+            throw V4L2Error.formatNotOffered(path, describe())
+        }
+        bytesPerLine = Int(fmt.fmt.pix.bytesperline)
+
+        var parm = v4l2_streamparm()
+        parm.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        if let fps {
+            parm.parm.capture.timeperframe = v4l2_fract(numerator: 1, denominator: UInt32(fps))
+            _ = try? device.ioctl(CLinux_VIDIOC_S_PARM, "VIDIOC_S_PARM", &parm)
+        }
+        var rate = FrameRate(frames: Int32(fps ?? 30))!
+        if device.enumerate(CLinux_VIDIOC_G_PARM, &parm), parm.parm.capture.timeperframe.numerator > 0 {
+            let t = parm.parm.capture.timeperframe
+            rate = FrameRate(frames: Int32(t.denominator), seconds: Int32(t.numerator)) ?? rate
+        }
+
+        let pixel: PixelFormat = fourcc == "YUYV" ? .yuyv422 : fourcc == "NV12" ? .nv12 : .yuv420p
+        format = SourceFormat(size: got, pixelFormat: pixel, rate: rate, timescale: 1_000_000,
+                              supportedRatios: [.landscape16x9, .portrait9x16, .square, .landscape4x3, .portrait3x4])
+        decoder = fourcc == "MJPG" ? try JPEGDecoder() : nil
+        pool = try PixelBufferPool(count: 12, size: got, format: pixel)
+        var mapped: [(UnsafeMutableRawPointer, Int)] = []
+
+        var req = v4l2_requestbuffers()
+        req.count = bufferCount
+        req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        req.memory = V4L2_MEMORY_MMAP.rawValue
+        try device.ioctl(CLinux_VIDIOC_REQBUFS, "VIDIOC_REQBUFS", &req)
+        for i in 0..<req.count {
+            var b = v4l2_buffer()
+            b.index = i
+            b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            b.memory = V4L2_MEMORY_MMAP.rawValue
+            try device.ioctl(CLinux_VIDIOC_QUERYBUF, "VIDIOC_QUERYBUF", &b)
+            guard let p = mmap(nil, Int(b.length), PROT_READ | PROT_WRITE, MAP_SHARED, device.fd, off_t(b.m.offset)), p != MAP_FAILED else {
+                throw V4L2Error.failed(path, .last("mmap", path: path))
+            }
+            mapped.append((p, Int(b.length)))
+        }
+        buffers = mapped
+    }
+
+    deinit {
+        for (p, n) in buffers { munmap(p, n) }
+    }
+
+    public func stop() { stopping.store(true, ordering: .releasing) }
+
+    public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
+        stopping.store(false, ordering: .releasing)
+        for i in 0..<buffers.count { try queue(UInt32(i)) }
+        var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+        try device.ioctl(CLinux_VIDIOC_STREAMON, "VIDIOC_STREAMON", &type)
+        defer { _ = try? device.ioctl(CLinux_VIDIOC_STREAMOFF, "VIDIOC_STREAMOFF", &type) }
+        var firstSequence: UInt32? = nil
+        var firstTime: Int64 = 0
+        var expected = 0
+        while frameLimit.map({ expected < $0 }) ?? true {
+            if stopping.load(ordering: .acquiring) { break }
+            var pfd = pollfd(fd: device.fd, events: Int16(POLLIN), revents: 0)
+            let r = poll(&pfd, 1, 2000)
+            if r < 0 { if errno == EINTR { continue }; throw V4L2Error.failed(device.path, .last("poll")) }
+            if r == 0 { throw CaptureError.sourceFailed("\(device.path): no frame for 2 s (the camera stopped sending)") }
+            var b = v4l2_buffer()
+            b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            b.memory = V4L2_MEMORY_MMAP.rawValue
+            if CLinux_ioctl(device.fd, CLinux_VIDIOC_DQBUF, &b) < 0 {
+                let e = SystemError.last("VIDIOC_DQBUF", path: device.path)
+                if e.errno == EAGAIN { continue }
+                if e.errno == ENODEV || e.errno == EIO || e.errno == EPIPE {
+                    throw CaptureError.sourceFailed("\(device.path): the camera was lost (\(e.text)) after \(expected) frames")
+                }
+                throw V4L2Error.failed(device.path, e)
+            }
+            let time = Int64(b.timestamp.tv_sec) * 1_000_000 + Int64(b.timestamp.tv_usec)
+            if firstSequence == nil { firstSequence = b.sequence; firstTime = time }
+            let index = Int(b.sequence &- firstSequence!)
+            if index > expected {
+                delegate.source(didDrop: index - expected, reason: .discontinuity, at: expected)
+            }
+            if let limit = frameLimit, index >= limit { try queue(b.index); break }
+            expected = index + 1
+            if let lease = pool.lease() {
+                let (p, length) = buffers[Int(b.index)]
+                let used = Int(b.bytesused)
+                do {
+                    if let decoder {
+                        try decoder.decode(p, count: used, into: lease.buffer)
+                    } else {
+                        try lease.buffer.copyCameraImage(from: p, bytesPerLine: bytesPerLine, byteCount: min(used, length))
+                    }
+                    try queue(b.index)
+                    delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: Timestamp(value: time - firstTime, timescale: 1_000_000)))
+                } catch {
+                    try queue(b.index)
+                    delegate.source(didDrop: 1, reason: .late, at: index)   // a frame that would not decode
+                }
+            } else {
+                try queue(b.index)
+                delegate.source(didDrop: 1, reason: .outOfBuffers, at: index)
+            }
+        }
+    }
+
+    private func queue(_ index: UInt32) throws {
+        var b = v4l2_buffer()
+        b.index = index
+        b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        b.memory = V4L2_MEMORY_MMAP.rawValue
+        try device.ioctl(CLinux_VIDIOC_QBUF, "VIDIOC_QBUF", &b)
+    }
+}
