@@ -78,6 +78,63 @@ public struct PoolStorage: ClipStorage {
     }
 }
 
+/// Pushes a slot's written bytes toward the disk off the write path: `sync_file_range`
+/// (start writeback) for every range the writer thread wrote, and an `fdatasync` once a
+/// second. Neither ever delays a write; they only bound how much a power loss could take.
+final class Syncer: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSCondition()
+    private var low: Int64 = .max, high: Int64 = 0
+    private var dirty = false
+    private var running = true
+    private var finished = false
+    let fd: Int32
+    let path: String
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+        let t = Thread { [self] in run() }
+        t.name = "reel.sync"
+        t.start()
+    }
+
+    func written(_ offset: Int64, _ length: Int64) {
+        lock.lock()
+        low = min(low, offset); high = max(high, offset + length); dirty = true
+        lock.signal()
+        lock.unlock()
+    }
+
+    func stop() {
+        lock.lock()
+        running = false
+        lock.signal()
+        while !finished { lock.wait() }
+        lock.unlock()
+    }
+
+    private func run() {
+        _ = CLinux_set_io_priority(2, 4)
+        var lastSync = MonotonicClock.now()
+        lock.lock()
+        while running {
+            if low >= high { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.25)) }
+            let (a, b) = (low, high)
+            low = .max; high = 0
+            let due = dirty && MonotonicClock.now() - lastSync >= 1_000_000_000
+            if due { dirty = false }
+            lock.unlock()
+            if a < b { _ = CLinux_start_writeback(fd, a, b - a) }
+            if due { _ = fdatasync(fd); lastSync = MonotonicClock.now() }
+            lock.lock()
+        }
+        finished = true
+        lock.broadcast()
+        lock.unlock()
+    }
+}
+
 /// A clip being written into a pool slot through a bounded ring of aligned 1 MiB blocks,
 /// drained by one writer thread.
 ///
@@ -130,6 +187,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var bytesWritten: Int64 = 0
     private var growths = 0
     private var tracing = false
+    private lazy var syncer = Syncer(fd: fd, path: slotPath)
     private var trace: [UInt64] = []
 
     /// A slot file outside any pool, for `reel jitter`: the same ring and writer thread,
@@ -381,8 +439,6 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         // Best-effort class, highest level (real-time class needs CAP_SYS_ADMIN and can starve
         // the rest of the system): the recording's writes go ahead of ordinary ones.
         _ = CLinux_set_io_priority(2, 0)
-        var lastSync = MonotonicClock.now()
-        var unsynced = false
         while true {
             lock.lock()
             while jobs.isEmpty { lock.wait() }
@@ -401,25 +457,17 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
                             try Sys.pwriteAll(directFD, blocks[index], length, at: offset, path: slotPath)
                         } else {
                             try Sys.pwriteAll(fd, blocks[index], length, at: offset, path: slotPath)
-                            // Start writeback now, so dirty pages never pile up into a stall.
-                            _ = CLinux_start_writeback(fd, offset, Int64(length))
+                            // Writeback is started by the syncer thread, never inline: under a
+                            // competing writer, sync_file_range and fdatasync wait for the device.
+                            syncer.written(offset, Int64(length))
                         }
                         written = length
-                        unsynced = true
                     case .patch(let buf, let offset, let length):
                         try Sys.pwriteAll(fd, buf, length, at: offset, path: slotPath)
+                        syncer.written(offset, Int64(length))
                         written = length
-                        unsynced = true
-                    case .sync:
-                        if unsynced { try Sys.fdatasync(fd, path: slotPath); unsynced = false }
-                        lastSync = MonotonicClock.now()
-                    case .stop:
+                    case .sync, .stop:
                         break
-                    }
-                    if unsynced && MonotonicClock.now() - lastSync > 1_000_000_000 {
-                        try Sys.fdatasync(fd, path: slotPath)
-                        unsynced = false
-                        lastSync = MonotonicClock.now()
                     }
                 } catch let e as SystemError where e.isOutOfSpace {
                     error = PoolError.full("no space left while writing \(fileName(of: path)): \(e.text)")
@@ -443,7 +491,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             if tracing, case .block = job { trace.append(t0 + took) }
             if let error, writerError == nil { writerError = error }
             let stop: Bool
-            if case .stop = job { stopped = true; stop = true } else { stop = false }
+            if case .stop = job { syncer.stop(); stopped = true; stop = true } else { stop = false }
             lock.broadcast()
             lock.unlock()
             if stop { return }
