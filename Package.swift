@@ -27,7 +27,7 @@ let package = Package(
         // Sources and the capture session.
         .target(name: "ReelCapture", dependencies: ["CLinux", "ReelCore", "ReelMedia"]),
         // AssetWriter, clip splitting, probe and verify.
-        .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics"]),
+        .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics", "ReelBench"]),
         // Measurements: `reel jitter`, its contention loads and its report.
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
         .executableTarget(name: "reel", dependencies: ["ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench"]),

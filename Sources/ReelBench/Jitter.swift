@@ -285,6 +285,25 @@ public enum Jitter {
         fdatasync(fd)
     }
 
+    /// A report of a recording's own writes (service time of each), for `reel record --report`.
+    public static func recordingReport(samples: [(start: UInt64, took: UInt64)], label: String, directory: String,
+                                       fps: Double, ringBytes: Int64, bytesWritten: Int64) -> JitterReport {
+        let sorted = samples.sorted { $0.start < $1.start }
+        let due = sorted.map(\.start), done = sorted.map { $0.start + $0.took }
+        var o = JitterOptions(directory: directory, executable: "")
+        o.fps = fps
+        o.ringBytes = max(ringBytes, 1)
+        let span = Double((done.last ?? 0) - (due.first ?? 0)) / 1e9
+        o.seconds = max(span, 0.001)
+        o.bytesPerSecond = Int64(Double(bytesWritten) / max(span, 0.001))
+        var r = summarize(arm: label, contention: "recording", due: due, done: done, options: o, psi: (0, 0, 0, 0), peaks: (0, 0))
+        r.framesDroppedByRing = 0   // the recording counted its own drops; no simulation here
+        let mount = mountInfo(for: directory)
+        return JitterReport(directory: directory, filesystem: mount.filesystem, device: mount.device, mountOptions: mount.options,
+                            rateMBps: Double(o.bytesPerSecond) / 1e6, blockBytes: StoragePool.blockSize, secondsPerArm: span,
+                            fps: fps, floor: nil, arms: [r])
+    }
+
     /// Latency of each write from when it was due; the ring simulation; throughput.
     public static func summarize(arm: String, contention: String, due: [UInt64], done: [UInt64], options o: JitterOptions,
                           psi: (Int64, Int64, Int64, Int64), peaks: (Int64, Int64)) -> ArmResult {

@@ -89,6 +89,7 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     public private(set) var position: Int64 = 0
     public private(set) var size: Int64 = 0
     private var histogram = LatencyHistogram()
+    private var samples: [(start: UInt64, took: UInt64)] = []
 
     /// Creates `path`, refusing to replace an existing file (`O_EXCL`).
     public init(path: String) throws {
@@ -112,7 +113,9 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
             }
             done += n
         }
-        histogram.record(nanos: MonotonicClock.now() - t0)
+        let took = MonotonicClock.now() - t0
+        histogram.record(nanos: took)
+        if samples.count < WriteStats.sampleLimit { samples.append((t0, took)) }
         position += Int64(bytes.count)
         size = max(size, position)
     }
@@ -132,6 +135,7 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
         var w = WriteStats(writeMode: "plain")
         w.histogram = histogram
         w.bytesWritten = size
+        w.samples = samples
         return w
     }
 

@@ -16,6 +16,9 @@ public struct WriteStats: Sendable {
     public var bytesWritten: Int64 = 0
     /// Slots clips grew into beyond their first.
     public var slotGrowths = 0
+    /// Each write as (monotonic ns when it started, ns it took), for plots; at most `sampleLimit`.
+    public var samples: [(start: UInt64, took: UInt64)] = []
+    public static let sampleLimit = 1 << 18
 
     public init(writeMode: String) { self.writeMode = writeMode }
 
@@ -27,6 +30,7 @@ public struct WriteStats: Sendable {
         bytesWritten += o.bytesWritten
         slotGrowths += o.slotGrowths
         writeMode = o.writeMode
+        samples += o.samples.prefix(max(0, WriteStats.sampleLimit - samples.count))
     }
 }
 
@@ -186,6 +190,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var ringFullWaits = 0
     private var bytesWritten: Int64 = 0
     private var growths = 0
+    private var samples: [(start: UInt64, took: UInt64)] = []
     private var tracing = false
     private lazy var syncer = Syncer(fd: fd, path: slotPath)
     private var trace: [UInt64] = []
@@ -360,6 +365,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         w.ringFullWaits = ringFullWaits
         w.bytesWritten = bytesWritten
         w.slotGrowths = growths
+        w.samples = samples
         return w
     }
 
@@ -487,7 +493,11 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
                 free(buf)
             default: break
             }
-            if written > 0 { histogram.record(nanos: took); bytesWritten += Int64(written) }
+            if written > 0 {
+                histogram.record(nanos: took)
+                bytesWritten += Int64(written)
+                if samples.count < WriteStats.sampleLimit { samples.append((t0, took)) }
+            }
             if tracing, case .block = job { trace.append(t0 + took) }
             if let error, writerError == nil { writerError = error }
             let stop: Bool

@@ -5,6 +5,7 @@ import ReelCore
 import ReelMedia
 import ReelStorage
 import ReelMetrics
+import ReelBench
 
 /// Where frames come from.
 public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
@@ -85,6 +86,8 @@ public struct RecordOptions: Sendable {
     public var fragmentInterval = 1.0
     public var queueCapacity = 8
     public var storage: StorageChoice = .defaultPool
+    /// Where `--report` writes the recording's write-latency plot (record.json, record.svg).
+    public var reportDirectory: String? = nil
 
     public init() {}
 }
@@ -289,6 +292,17 @@ public final class Recording: Sendable {
             sourceFailure.withLock { $0 = SourceFailure(description: errorText!, exitStatus: status) }
         } else {
             reason = stopped.isSet ? "interrupted" : "completed"
+        }
+        if let dir = options.reportDirectory {
+            let report = Jitter.recordingReport(samples: write.samples, label: "\(storageSummary.mode) (\(write.writeMode))",
+                                                directory: options.outputDirectory, fps: options.rate.perSecond,
+                                                ringBytes: write.ringBytes, bytesWritten: write.bytesWritten)
+            try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let enc = JSONEncoder()
+            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try? enc.encode(report).write(to: URL(fileURLWithPath: dir + "/record.json"))
+            try? SVGReport.render(report, title: "Storage write latency of the recording (service time of each write)")
+                .write(toFile: dir + "/record.svg", atomically: true, encoding: .utf8)
         }
         return RecordingSummary(
             clips: result.clips, framesCaptured: stats.framesCaptured, framesWritten: result.framesWritten,

@@ -52,6 +52,7 @@ enum RecordCommand {
             case "--pool": o.storage = .pool(try args.value(for: name, inline: inline))
             case "--plain": o.storage = .plain
             case "--fragment": o.fragmentInterval = try parseSeconds(try args.value(for: name, inline: inline), option: name)
+            case "--report": o.reportDirectory = try args.value(for: name, inline: inline)
             case "--json": json = true
             default: throw UsageError("record: unknown option '\(arg)'")
             }
@@ -74,6 +75,15 @@ enum RecordCommand {
 
     static func run(_ args: inout Arguments) throws -> Int32 {
         let (options, json) = try parse(&args)
+        if let dir = options.reportDirectory {
+            // Refuse before recording, not after.
+            let probe = dir + "/.reel-probe"
+            guard (try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)) != nil,
+                  FileManager.default.createFile(atPath: probe, contents: Data()) else {
+                throw UsageError("--report: cannot write to \(dir)")
+            }
+            try? FileManager.default.removeItem(atPath: probe)
+        }
         if options.storage == .defaultPool && !FileManager.default.fileExists(atPath: StoragePool.defaultPath + "/manifest.json") {
             printError("creating the default storage pool at \(StoragePool.defaultPath) (\(formatBytes(StoragePool.defaultCapacity)); see reel pool, or --plain to write files directly)")
         }

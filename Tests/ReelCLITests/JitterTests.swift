@@ -45,6 +45,23 @@ import ReelBench
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty, "\(kind) left files")
     }
 
+    @Test func recordWritesItsOwnLatencyReport() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let (run, summary) = try record(["--frames", "60", "--no-realtime", "--codec", "prores:hq", "--name", "r", "--report", dir + "/rep"], out: dir + "/out")
+        #expect(run.status == 0, "\(run.stderr)")
+        let s = try #require(summary)
+        let data = try Data(contentsOf: URL(fileURLWithPath: dir + "/rep/record.json"))
+        let report = try JSONDecoder().decode(JitterReport.self, from: data)
+        #expect(report.arms.count == 1 && report.arms[0].latencyMs.count == s.storage.writeLatencyMs.count && report.arms[0].latencyMs.count > 0)
+        #expect(abs(report.arms[0].latencyMs.max - s.storage.longestStallMs) < 0.01)
+        let svg = try String(contentsOfFile: dir + "/rep/record.svg", encoding: .utf8)
+        #expect(svg.contains("polyline") && svg.contains("Storage write latency of the recording"))
+        _ = FileManager.default.createFile(atPath: dir + "/file", contents: Data())
+        let bad = try reel(["record", "--frames", "5", "--report", dir + "/file/x", "--out", dir + "/out2"])
+        #expect(bad.status == 64 && bad.stderr.contains("--report: cannot write"), "\(bad.stderr)")
+    }
+
     @Test func badArgumentsAreClearErrors() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }

@@ -41,7 +41,8 @@ try:
           p["50.000000"] / 1e6, p["99.000000"] / 1e6, p["99.900000"] / 1e6, j["clat_ns"]["max"] / 1e6))
 except Exception as e:
     print("fio %s under %s: no result (%r)" % (direct, load, e))
-PY        done
+PY
+        done
     done
 else
     echo "fio not installed: the fio comparison is skipped"
