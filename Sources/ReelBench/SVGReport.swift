@@ -10,7 +10,7 @@ public enum SVGReport {
         var arms = report.arms
         if let f = report.floor { arms.insert(f, at: 0) }
         let width = 1000.0
-        let cdfHeight = 420.0
+        let cdfHeight = max(420.0, Double(arms.count) * 36 + 20)   // room for the legend
         let stripHeight = 90.0
         let height = 80 + cdfHeight + 60 + Double(arms.count) * (stripHeight + 20) + 20
         var svg = """
