@@ -25,6 +25,8 @@ public protocol ClipFile: ByteSink {
     var writeStats: WriteStats? { get }
     /// Where the bytes are now (a pool slot until published, then `path`).
     var workingPath: String { get }
+    /// Throws the clip away (cancelled recording): nothing is published.
+    func discard()
 }
 
 /// Errors of the storage layer.
@@ -140,6 +142,11 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     }
 
     public var workingPath: String { path }
+
+    public func discard() {
+        if fd >= 0 { close(fd); fd = -1 }
+        unlink(path)
+    }
 
     public func publish() throws -> Int64 {
         guard fd >= 0 else { return size }

@@ -340,6 +340,21 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         return size
     }
 
+    public func discard() {
+        guard !published else { return }
+        salvaging = true
+        drain(ignoringErrors: true)
+        stopWriter()
+        published = true
+        if size <= smallClipLimit, (try? zero(upTo: size)) != nil {
+            try? pool?.returnSlot(slotID)
+        } else {
+            unlink(slotPath)
+            try? pool?.releaseSlot(slotID)
+            pool?.replenishInBackground()
+        }
+    }
+
     /// Clips up to this size are copied out of the slot rather than moved (a quarter slot).
     private var smallClipLimit: Int64 { allocated / 4 }
 

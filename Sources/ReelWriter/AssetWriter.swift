@@ -38,6 +38,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var bytesFinished: Int64 = 0
     private var bytesCurrent: Int64 = 0
     private var finishRequested = false
+    private var cancelRequested = false
 
     private let finaliser = Finaliser()
 
@@ -159,6 +160,23 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         }
     }
 
+    /// Stops writing at once (`cancelWriting`): frames still queued are not written and the
+    /// clip in progress is thrown away; clips already closed at a seam stay. Status `cancelled`.
+    @discardableResult
+    public func cancel() -> WriterResult {
+        lock.lock(); defer { lock.unlock() }
+        if _status == .writing && !finishRequested {
+            cancelRequested = true
+            queue.removeAll()
+            requestFinishLocked()
+        } else if _status == .unknown {
+            requestFinishLocked()
+            _status = .cancelled
+        }
+        while result == nil { lock.wait() }
+        return result!
+    }
+
     /// `finish()` for callers on a plain thread.
     public func finishAndWait() -> WriterResult {
         lock.lock(); defer { lock.unlock() }
@@ -249,14 +267,18 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                 }
             }
         }
-        if let c = current { finaliser.submit(c) }
+        lock.lock(); let cancelling = cancelRequested; lock.unlock()
+        if let c = current {
+            if cancelling { c.discard() } else { finaliser.submit(c) }
+        }
         let (clips, finalError, write) = finaliser.finishAll()
 
         lock.lock()
         let error = failure ?? finalError.map(classify)
         let kept = clips.reduce(0) { $0 + $1.frames }
         // Frames the writer took in but no published clip holds.
-        let framesLostTotal = framesAccepted - kept
+        // (Cancelled: frames thrown away on purpose are not "lost".)
+        let framesLostTotal = cancelRequested ? 0 : framesAccepted - kept
         var finalErrorWithKept = error
         if let e = error {
             finalErrorWithKept = e.with(kept: KeptSummary(
@@ -265,7 +287,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                 framesLost: framesLostTotal))
             _status = .failed(finalErrorWithKept!)
         } else {
-            _status = .completed
+            _status = cancelRequested ? .cancelled : .completed
         }
         let r = WriterResult(clips: clips, framesWritten: kept, framesLost: framesLostTotal,
                              longestSeamWait: Double(longestSeamWait) / 1e9,

@@ -81,6 +81,9 @@ final class ClipRecorder: @unchecked Sendable {
         return summary(frames: indices.count, bytes: bytes, salvaged: false)
     }
 
+    /// Cancelled: the clip is thrown away.
+    func discard() { file.discard() }
+
     /// After a failed write: cuts the file back to its last complete fragment, publishes
     /// what is playable and returns it, or nil when nothing is.
     func salvage() -> ClipSummary? {

@@ -79,6 +79,24 @@ func frames(_ count: Int, from source: SyntheticSource, ratio: AspectRatio, star
         #expect(writer.offer(batch[0], waiting: false) == .closed)
     }
 
+    @Test func cancelThrowsAwayTheClipInProgressAndKeepsClosedOnes() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try makeWriter(dir)
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false, buffers: 40)
+        writer.start()
+        let batch = frames(30, from: source, ratio: .landscape16x9)
+        for f in batch.prefix(10) { #expect(writer.offer(f, waiting: true) == .taken) }
+        writer.split()
+        for f in batch.dropFirst(10) { #expect(writer.offer(f, waiting: true) == .taken) }
+        let result = writer.cancel()
+        #expect(writer.status == .cancelled)
+        #expect(result.clips.map(\.frames) == [10] && result.framesLost == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["w-0001-16x9.mov"])
+        #expect(try Inspector.probe(result.clips[0].path, frames: true).frameIndices == Array(0..<10))
+        #expect(writer.offer(batch[0], waiting: false) == .closed)
+    }
+
     @Test func finishWithoutFramesWritesNothing() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
