@@ -121,6 +121,7 @@ final class Syncer: @unchecked Sendable {
     private func run() {
         _ = CLinux_set_io_priority(2, 4)
         var lastSync = MonotonicClock.now()
+        var synced: Int64 = 0, dropped: Int64 = 0
         lock.lock()
         while running {
             if low >= high { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.25)) }
@@ -129,8 +130,18 @@ final class Syncer: @unchecked Sendable {
             let due = dirty && MonotonicClock.now() - lastSync >= 1_000_000_000
             if due { dirty = false }
             lock.unlock()
-            if a < b { _ = CLinux_start_writeback(fd, a, b - a) }
-            if due { _ = fdatasync(fd); lastSync = MonotonicClock.now() }
+            if a < b {
+                _ = CLinux_start_writeback(fd, a, b - a)
+                synced = max(synced, b)
+            }
+            if due {
+                _ = fdatasync(fd)
+                lastSync = MonotonicClock.now()
+                // Everything written so far is on disk: drop it from the page cache, so a
+                // recording keeps a small footprint and memory pressure finds little to reclaim.
+                let end = synced - synced % Int64(1 << 20)
+                if end > dropped { _ = CLinux_drop_cache(fd, dropped, end - dropped); dropped = end }
+            }
             lock.lock()
         }
         finished = true
