@@ -27,6 +27,8 @@ public protocol ClipFile: ByteSink {
     var workingPath: String { get }
     /// Throws the clip away (cancelled recording): nothing is published.
     func discard()
+    /// Bytes from the start that really reached the file (after a failure, less than `size`).
+    var writtenLength: Int64 { get }
 }
 
 /// Errors of the storage layer.
@@ -142,6 +144,9 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     }
 
     public var workingPath: String { path }
+
+    /// pwrite is synchronous: `size` only grows after a write succeeded.
+    public var writtenLength: Int64 { size }
 
     public func discard() {
         if fd >= 0 { close(fd); fd = -1 }

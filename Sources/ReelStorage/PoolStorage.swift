@@ -202,6 +202,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var bytesWritten: Int64 = 0
     private var growths = 0
     private var samples: [(start: UInt64, took: UInt64)] = []
+    private var writtenEnd: Int64 = 0
     private var tracing = false
     private lazy var syncer = Syncer(fd: fd, path: slotPath)
     private var trace: [UInt64] = []
@@ -397,6 +398,18 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
 
     public var workingPath: String { published ? path : slotPath }
 
+    /// The end of the contiguous bytes the writer thread wrote successfully (writes are in
+    /// order, and none is attempted after the first failure).
+    /// Waits for writes still queued first, whatever they return.
+    public var writtenLength: Int64 {
+        lock.lock()
+        let running = !stopped
+        lock.unlock()
+        if running { drain(ignoringErrors: true) }
+        lock.lock(); defer { lock.unlock() }
+        return writtenEnd
+    }
+
     // MARK: Muxer side helpers
 
     private func pendingError() -> (any Error)? {
@@ -520,6 +533,11 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             default: break
             }
             if written > 0 {
+                switch job {
+                case .block(_, let offset, let length), .patch(_, let offset, let length):
+                    writtenEnd = max(writtenEnd, offset + Int64(length))
+                default: break
+                }
                 histogram.record(nanos: took)
                 bytesWritten += Int64(written)
                 if samples.count < WriteStats.sampleLimit { samples.append((t0, took)) }

@@ -87,10 +87,11 @@ final class ClipRecorder: @unchecked Sendable {
     /// After a failed write: cuts the file back to its last complete fragment, publishes
     /// what is playable and returns it, or nil when nothing is.
     func salvage() -> ClipSummary? {
-        if container.isFragmented, let length = FragmentScanner.playableLength(of: file.workingPath) {
+        // Only the bytes that reached the file count: a pool slot is longer than its clip.
+        if container.isFragmented, let length = FragmentScanner.playableLength(of: file.workingPath, limit: file.writtenLength) {
             try? file.truncate(to: length)
         } else {
-            try? file.truncate(to: file.size)
+            try? file.truncate(to: file.writtenLength)
         }
         let bytes = (try? file.publish()) ?? file.size
         var kept = 0
