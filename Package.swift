@@ -34,6 +34,7 @@ let package = Package(
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelMetricsTests", dependencies: ["ReelMetrics", "ReelBench"]),
+        .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage"]),
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelCLITests", dependencies: ["ReelWriter", "ReelCore", "ReelStorage"]),
     ],

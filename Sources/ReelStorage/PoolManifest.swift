@@ -15,12 +15,18 @@ public struct PoolManifest: Codable, Sendable, Equatable {
     public var slotSize: Int64
     /// `buffered` or `direct`.
     public var writeMode: String
+    /// `measured`, `asked`, `only` or `default` (see `PoolStatus.writeModeSource`).
+    public var writeModeSource: String?
+    /// The measurement the write mode was taken from.
+    public var writeModeMeasurement: WriteModeMeasurement?
     /// How slots are prepared: `zero` (written with zeros: overwrites touch no metadata) or `fallocate`.
     public var prefill: String
     public var nextSlotID: Int = 1
     public var slots: [Slot] = []
     /// Background work in progress (`adjustingCapacity`, `replenishing`), with progress.
     public var operations: [Operation] = []
+    /// Why the last preparation of slots failed (no room, say); cleared by the next success.
+    public var lastError: String?
 
     public struct Slot: Codable, Sendable, Equatable {
         public var id: Int
@@ -78,7 +84,7 @@ public enum PoolError: UserFacingError {
         case .foreignManifest(let p, let f): return "\(p)/manifest.json is not a Reel pool manifest (format '\(f)'); nothing was changed or deleted"
         case .unsupportedVersion(let p, let v): return "pool \(p) has manifest version \(v), newer than this reel understands (\(PoolManifest.currentVersion))"
         case .exists(let p): return "\(p) already exists and is not an empty directory"
-        case .busy(let why): return "the pool is busy: \(why); try again when `reel pool status` shows it ready"
+        case .busy(let why): return "the pool is busy: \(why)"
         case .full(let why): return why
         case .badSize(let why): return why
         case .unsupportedFilesystem(let why): return why

@@ -16,12 +16,28 @@ public struct PoolStatus: Sendable, Codable {
     public var busyReasons: [String]
     /// Progress of background work, 0…1, by reason.
     public var progress: [String: Double]
+    /// Who is doing that work: one entry per live process preparing slots.
+    public var operations: [Operation]
     public var filesystem: String
     /// The alignment O_DIRECT needs here, or nil when the filesystem has no direct I/O.
     public var directIOAlignment: Int?
     public var writeMode: String
+    /// `measured` (taken from `writeModeMeasurement`), `asked` (`--write-mode`), `only` (no
+    /// direct I/O here, so buffered) or `default` (auto with no measurement of this filesystem yet).
+    public var writeModeSource: String
+    public var writeModeMeasurement: WriteModeMeasurement?
     public var prefill: String
+    /// Why the last preparation of slots failed, if it did.
+    public var lastError: String?
     public var manifestVersion: Int
+}
+
+extension PoolStatus {
+    public struct Operation: Sendable, Codable, Equatable {
+        public var reason: String
+        public var pid: Int32
+        public var progress: Double
+    }
 }
 
 /// A clip recovered from a slot a dead recorder left active.
@@ -64,10 +80,14 @@ public final class StoragePool: Sendable {
 
     // MARK: Creating and opening
 
-    /// Creates a pool and preallocates its slots (in the foreground; other processes see the
-    /// busy reason `adjustingCapacity` and its progress while it runs).
+    /// Creates a pool and preallocates its slots; other processes see the busy reason
+    /// `adjustingCapacity` and its progress while that runs. With `preallocate: false` the
+    /// slots are only reserved (as `preparing`, owned by this process): `fillReservedSlots()`
+    /// here, or `adoptPreparation(from:)` then `fillReservedSlots()` in another process, does
+    /// the work, which is how `reel pool create --background` runs.
     public static func create(at path: String, capacity: Int64, slotSize: Int64 = StoragePool.defaultSlotSize,
-                              writeMode: String = "auto", prefill: String = "zero",
+                              writeMode: String = "auto", measurement: WriteModeMeasurement? = nil,
+                              prefill: String = "zero", preallocate: Bool = true,
                               progress: ((Double) -> Void)? = nil) throws -> StoragePool {
         guard slotSize >= 4 << 20, slotSize % Int64(blockSize) == 0 else {
             throw PoolError.badSize("slot size must be a whole number of MiB, at least 4 MiB (got \(formatBytes(slotSize)))")
@@ -77,11 +97,8 @@ public final class StoragePool: Sendable {
         }
         guard ["auto", "buffered", "direct"].contains(writeMode) else { throw PoolError.badSize("write mode must be auto, buffered or direct") }
         guard ["zero", "fallocate"].contains(prefill) else { throw PoolError.badSize("prefill must be zero or fallocate") }
+        try checkCanCreate(at: path)
         let fm = FileManager.default
-        if fm.fileExists(atPath: path) {
-            let contents = (try? fm.contentsOfDirectory(atPath: path)) ?? ["?"]
-            guard contents.isEmpty else { throw PoolError.exists(path) }
-        }
         do {
             try fm.createDirectory(atPath: path + "/slots", withIntermediateDirectories: true)
         } catch {
@@ -90,21 +107,39 @@ public final class StoragePool: Sendable {
         let pool = StoragePool(path: path)
         let alignment = pool.directIOAlignment()
         var mode = writeMode
-        if mode == "auto" {
-            // Measured on ext4 under a competing buffered writer: O_DIRECT writes reached
-            // p99.9 ≈ 210 ms where buffered writes with early writeback stayed near 12 ms.
+        var source = "asked"
+        var measured: WriteModeMeasurement? = nil
+        if mode == "auto" && alignment == nil {
             mode = "buffered"
+            source = "only"
+        } else if mode == "auto" {
+            // This filesystem's measurement (made now by the caller, or cached from an earlier
+            // pool); without one, buffered with early writeback, which won on ext4 under a
+            // competing writer (O_DIRECT p99.9 ≈ 210 ms against ≈ 12 ms).
+            measured = measurement ?? WriteModeMeasurement.cached(for: path)
+            mode = measured?.chosen ?? "buffered"
+            source = measured == nil ? "default" : "measured"
         }
         if mode == "direct" && alignment == nil {
             throw PoolError.unsupportedFilesystem("\(Sys.filesystemName(path)) at \(path) has no direct I/O: use --write-mode buffered")
         }
         let count = Int(capacity / slotSize)
         var manifest = PoolManifest(capacity: capacity, slotSize: slotSize, writeMode: mode, prefill: prefill)
+        manifest.writeModeSource = source
+        manifest.writeModeMeasurement = measured
         try pool.writeManifest(manifest)
-        _ = try pool.withManifest { m in m = manifest }
-        manifest = try pool.readManifest()
-        try pool.prepareSlots(count: count, reason: "adjustingCapacity", progress: progress)
+        try pool.withManifest { m in _ = pool.reserve(count, in: &m, reason: "adjustingCapacity") }
+        if preallocate { try pool.fillReservedSlots(progress: progress) }
         return pool
+    }
+
+    /// A pool can be made at `path`: nothing is there, or an empty directory.
+    public static func checkCanCreate(at path: String) throws {
+        let fm = FileManager.default
+        if fm.fileExists(atPath: path) {
+            let contents = (try? fm.contentsOfDirectory(atPath: path)) ?? ["?"]
+            guard contents.isEmpty else { throw PoolError.exists(path) }
+        }
     }
 
     /// Opens an existing pool, checking its manifest, and recovers what dead recorders left.
@@ -156,12 +191,29 @@ public final class StoragePool: Sendable {
         try Sys.fsyncDirectory(of: manifestPath)
     }
 
+    /// Takes the pool's lock; a holder that keeps it for `lockPatience` seconds (a stopped
+    /// process, say) makes this a clear error instead of a hang.
+    private func lock(_ fd: Int32) throws {
+        let deadline = MonotonicClock.now() + UInt64(StoragePool.lockPatience * 1e9)
+        var pause: UInt32 = 100
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            guard e == EWOULDBLOCK || e == EINTR else { throw PoolError.io(SystemError("flock", path: path + "/lock", errno: e)) }
+            if MonotonicClock.now() > deadline {
+                throw PoolError.busy("another process has held the pool's lock (\(path)/lock) for \(Int(StoragePool.lockPatience)) s; is one stopped?")
+            }
+            usleep(pause)
+            pause = min(pause * 2, 5_000)
+        }
+    }
+    static let lockPatience: Double = 10
+
     /// Reads, changes and writes the manifest under the pool's lock.
     @discardableResult
     func withManifest<T>(_ body: (inout PoolManifest) throws -> T) throws -> T {
         let lockFD = try Sys.open(path + "/lock", O_RDWR | O_CREAT)
         defer { close(lockFD) }
-        try retryingInterrupts("flock", path: path + "/lock") { flock(lockFD, LOCK_EX) }
+        try lock(lockFD)
         defer { flock(lockFD, LOCK_UN) }
         var m = try readManifest()
         let before = m
@@ -172,31 +224,110 @@ public final class StoragePool: Sendable {
 
     // MARK: Slots
 
-    /// Adds `count` slots: each is created as `preparing`, preallocated (and zero-filled
-    /// when the pool's prefill is `zero`), synced, then marked `free`.
-    func prepareSlots(count: Int, reason: String, progress: ((Double) -> Void)?) throws {
-        guard count > 0 else { return }
+    /// Adds `count` slots to the manifest as `preparing`, owned by this process, and records
+    /// the operation; called inside the caller's locked section, so that deciding how many
+    /// slots are missing and reserving them is one step (two processes replenishing at once
+    /// never both fill the same gap).
+    private func reserve(_ count: Int, in m: inout PoolManifest, reason: String) -> [Int] {
+        guard count > 0 else { return [] }
         let pid = getpid()
-        let (ids, slotSize, prefill) = try withManifest { m -> ([Int], Int64, String) in
-            var ids: [Int] = []
-            for _ in 0..<count {
-                ids.append(m.nextSlotID)
-                m.slots.append(.init(id: m.nextSlotID, state: "preparing", allocated: m.slotSize, owner: pid))
-                m.nextSlotID += 1
-            }
+        var ids: [Int] = []
+        for _ in 0..<count {
+            ids.append(m.nextSlotID)
+            m.slots.append(.init(id: m.nextSlotID, state: "preparing", allocated: m.slotSize, owner: pid))
+            m.nextSlotID += 1
+        }
+        if let i = m.operations.firstIndex(where: { $0.pid == pid && $0.reason == reason }) {
+            m.operations[i].total += Int64(count) * m.slotSize
+        } else {
             m.operations.append(.init(reason: reason, pid: pid, done: 0, total: Int64(count) * m.slotSize))
-            return (ids, m.slotSize, m.prefill)
         }
-        defer { try? withManifest { m in m.operations.removeAll { $0.pid == pid && $0.reason == reason } } }
-        for (k, id) in ids.enumerated() {
-            try prefillSlot(slotPath(id), size: slotSize, zero: prefill == "zero")
-            let done = Int64(k + 1) * slotSize
-            try withManifest { m in
-                if let i = m.slots.firstIndex(where: { $0.id == id }) { m.slots[i].state = "free"; m.slots[i].owner = nil }
-                if let i = m.operations.firstIndex(where: { $0.pid == pid && $0.reason == reason }) { m.operations[i].done = done }
+        return ids
+    }
+
+    /// Preallocates (and zero-fills when the pool's prefill is `zero`) every slot this process
+    /// holds as `preparing`, syncs each, then marks it `free`, updating the operation's progress.
+    /// A failure (no room) is kept in the manifest as `lastError` for `reel pool status`.
+    public func fillReservedSlots(_ only: [Int]? = nil, progress: ((Double) -> Void)? = nil) throws {
+        let pid = getpid()
+        let (ids, slotSize, prefill) = try withManifest { m in
+            (m.slots.filter { $0.state == "preparing" && $0.owner == pid && (only?.contains($0.id) ?? true) }.map(\.id), m.slotSize, m.prefill)
+        }
+        defer {
+            try? withManifest { m in
+                if !m.slots.contains(where: { $0.state == "preparing" && $0.owner == pid }) { m.operations.removeAll { $0.pid == pid } }
             }
-            progress?(Double(k + 1) / Double(ids.count))
         }
+        do {
+            for (k, id) in ids.enumerated() {
+                try prefillSlot(slotPath(id), size: slotSize, zero: prefill == "zero")
+                try withManifest { m in
+                    if let i = m.slots.firstIndex(where: { $0.id == id }) { m.slots[i].state = "free"; m.slots[i].owner = nil }
+                    for i in m.operations.indices where m.operations[i].pid == pid { m.operations[i].done += slotSize }
+                    m.lastError = nil
+                }
+                progress?(Double(k + 1) / Double(ids.count))
+            }
+        } catch {
+            let text = (error as? any UserFacingError)?.description ?? "\(error)"
+            try? withManifest { m in
+                // What could not be prepared is given up, so the pool is consistent and says why.
+                let left = m.slots.filter { $0.state == "preparing" && $0.owner == pid && ids.contains($0.id) }.map(\.id)
+                for id in left { unlink(slotPath(id)) }
+                m.slots.removeAll { left.contains($0.id) }
+                m.lastError = text
+            }
+            throw error
+        }
+    }
+
+    /// Takes over the slots and operations that process `pid` reserved (a foreground
+    /// `reel pool create --background` hands its work to a detached process this way).
+    /// Returns how many slots were taken over.
+    public func adoptPreparation(from pid: Int32) throws -> Int {
+        let me = getpid()
+        return try withManifest { m in
+            var n = 0
+            for i in m.slots.indices where m.slots[i].state == "preparing" && m.slots[i].owner == pid {
+                m.slots[i].owner = me
+                n += 1
+            }
+            for i in m.operations.indices where m.operations[i].pid == pid { m.operations[i].pid = me }
+            return n
+        }
+    }
+
+    /// Hands the slots this process reserved to a detached process that prepares them, and
+    /// returns its pid once it has taken them over (so the pool never looks idle meanwhile).
+    /// `command` runs `adoptPreparation(from: getpid())` then `fillReservedSlots()`, as
+    /// `reel pool _prepare PATH --from PID` does.
+    public func prepareInBackground(command: [String]) throws -> Int32? {
+        let me = getpid()
+        guard holdsPreparation(me), let exe = command.first else { return nil }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = Array(command.dropFirst())
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        do { try p.run() } catch {
+            throw PoolError.io(SystemError("posix_spawn", path: exe, errno: ENOENT))
+        }
+        let deadline = MonotonicClock.now() + 10_000_000_000
+        while holdsPreparation(me) {
+            if !p.isRunning || MonotonicClock.now() > deadline {
+                if p.isRunning { p.terminate() }
+                throw PoolError.busy("the background preparation (\(exe)) did not start; the slots stay reserved until this process ends")
+            }
+            usleep(5_000)
+        }
+        return p.processIdentifier
+    }
+
+    /// Whether process `pid` still holds reserved work (it has not been adopted yet).
+    public func holdsPreparation(_ pid: Int32) -> Bool {
+        guard let m = try? readManifest() else { return false }
+        return m.operations.contains { $0.pid == pid } || m.slots.contains { $0.state == "preparing" && $0.owner == pid }
     }
 
     private func prefillSlot(_ file: String, size: Int64, zero: Bool) throws {
@@ -242,22 +373,27 @@ public final class StoragePool: Sendable {
         let m = try readManifest()
         var busy: [String] = []
         var progress: [String: Double] = [:]
+        var operations: [PoolStatus.Operation] = []
         for op in m.operations where Sys.isAlive(op.pid) {
             if !busy.contains(op.reason) { busy.append(op.reason) }
-            progress[op.reason] = op.total > 0 ? Double(op.done) / Double(op.total) : 0
+            let fraction = op.total > 0 ? Double(op.done) / Double(op.total) : 0
+            progress[op.reason] = min(progress[op.reason] ?? 1, fraction)
+            operations.append(.init(reason: op.reason, pid: op.pid, progress: fraction))
         }
         let active = m.slots.filter { $0.state == "active" }
         if !active.isEmpty { busy.append("capturing") }
         return PoolStatus(path: path, capacity: m.capacity, remainingCapacity: m.freeBytes, slotSize: m.slotSize,
                           slotsFree: m.slots.filter { $0.state == "free" }.count, slotsActive: active.count,
                           slotsPreparing: m.slots.filter { $0.state == "preparing" }.count,
-                          busyReasons: busy, progress: progress, filesystem: Sys.filesystemName(path),
-                          directIOAlignment: directIOAlignment(), writeMode: m.writeMode, prefill: m.prefill,
-                          manifestVersion: m.version)
+                          busyReasons: busy, progress: progress, operations: operations, filesystem: Sys.filesystemName(path),
+                          directIOAlignment: directIOAlignment(), writeMode: m.writeMode,
+                          writeModeSource: m.writeModeSource ?? "asked", writeModeMeasurement: m.writeModeMeasurement,
+                          prefill: m.prefill, lastError: m.lastError, manifestVersion: m.version)
     }
 
-    /// Grows (new slots, preallocated) or shrinks (free slots deleted) the pool.
-    public func resize(capacity: Int64, progress: ((Double) -> Void)? = nil) throws {
+    /// Grows (new slots, preallocated) or shrinks (free slots deleted) the pool. With
+    /// `preallocate: false` new slots are only reserved, as in `create`.
+    public func resize(capacity: Int64, preallocate: Bool = true, progress: ((Double) -> Void)? = nil) throws {
         let m = try readManifest()
         guard capacity >= m.slotSize else {
             throw PoolError.badSize("capacity \(formatBytes(capacity)) is below one slot (\(formatBytes(m.slotSize)))")
@@ -275,21 +411,40 @@ public final class StoragePool: Sendable {
             return gone
         }
         for id in removed { unlink(slotPath(id)) }
-        try replenish(reason: "adjustingCapacity", progress: progress)
+        try replenish(reason: "adjustingCapacity", preallocate: preallocate, progress: progress)
+    }
+
+    /// Takes the write mode from a new measurement of this pool's filesystem; recordings that
+    /// claim a slot from now on use it.
+    public func adopt(_ measurement: WriteModeMeasurement) throws {
+        let direct = directIOAlignment() != nil
+        try withManifest { m in
+            m.writeMode = measurement.chosen == "direct" && !direct ? "buffered" : measurement.chosen
+            m.writeModeSource = "measured"
+            m.writeModeMeasurement = measurement
+        }
     }
 
     /// Prepares slots until the pool holds its capacity again.
-    public func replenish(reason: String = "replenishing", progress: ((Double) -> Void)? = nil) throws {
-        let missing = try withManifest { m -> Int in
+    public func replenish(reason: String = "replenishing", preallocate: Bool = true, progress: ((Double) -> Void)? = nil) throws {
+        let ids = try withManifest { m -> [Int] in
             // Slots a dead process left half-prepared are redone.
             let stale = m.slots.filter { $0.state == "preparing" && !($0.owner.map(Sys.isAlive) ?? false) }.map(\.id)
             m.slots.removeAll { stale.contains($0.id) }
             for id in stale { unlink(slotPath(id)) }
             m.operations.removeAll { !Sys.isAlive($0.pid) }
-            let allocated = m.allocatedBytes
-            return max(0, Int((m.capacity - allocated) / m.slotSize))
+            let missing = max(0, Int((m.capacity - m.allocatedBytes) / m.slotSize))
+            return reserve(missing, in: &m, reason: reason)
         }
-        try prepareSlots(count: missing, reason: reason, progress: progress)
+        if preallocate && !ids.isEmpty { try fillReservedSlots(ids, progress: progress) }
+    }
+
+    /// Whether slots are missing (released, or left half-prepared by a dead process) and
+    /// nobody alive is preparing them.
+    public var needsReplenishing: Bool {
+        guard let m = try? readManifest() else { return false }
+        let live = m.slots.filter { $0.state != "preparing" || ($0.owner.map(Sys.isAlive) ?? false) }
+        return m.capacity - live.reduce(0) { $0 + $1.allocated } >= m.slotSize
     }
 
     /// Starts replenishing on a background thread unless one is already at it.
@@ -303,14 +458,39 @@ public final class StoragePool: Sendable {
         let t = Thread { [self] in
             // Slots released while this ran are picked up by another round; a failure
             // (filesystem full) ends it, and the next open of the pool tries again.
-            while (try? replenish()) != nil {
-                let again = (try? readManifest()).map { $0.capacity - $0.allocatedBytes >= $0.slotSize } ?? false
-                if !again { break }
-            }
+            while (try? replenish()) != nil && needsReplenishing {}
             replenishDone.withLock { $0 = true }
         }
         t.name = "reel.replenish"
         t.start()
+    }
+
+    /// Waits until no live process is adjusting the capacity or replenishing, then prepares
+    /// here whatever is still missing (slots of a worker that died); `progress` sees the
+    /// status about five times a second meanwhile.
+    /// - Throws: `PoolError.busy` after `timeout` seconds; `.full` when there is no room for
+    ///   the missing slots.
+    public func waitUntilReady(timeout: Double?, progress: (PoolStatus) -> Void) throws -> PoolStatus {
+        let deadline = timeout.map { MonotonicClock.now() + UInt64($0 * 1e9) }
+        while true {
+            let s = try status()
+            let working = s.busyReasons.filter { $0 == "adjustingCapacity" || $0 == "replenishing" }
+            if working.isEmpty {
+                // Nobody alive is at it but slots are missing (a worker died, or failed for
+                // want of room): prepare them here, and let a failure say why.
+                guard needsReplenishing else { return s }
+                try withoutActuallyEscaping(progress) { show in
+                    try replenish(reason: "replenishing") { _ in if let s = try? self.status() { show(s) } }
+                }
+                continue
+            }
+            if let deadline, MonotonicClock.now() > deadline {
+                let pct = Int(100 * (s.progress[working[0]] ?? 0))
+                throw PoolError.busy("still \(working[0]) (\(pct)% done) after \(formatSeconds(timeout ?? 0))")
+            }
+            progress(s)
+            usleep(200_000)
+        }
     }
 
     /// Waits until background replenishing has finished.
@@ -342,7 +522,7 @@ public final class StoragePool: Sendable {
         try withManifest { m in
             if let op = m.operations.first(where: { $0.reason == "adjustingCapacity" && Sys.isAlive($0.pid) }) {
                 let pct = op.total > 0 ? Int(100 * op.done / op.total) : 0
-                throw PoolError.busy("adjusting capacity (\(pct)% done)")
+                throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
             }
             guard let i = m.slots.firstIndex(where: { $0.state == "free" }) else {
                 throw PoolError.full("the storage pool at \(path) is full: no free slot (\(formatBytes(m.capacity)) capacity, \(m.slots.filter { $0.state == "active" }.count) slots recording)")
@@ -393,6 +573,9 @@ public final class StoragePool: Sendable {
     /// Publishes what active slots of dead recorders hold, cut at the last complete fragment
     /// (MOV/MP4) or at the last written byte (MKV; slots are zero-filled), and frees them.
     public func recover() throws -> [RecoveredClip] {
+        // Looking needs no lock (the manifest is replaced atomically); taking them does.
+        func dead(_ s: PoolManifest.Slot) -> Bool { s.state == "active" && !(s.owner.map(Sys.isAlive) ?? false) }
+        guard try readManifest().slots.contains(where: dead) else { return [] }
         let orphans = try withManifest { m -> [PoolManifest.Slot] in
             m.slots.filter { $0.state == "active" && !($0.owner.map(Sys.isAlive) ?? false) }
         }
@@ -524,3 +707,5 @@ func publishFile(from source: String, to destination: String, progress: ((Int64,
     unlink(source)
     return destination
 }
+
+private func formatSeconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : String(format: "%.1f s", s) }

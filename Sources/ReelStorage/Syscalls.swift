@@ -35,8 +35,14 @@ enum Sys {
         return stat(path, &st) == 0
     }
 
+    /// Whether process `pid` exists and is not a zombie (a worker whose parent is gone may
+    /// wait unreaped where PID 1 does not reap).
     static func isAlive(_ pid: Int32) -> Bool {
-        kill(pid, 0) == 0 || errno == EPERM
+        guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+        return state != "Z" && state != "X"
     }
 
     static func filesystemName(_ path: String) -> String {

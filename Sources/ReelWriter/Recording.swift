@@ -214,12 +214,14 @@ public final class Recording: Sendable {
             let status = try pool.status()
             if status.busyReasons.contains("adjustingCapacity") {
                 let pct = Int(100 * (status.progress["adjustingCapacity"] ?? 0))
-                throw PoolError.busy("adjusting capacity (\(pct)% done)")
+                throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
             }
             if status.slotsFree == 0 {
                 throw PoolError.full("the storage pool at \(pool.path) has no free slot (\(status.slotsActive) recording, \(status.slotsPreparing) being prepared)")
             }
             remainingBefore = status.remainingCapacity
+            // Slots a dead process left half-prepared, or a failed preparation: make them again.
+            if pool.needsReplenishing { pool.replenishInBackground() }
         } else {
             remainingBefore = nil
         }

@@ -11,7 +11,7 @@ enum JitterCommand {
         var json = false
         var report: String? = nil
         var contention = "none"
-        var o = JitterOptions(directory: ".", executable: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+        var o = JitterOptions(directory: ".", executable: selfExecutable)
         while let arg = args.next() {
             let (name, inline) = Arguments.split(arg)
             func value() throws -> String { try args.value(for: name, inline: inline) }

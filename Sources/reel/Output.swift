@@ -20,3 +20,6 @@ func writeStderr(_ text: String) {
 func fixed(_ x: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", x) }
 
 func megabytes(_ bytes: Int64) -> String { fixed(Double(bytes) / 1_000_000) + " MB" }
+
+/// This executable's own path, to start helpers (`reel _load`, `reel pool _prepare`).
+let selfExecutable: String = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]

@@ -1,15 +1,21 @@
 import Foundation
+import ReelBench
 import ReelCore
 import ReelStorage
 
-/// `reel pool create|status|resize|recover|delete [PATH]` (PATH defaults to the default pool).
+/// `reel pool create|status|resize|wait|calibrate|recover|delete [PATH]` (PATH defaults to
+/// the default pool).
 enum PoolCommand {
+    static let verbs = "create, status, resize, wait, calibrate, recover or delete"
+
     static func run(_ args: inout Arguments) throws -> Int32 {
-        guard let verb = args.next() else { throw UsageError("pool needs a command: create, status, resize, recover or delete") }
+        guard let verb = args.next() else { throw UsageError("pool needs a command: \(verbs)") }
         var path: String? = nil
         var capacity: Int64? = nil, slot: Int64? = nil
-        var json = false
+        var json = false, background = false
         var writeMode = "auto", prefill = "zero"
+        var seconds: Double? = nil, timeout: Double? = nil
+        var from: Int32? = nil
         while let arg = args.next() {
             let (name, inline) = Arguments.split(arg)
             switch name {
@@ -17,6 +23,15 @@ enum PoolCommand {
             case "--slot": slot = try size(try args.value(for: name, inline: inline), name)
             case "--write-mode": writeMode = try args.value(for: name, inline: inline)
             case "--prefill": prefill = try args.value(for: name, inline: inline)
+            case "--background": background = true
+            case "--seconds", "--timeout":
+                let text = try args.value(for: name, inline: inline)
+                guard let v = Double(text), v > 0, v.isFinite else { throw UsageError("\(name): '\(text)' is not a number of seconds") }
+                if name == "--seconds" { seconds = v } else { timeout = v }
+            case "--from":
+                let text = try args.value(for: name, inline: inline)
+                guard let v = Int32(text) else { throw UsageError("--from: '\(text)' is not a process id") }
+                from = v
             case "--json": json = true
             default:
                 if arg.hasPrefix("--") { throw UsageError("pool \(verb): unknown option '\(arg)'") }
@@ -30,10 +45,17 @@ enum PoolCommand {
         switch verb {
         case "create":
             guard let capacity else { throw UsageError("pool create needs --capacity SIZE (like 4G)") }
+            try StoragePool.checkCanCreate(at: p)
+            let measurement = writeMode == "auto" ? try measureIfNeeded(p, seconds: seconds) : nil
             let pool = try StoragePool.create(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize,
-                                              writeMode: writeMode, prefill: prefill, progress: progress)
-            if showProgress { writeStderr("\n") }
-            try report(try pool.status(), json: json)
+                                              writeMode: writeMode, measurement: measurement, prefill: prefill,
+                                              preallocate: !background, progress: progress)
+            if background {
+                try prepareInBackground(pool, json: json)
+            } else {
+                if showProgress { writeStderr("\n") }
+                try report(try pool.status(), json: json)
+            }
         case "status":
             let pool = try StoragePool.open(at: p)
             if !json { for r in pool.lastRecovery { print("recovered \(r.path) (\(formatBytes(r.bytes)))") } }
@@ -41,9 +63,36 @@ enum PoolCommand {
         case "resize":
             guard let capacity else { throw UsageError("pool resize needs --capacity SIZE") }
             let pool = try StoragePool.open(at: p)
-            try pool.resize(capacity: capacity, progress: progress)
+            try pool.resize(capacity: capacity, preallocate: !background, progress: progress)
+            if background {
+                try prepareInBackground(pool, json: json)
+            } else {
+                if showProgress { writeStderr("\n") }
+                try report(try pool.status(), json: json)
+            }
+        case "wait":
+            let pool = try StoragePool.open(at: p)
+            let s = try pool.waitUntilReady(timeout: timeout) { s in
+                if showProgress { writeStderr("\r\u{1B}[K" + busyText(s)) }
+            }
             if showProgress { writeStderr("\n") }
+            try report(s, json: json)
+        case "calibrate":
+            let pool = try StoragePool.open(at: p)
+            let before = try pool.status()
+            if before.slotsActive > 0 { throw PoolError.busy("\(before.slotsActive) recording(s) would compete with the measurement") }
+            let m = try WriteModeCalibration.measure(directory: p, executable: selfExecutable, seconds: seconds ?? WriteModeCalibration.defaultSeconds) {
+                if !json { writeStderr("  " + $0 + "\n") }
+            }
+            m.remember()
+            try pool.adopt(m)
             try report(try pool.status(), json: json)
+        case "_prepare":
+            // The detached half of --background: take over what the parent reserved, prepare it.
+            setsid()
+            let pool = try StoragePool.open(at: p)
+            if let from { _ = try pool.adoptPreparation(from: from) }
+            try pool.fillReservedSlots()
         case "recover":
             // Opening a pool recovers; say what it found.
             let found = try StoragePool.open(at: p).lastRecovery
@@ -55,7 +104,7 @@ enum PoolCommand {
             try StoragePool.open(at: p).delete()
             if !json { print("deleted the pool at \(p)") } else { printJSON(["deleted": p]) }
         default:
-            throw UsageError("unknown pool command '\(verb)' (use create, status, resize, recover or delete)")
+            throw UsageError("unknown pool command '\(verb)' (use \(verbs))")
         }
         return 0
     }
@@ -65,10 +114,53 @@ enum PoolCommand {
         return n
     }
 
+    /// Once per filesystem with direct I/O: measures the write modes in the pool's own
+    /// directory, says so, and caches the result.
+    static func measureIfNeeded(_ p: String, seconds: Double?) throws -> WriteModeMeasurement? {
+        guard WriteModeMeasurement.cached(for: p) == nil else { return nil }
+        let made = !FileManager.default.fileExists(atPath: p)
+        try? FileManager.default.createDirectory(atPath: p, withIntermediateDirectories: true)
+        var measured: WriteModeMeasurement? = nil
+        defer { if made && measured == nil { rmdir(p) } }
+        guard WriteModeCalibration.needed(for: p) else { return nil }
+        writeStderr("measuring the write modes of \(WriteModeMeasurement.filesystemKey(p)) (once per filesystem; --write-mode buffered|direct skips this)\n")
+        let m = try WriteModeCalibration.measure(directory: p, executable: selfExecutable, seconds: seconds ?? WriteModeCalibration.defaultSeconds) {
+            writeStderr("  " + $0 + "\n")
+        }
+        m.remember()
+        measured = m
+        return m
+    }
+
+    /// Starts the detached preparation and says how to follow it.
+    static func prepareInBackground(_ pool: StoragePool, json: Bool) throws {
+        let pid = try pool.prepareInBackground(command: [selfExecutable, "pool", "_prepare", pool.path, "--from", String(getpid())])
+        let s = try pool.status()
+        if json { printJSON(s); return }
+        try report(s, json: false)
+        if let pid {
+            print("preparing \(s.slotsPreparing) slot(s) in the background (pid \(pid)); `reel pool wait \(pool.path)` waits for it")
+        }
+    }
+
+    static func busyText(_ s: PoolStatus) -> String {
+        "busy: " + (s.busyReasons.isEmpty ? "no" : s.busyReasons.map { r in s.progress[r].map { "\(r) \(Int($0 * 100))%" } ?? r }.joined(separator: ", "))
+    }
+
     static func report(_ s: PoolStatus, json: Bool) throws {
         if json { printJSON(s); return }
         print("pool \(s.path): \(formatBytes(s.remainingCapacity)) of \(formatBytes(s.capacity)) free, slots \(s.slotsFree) free / \(s.slotsActive) active / \(s.slotsPreparing) preparing (\(formatBytes(s.slotSize)) each)")
-        print("  filesystem \(s.filesystem), direct I/O \(s.directIOAlignment.map { "aligned to \($0) bytes" } ?? "not available"), write mode \(s.writeMode), prefill \(s.prefill)")
-        print("  busy: " + (s.busyReasons.isEmpty ? "no" : s.busyReasons.map { r in s.progress[r].map { "\(r) \(Int($0 * 100))%" } ?? r }.joined(separator: ", ")))
+        print("  filesystem \(s.filesystem), direct I/O \(s.directIOAlignment.map { "aligned to \($0) bytes" } ?? "not available"), prefill \(s.prefill)")
+        switch (s.writeModeSource, s.writeModeMeasurement) {
+        case ("measured", let m?):
+            let when = Date(timeIntervalSince1970: m.measuredAt).formatted(.iso8601)
+            let figures = m.modes.map { String(format: "%@ p99.9 %.1f ms (max %.1f)", $0.name, $0.p999Ms, $0.maxMs) }.joined(separator: ", ")
+            print("  write mode \(s.writeMode), measured \(when) at \(Int(m.rateMBps)) MB/s beside \(m.load): \(figures)")
+        case ("asked", _): print("  write mode \(s.writeMode), as asked (--write-mode)")
+        case ("only", _): print("  write mode \(s.writeMode), the only one here (no direct I/O on \(s.filesystem))")
+        default: print("  write mode \(s.writeMode), not measured on this filesystem yet (`reel pool calibrate` measures)")
+        }
+        print("  " + busyText(s))
+        if let e = s.lastError { print("  last preparation failed: \(e)") }
     }
 }

@@ -10,8 +10,11 @@ usage: reel record [--source synthetic[:SIZE] | v4l2:/dev/videoN[:WxH][@FPS][:FO
        reel probe FILE... [--frames] [--json]
        reel verify FILES-or-DIR... [--json]
        reel pool create [PATH] --capacity SIZE [--slot SIZE] [--write-mode auto|buffered|direct] [--prefill zero|fallocate]
+                        [--background] [--seconds S] [--json]
        reel pool status|recover|delete [PATH] [--json]
-       reel pool resize [PATH] --capacity SIZE
+       reel pool resize [PATH] --capacity SIZE [--background] [--json]
+       reel pool wait [PATH] [--timeout SECONDS] [--json]
+       reel pool calibrate [PATH] [--seconds S] [--json]
        reel jitter [--pool PATH | --dir DIR] [--rate 150M] [--block 1M] [--duration 30]
                    [--contention none|bulk|fsync|metadata|memory|all[,...]] [--arms pool,buffered,buffered-fdatasync,...]
                    [--ring 64M] [--fps 30] [--no-floor] [--report DIR] [--json]

@@ -9,8 +9,12 @@ func poolStatus(_ path: String) throws -> PoolStatus {
     return try run.decode(PoolStatus.self)
 }
 
-func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra: [String] = []) throws -> Run {
-    try reel(["pool", "create", path, "--capacity", capacity, "--slot", slot, "--json"] + extra)
+/// `reel pool create`, buffered unless `extra` names a write mode (auto measures the
+/// filesystem first; the calibration tests do that on purpose).
+func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra: [String] = [],
+                environment: [String: String] = [:]) throws -> Run {
+    let mode = extra.contains("--write-mode") ? [] : ["--write-mode", "buffered"]
+    return try reel(["pool", "create", path, "--capacity", capacity, "--slot", slot, "--json"] + mode + extra, environment: environment)
 }
 
 @Suite(.serialized) struct PoolTests {
@@ -140,10 +144,11 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         defer { unmount(mnt) }
         let direct = try createPool(mnt + "/d", "32M", extra: ["--write-mode", "direct"])
         #expect(direct.status == 69 && direct.stderr.contains("has no direct I/O"), "\(direct.stderr)")
-        let made = try createPool(mnt + "/pool", "32M")
+        let made = try createPool(mnt + "/pool", "32M", extra: ["--write-mode", "auto"])
         #expect(made.status == 0, "\(made.stderr)")
+        #expect(!made.stderr.contains("measuring"), "nothing to choose between, nothing to measure")
         let s = try made.decode(PoolStatus.self)
-        #expect(s.directIOAlignment == nil && s.writeMode == "buffered")
+        #expect(s.directIOAlignment == nil && s.writeMode == "buffered" && s.writeModeSource == "only")
         let text = try reel(["pool", "status", mnt + "/pool"])
         #expect(text.stdout.contains("direct I/O not available"), "\(text.stdout)")
         let (run, summary) = try record(["--pool", mnt + "/pool", "--frames", "30", "--no-realtime", "--codec", "prores:proxy", "--name", "t"], out: mnt + "/out")
@@ -206,4 +211,94 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(try poolStatus(pool).remainingCapacity == 256 << 20)
     }
 
+}
+
+/// Creating and growing in the background, and choosing the write mode by measurement.
+@Suite(.serialized) struct PoolPreparationTests {
+    @Test func backgroundCreationIsBusyWithProgressAndRecordingWaitsForIt() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = dir + "/pool"
+        let made = try createPool(pool, "1G", slot: "64M", extra: ["--background"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let s0 = try made.decode(PoolStatus.self)
+        #expect(s0.capacity == 1 << 30 && s0.slotsFree + s0.slotsPreparing == 16)
+        let worker = try #require(s0.operations.first, "a live process prepares the slots: \(s0)")
+        #expect(worker.reason == "adjustingCapacity" && worker.pid != 0)
+        // Hold the worker still, so the pool is busy for as long as the test looks at it.
+        kill(worker.pid, SIGSTOP)
+        let held = try poolStatus(pool)
+        #expect(held.busyReasons.contains("adjustingCapacity") && held.slotsPreparing > 0)
+        #expect((held.progress["adjustingCapacity"] ?? 1) < 1)
+        let text = try reel(["pool", "status", pool])
+        #expect(text.stdout.contains("busy: adjustingCapacity"), "\(text.stdout)")
+        let (refused, _) = try record(["--pool", pool, "--frames", "5", "--no-realtime", "--name", "r"], out: dir + "/out")
+        #expect(refused.status == 75 && refused.stderr.contains("adjusting capacity"), "\(refused.stderr)")
+        let impatient = try reel(["pool", "wait", pool, "--timeout", "0.5"])
+        #expect(impatient.status == 75 && impatient.stderr.contains("still adjustingCapacity"), "\(impatient.stderr)")
+        kill(worker.pid, SIGCONT)
+        let ready = try reel(["pool", "wait", pool, "--json"])
+        #expect(ready.status == 0, "\(ready.stderr)")
+        let s1 = try ready.decode(PoolStatus.self)
+        #expect(s1.slotsFree == 16 && s1.remainingCapacity == 1 << 30 && s1.busyReasons.isEmpty && s1.operations.isEmpty)
+        let (run, summary) = try record(["--pool", pool, "--frames", "30", "--no-realtime", "--name", "w"], out: dir + "/out")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try probeFrames(try #require(summary?.clips.first).path).frameIndices == Array(0..<30))
+    }
+
+    @Test func aBackgroundWorkerThatDiesIsFinishedByWait() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = dir + "/pool"
+        #expect(try createPool(pool, "128M", slot: "32M").status == 0)
+        let grown = try reel(["pool", "resize", pool, "--capacity", "1G", "--background", "--json"])
+        #expect(grown.status == 0, "\(grown.stderr)")
+        let worker = try #require(try grown.decode(PoolStatus.self).operations.first)
+        kill(worker.pid, SIGKILL)
+        usleep(200_000)
+        let orphaned = try poolStatus(pool)
+        #expect(!orphaned.busyReasons.contains("adjustingCapacity"), "a dead worker is not busy")
+        let ready = try reel(["pool", "wait", pool, "--json"])
+        #expect(ready.status == 0, "\(ready.stderr)")
+        let s = try ready.decode(PoolStatus.self)
+        #expect(s.slotsFree == 32 && s.slotsPreparing == 0 && s.remainingCapacity == 1 << 30)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: pool + "/slots").count == 32)
+    }
+
+    @Test func theWriteModeIsMeasuredOncePerFilesystem() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let env = ["XDG_CACHE_HOME": dir + "/cache"]
+        let first = try createPool(dir + "/a", "64M", extra: ["--write-mode", "auto", "--seconds", "1"], environment: env)
+        #expect(first.status == 0, "\(first.stderr)")
+        let a = try first.decode(PoolStatus.self)
+        guard a.directIOAlignment != nil else {
+            #expect(a.writeModeSource == "only" && !first.stderr.contains("measuring"))
+            print("skipped the comparison: \(a.filesystem) at /tmp has no direct I/O")
+            return
+        }
+        #expect(first.stderr.contains("measuring the write modes"), "\(first.stderr)")
+        let m = try #require(a.writeModeMeasurement)
+        #expect(a.writeModeSource == "measured" && a.writeMode == m.chosen)
+        #expect(m.modes.map(\.name).sorted() == ["buffered", "direct"])
+        for mode in m.modes {
+            #expect(mode.p50Ms > 0 && mode.p50Ms <= mode.p99Ms && mode.p99Ms <= mode.p999Ms && mode.p999Ms <= mode.maxMs * 1.02, "\(mode)")
+        }
+        #expect(WriteModeMeasurement.choose(m.modes).0 == m.chosen)
+        // The next pool on the same filesystem takes the cached measurement.
+        let second = try createPool(dir + "/b", "32M", extra: ["--write-mode", "auto"], environment: env)
+        #expect(second.status == 0 && !second.stderr.contains("measuring"), "\(second.stderr)")
+        #expect(try second.decode(PoolStatus.self).writeModeMeasurement == m)
+        let text = try reel(["pool", "status", dir + "/b"], environment: env)
+        #expect(text.stdout.contains("write mode \(m.chosen), measured") && text.stdout.contains("direct p99.9"), "\(text.stdout)")
+        // calibrate measures again and the pool takes the new result.
+        let again = try reel(["pool", "calibrate", dir + "/b", "--seconds", "1", "--json"], environment: env)
+        #expect(again.status == 0, "\(again.stderr)")
+        let b = try again.decode(PoolStatus.self)
+        #expect((b.writeModeMeasurement?.measuredAt ?? 0) > m.measuredAt && b.writeMode == b.writeModeMeasurement?.chosen)
+        // Without a cache, and asked for a mode, nothing is measured.
+        let asked = try createPool(dir + "/c", "32M", extra: ["--write-mode", "direct"], environment: ["XDG_CACHE_HOME": dir + "/none"])
+        #expect(asked.status == 0 && !asked.stderr.contains("measuring"))
+        #expect(try asked.decode(PoolStatus.self).writeModeSource == "asked")
+    }
 }

@@ -55,20 +55,30 @@ final class Launched: @unchecked Sendable {
 /// earlier runs whose process is gone are removed first.
 let testPool: String = {
     let fm = FileManager.default
-    for name in (try? fm.contentsOfDirectory(atPath: "/tmp")) ?? [] where name.hasPrefix("reel-test-pool-") {
-        if let pid = Int32(name.dropFirst("reel-test-pool-".count)), kill(pid, 0) != 0 {
-            try? fm.removeItem(atPath: "/tmp/" + name)
+    for name in (try? fm.contentsOfDirectory(atPath: "/tmp")) ?? [] {
+        for prefix in ["reel-test-pool-", "reel-test-cache-"] where name.hasPrefix(prefix) {
+            if let pid = Int32(name.dropFirst(prefix.count)), kill(pid, 0) != 0 {
+                try? fm.removeItem(atPath: "/tmp/" + name)
+            }
         }
     }
     let path = "/tmp/reel-test-pool-\(getpid())"
     if !fm.fileExists(atPath: path + "/manifest.json") {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: reelBinary)
-        p.arguments = ["pool", "create", path, "--capacity", "1G", "--slot", "64M"]
+        p.arguments = ["pool", "create", path, "--capacity", "1G", "--slot", "64M", "--write-mode", "buffered"]
         p.standardOutput = FileHandle.nullDevice
         try? p.run()
         p.waitUntilExit()
     }
+    return path
+}()
+
+/// The cache (`XDG_CACHE_HOME`) of the `reel` processes of this test run: empty, so no
+/// write-mode measurement of an earlier run decides anything here.
+let testCache: String = {
+    let path = "/tmp/reel-test-cache-\(getpid())"
+    try? FileManager.default.removeItem(atPath: path)
     return path
 }()
 
@@ -78,6 +88,7 @@ func launch(_ args: [String], in directory: String? = nil, environment: [String:
     p.arguments = args
     var env = ProcessInfo.processInfo.environment
     env["REEL_POOL"] = testPool
+    env["XDG_CACHE_HOME"] = testCache
     for (k, v) in environment { env[k] = v }
     p.environment = env
     if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
