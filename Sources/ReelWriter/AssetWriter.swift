@@ -308,12 +308,13 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         switch error {
         case let e as WriterError: return e
         case let e as SystemError where e.isOutOfSpace: return .outOfSpace(e, kept: none)
-        case let e as SystemError: return .storage(e.description, kept: none)
+        case let e as SystemError: return .storage(e.description, kept: none, status: ExitStatus.ioError)
         case let e as StorageError:
             if case .io(let s) = e, s.isOutOfSpace { return .outOfSpace(s, kept: none) }
-            return .storage(e.description, kept: none)
+            return .storage(e.description, kept: none, status: e.exitStatus)
         case let e as MediaError: return .media(e, kept: none)
-        default: return .storage(String(describing: error), kept: none)
+        case let e as any UserFacingError: return .storage(e.description, kept: none, status: e.exitStatus)
+        default: return .storage(String(describing: error), kept: none, status: ExitStatus.ioError)
         }
     }
 }
@@ -322,7 +323,7 @@ extension WriterError {
     func with(kept: KeptSummary) -> WriterError {
         switch self {
         case .outOfSpace(let e, _): return .outOfSpace(e, kept: kept)
-        case .storage(let s, _): return .storage(s, kept: kept)
+        case .storage(let s, _, let status): return .storage(s, kept: kept, status: status)
         case .media(let e, _): return .media(e, kept: kept)
         default: return self
         }

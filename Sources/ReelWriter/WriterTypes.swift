@@ -62,8 +62,9 @@ public enum WriterError: UserFacingError, Sendable {
     case notWriting
     /// The disk (or pool) filled while recording; what was kept is published and playable.
     case outOfSpace(SystemError, kept: KeptSummary)
-    /// Storage failed in another way (the clip so far is kept as far as it is playable).
-    case storage(String, kept: KeptSummary)
+    /// Storage failed in another way (the clip so far is kept as far as it is playable);
+    /// `status` is the exit status of the storage error (73 for a clip name that exists).
+    case storage(String, kept: KeptSummary, status: Int32)
     case media(MediaError, kept: KeptSummary)
 
     public var exitStatus: Int32 {
@@ -71,7 +72,8 @@ public enum WriterError: UserFacingError, Sendable {
         case .unsupportedPair: return ExitStatus.usage
         case .encoderUnavailable: return ExitStatus.unavailable
         case .notWriting, .media: return ExitStatus.software
-        case .outOfSpace, .storage: return ExitStatus.ioError
+        case .outOfSpace: return ExitStatus.ioError
+        case .storage(_, _, let status): return status
         }
     }
 
@@ -83,7 +85,7 @@ public enum WriterError: UserFacingError, Sendable {
         case .encoderUnavailable(let c): return "this libavcodec has no \(c.encoderName) encoder (install the distribution's full libavcodec)"
         case .notWriting: return "the writer is not writing (start it first, or it has finished or failed)"
         case .outOfSpace(let e, let kept): return "disk full (\(e.text)); \(kept)"
-        case .storage(let what, let kept): return "\(what); \(kept)"
+        case .storage(let what, let kept, _): return "\(what); \(kept)"
         case .media(let e, let kept): return "\(e); \(kept)"
         }
     }

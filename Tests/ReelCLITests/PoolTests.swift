@@ -219,10 +219,10 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let pool = dir + "/pool"
-        let made = try createPool(pool, "1G", slot: "64M", extra: ["--background"])
+        let made = try createPool(pool, "2G", slot: "64M", extra: ["--background"])
         #expect(made.status == 0, "\(made.stderr)")
         let s0 = try made.decode(PoolStatus.self)
-        #expect(s0.capacity == 1 << 30 && s0.slotsFree + s0.slotsPreparing == 16)
+        #expect(s0.capacity == 2 << 30 && s0.slotsFree + s0.slotsPreparing == 32)
         let worker = try #require(s0.operations.first, "a live process prepares the slots: \(s0)")
         #expect(worker.reason == "adjustingCapacity" && worker.pid != 0)
         // Hold the worker still, so the pool is busy for as long as the test looks at it.
@@ -240,7 +240,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         let ready = try reel(["pool", "wait", pool, "--json"])
         #expect(ready.status == 0, "\(ready.stderr)")
         let s1 = try ready.decode(PoolStatus.self)
-        #expect(s1.slotsFree == 16 && s1.remainingCapacity == 1 << 30 && s1.busyReasons.isEmpty && s1.operations.isEmpty)
+        #expect(s1.slotsFree == 32 && s1.remainingCapacity == 2 << 30 && s1.busyReasons.isEmpty && s1.operations.isEmpty)
         let (run, summary) = try record(["--pool", pool, "--frames", "30", "--no-realtime", "--name", "w"], out: dir + "/out")
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try probeFrames(try #require(summary?.clips.first).path).frameIndices == Array(0..<30))
@@ -263,6 +263,30 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         let s = try ready.decode(PoolStatus.self)
         #expect(s.slotsFree == 32 && s.slotsPreparing == 0 && s.remainingCapacity == 1 << 30)
         #expect(try FileManager.default.contentsOfDirectory(atPath: pool + "/slots").count == 32)
+    }
+
+    @Test func aLockHeldTooLongIsAClearErrorAndStatusStillAnswers() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/flock") else {
+            print("skipped: no /usr/bin/flock to hold the pool's lock with")
+            return
+        }
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = dir + "/pool"
+        #expect(try createPool(pool, "64M").status == 0)
+        // Another process holds the lock and does not let go (as a stopped one would).
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/bin/sh")
+        holder.arguments = ["-c", "exec 9>>'\(pool)/lock' && /usr/bin/flock 9 && exec sleep 30"]
+        try holder.run()
+        defer { holder.terminate(); holder.waitUntilExit() }
+        usleep(300_000)
+        let status = try reel(["pool", "status", pool, "--json"])
+        #expect(status.status == 0, "reading the pool needs no lock: \(status.stderr)")
+        let t0 = Date()
+        let resize = try reel(["pool", "resize", pool, "--capacity", "32M"])
+        #expect(resize.status == 75 && resize.stderr.contains("held the pool's lock"), "\(resize.stderr)")
+        #expect(Date().timeIntervalSince(t0) < 25)
     }
 
     @Test func theWriteModeIsMeasuredOncePerFilesystem() throws {

@@ -115,6 +115,23 @@ let validPairs: [(String, String, String)] = [
         #expect(!run.stderr.contains("Fatal") && !run.stderr.contains("crash"))
     }
 
+    @Test func aClipNameThatExistsIsNeverReplaced() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        for storage in [["--plain"], []] {
+            let args = ["record", "--frames", "5", "--no-realtime", "--codec", "prores:proxy", "--name", "same", "--out", dir] + storage
+            let first = try reel(args)
+            #expect(first.status == 0, "\(first.stderr)")
+            let bytes = try FileManager.default.attributesOfItem(atPath: dir + "/same-0001-16x9.mov")[.size] as? Int
+            let second = try reel(args)
+            #expect(second.status == 73 && second.stderr.contains("already exists"), "\(storage): \(second.stderr)")
+            #expect(second.stderr.split(separator: "\n").count == 1)
+            #expect(try FileManager.default.attributesOfItem(atPath: dir + "/same-0001-16x9.mov")[.size] as? Int == bytes)
+            #expect(try probeFrames(dir + "/same-0001-16x9.mov").frameIndices == Array(0..<5))
+            removeTree(dir + "/same-0001-16x9.mov")
+        }
+    }
+
     @Test func usageErrors() throws {
         try expectUsage(["record", "--codec", "vp9"], "unknown codec 'vp9'")
         try expectUsage(["record", "--codec", "prores:ultra"], "unknown codec 'prores:ultra'")
