@@ -50,12 +50,7 @@ enum PoolCommand {
             let pool = try StoragePool.create(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize,
                                               writeMode: writeMode, measurement: measurement, prefill: prefill,
                                               preallocate: !background, progress: progress)
-            if background {
-                try prepareInBackground(pool, json: json)
-            } else {
-                if showProgress { writeStderr("\n") }
-                try report(try pool.status(), json: json)
-            }
+            try done(pool, background: background, json: json, endProgressLine: showProgress)
         case "status":
             let pool = try StoragePool.open(at: p)
             if !json { for r in pool.lastRecovery { print("recovered \(r.path) (\(formatBytes(r.bytes)))") } }
@@ -64,12 +59,7 @@ enum PoolCommand {
             guard let capacity else { throw UsageError("pool resize needs --capacity SIZE") }
             let pool = try StoragePool.open(at: p)
             try pool.resize(capacity: capacity, preallocate: !background, progress: progress)
-            if background {
-                try prepareInBackground(pool, json: json)
-            } else {
-                if showProgress { writeStderr("\n") }
-                try report(try pool.status(), json: json)
-            }
+            try done(pool, background: background, json: json, endProgressLine: showProgress)
         case "wait":
             let pool = try StoragePool.open(at: p)
             let s = try pool.waitUntilReady(timeout: timeout) { s in
@@ -130,6 +120,14 @@ enum PoolCommand {
         m.remember()
         measured = m
         return m
+    }
+
+    /// After create or resize: hands the reserved slots to a detached worker, or reports
+    /// the pool the foreground preparation left.
+    static func done(_ pool: StoragePool, background: Bool, json: Bool, endProgressLine: Bool) throws {
+        if background { return try prepareInBackground(pool, json: json) }
+        if endProgressLine { writeStderr("\n") }
+        try report(try pool.status(), json: json)
     }
 
     /// Starts the detached preparation and says how to follow it.
