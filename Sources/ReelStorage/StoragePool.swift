@@ -498,9 +498,13 @@ public final class StoragePool: Sendable {
         while !replenishDone.withLock({ $0 }) { usleep(20_000) }
     }
 
-    /// Deletes the pool: its slots, manifest and directory. Refuses while a live recorder uses it.
+    /// Deletes the pool: its slots, manifest and directory. Refuses while a live recorder uses
+    /// it or a live process is preparing slots.
     public func delete() throws {
         let m = try readManifest()
+        if let op = m.operations.first(where: { Sys.isAlive($0.pid) }) {
+            throw PoolError.busy("\(op.reason) (pid \(op.pid)); `reel pool wait` waits until it is done")
+        }
         if let busy = m.slots.first(where: { $0.state == "active" && ($0.owner.map(Sys.isAlive) ?? false) }) {
             throw PoolError.busy("slot \(busy.id) is recording (pid \(busy.owner ?? 0))")
         }

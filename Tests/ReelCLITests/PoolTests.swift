@@ -234,6 +234,8 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(text.stdout.contains("busy: adjustingCapacity"), "\(text.stdout)")
         let (refused, _) = try record(["--pool", pool, "--frames", "5", "--no-realtime", "--name", "r"], out: dir + "/out")
         #expect(refused.status == 75 && refused.stderr.contains("adjusting capacity"), "\(refused.stderr)")
+        let delete = try reel(["pool", "delete", pool])
+        #expect(delete.status == 75 && delete.stderr.contains("adjustingCapacity (pid \(worker.pid))"), "\(delete.stderr)")
         let impatient = try reel(["pool", "wait", pool, "--timeout", "0.5"])
         #expect(impatient.status == 75 && impatient.stderr.contains("still adjustingCapacity"), "\(impatient.stderr)")
         kill(worker.pid, SIGCONT)
