@@ -6,7 +6,9 @@ import ReelStorage
 /// (`reel jitter`'s `pool` and `pool-direct` arms) at a recording's pace, each mode beside a
 /// competing bulk buffered writer — the load under which the modes differ most.
 public enum WriteModeCalibration {
-    public static let defaultSeconds: Double = 4
+    /// Long enough for the competing writer to reach the dirty-page limit (≈ 3–4 s here) so
+    /// the measurement sees writeback throttling, not only a filling page cache.
+    public static let defaultSeconds: Double = 8
 
     /// Whether a pool made in `directory` needs a measurement: the filesystem has direct I/O
     /// (so there is a choice) and none of its measurements is cached.

@@ -51,8 +51,9 @@ public struct PoolStorage: ClipStorage {
         }
     }
 
-    /// Claims a slot; when none is free but clips of this process are still closing (a burst of
-    /// seams), waits for them to give theirs back rather than failing.
+    /// Claims a slot; when none is free but one is on its way — clips of this process still
+    /// closing (a burst of seams), or slots being prepared by a live process (replenishing) —
+    /// waits for it (up to 30 s) rather than failing.
     private func claimWaitingForOwnClips(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: String) {
         let deadline = MonotonicClock.now() + 30_000_000_000
         while true {
@@ -60,8 +61,10 @@ public struct PoolStorage: ClipStorage {
                 return try pool.claimSlot(destination: destination, container: container)
             } catch PoolError.full(let why) {
                 let me = getpid()
-                let closing = (try? pool.readManifest().slots.contains { $0.state == "active" && $0.owner == me }) ?? false
-                guard closing, MonotonicClock.now() < deadline else { throw PoolError.full(why) }
+                let coming = (try? pool.readManifest().slots.contains {
+                    ($0.state == "active" && $0.owner == me) || ($0.state == "preparing" && ($0.owner.map(Sys.isAlive) ?? false))
+                }) ?? false
+                guard coming, MonotonicClock.now() < deadline else { throw PoolError.full(why) }
                 usleep(2_000)
             }
         }

@@ -216,7 +216,9 @@ public final class Recording: Sendable {
                 let pct = Int(100 * (status.progress["adjustingCapacity"] ?? 0))
                 throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
             }
-            if status.slotsFree == 0 {
+            // No free slot and none being prepared: nothing to wait for. (While slots are
+            // being prepared, the first clip waits for one.)
+            if status.slotsFree == 0 && status.slotsPreparing == 0 {
                 throw PoolError.full("the storage pool at \(pool.path) has no free slot (\(status.slotsActive) recording, \(status.slotsPreparing) being prepared)")
             }
             remainingBefore = status.remainingCapacity

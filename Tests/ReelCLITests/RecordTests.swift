@@ -58,8 +58,9 @@ let validPairs: [(String, String, String)] = [
     @Test func framesAndDurationAgree() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let (_, a) = try record(["--frames", "45", "--fps", "30", "--no-realtime", "--codec", "prores:proxy", "--name", "a", "--source", "synthetic:1280"], out: dir)
-        let (_, b) = try record(["--duration", "1.5", "--fps", "30", "--no-realtime", "--codec", "prores:proxy", "--name", "b", "--source", "synthetic:1280"], out: dir)
+        let (ra, a) = try record(["--frames", "45", "--fps", "30", "--no-realtime", "--codec", "prores:proxy", "--name", "a", "--source", "synthetic:1280"], out: dir)
+        let (rb, b) = try record(["--duration", "1.5", "--fps", "30", "--no-realtime", "--codec", "prores:proxy", "--name", "b", "--source", "synthetic:1280"], out: dir)
+        #expect(ra.status == 0 && rb.status == 0, "\(ra.stderr) \(rb.stderr)")
         let ca = try #require(a?.clips.first), cb = try #require(b?.clips.first)
         #expect(ca.frames == 45 && cb.frames == 45)
         #expect(try probeFrames(ca.path).frameIndices == (try probeFrames(cb.path).frameIndices))
