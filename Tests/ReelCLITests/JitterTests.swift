@@ -2,7 +2,9 @@ import Foundation
 import Testing
 import ReelBench
 
-@Suite(.serialized) struct JitterTests {
+/// Its contention loads (a bulk writer, half the memory touched) would disturb every test
+/// beside them: the suite runs in the last pass of `scripts/test`, alone.
+@Suite(.serialized) struct DisruptiveJitterTests {
     func loadProcesses() -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return names.compactMap { pid -> String? in

@@ -290,7 +290,11 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(resize.status == 75 && resize.stderr.contains("held the pool's lock"), "\(resize.stderr)")
         #expect(Date().timeIntervalSince(t0) < 25)
     }
+}
 
+/// Measuring the write modes runs a bulk buffered writer that would disturb every test
+/// beside it: it runs in the last pass of `scripts/test`, alone.
+@Suite(.serialized) struct DisruptivePoolTests {
     @Test func theWriteModeIsMeasuredOncePerFilesystem() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }

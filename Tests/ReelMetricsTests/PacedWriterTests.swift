@@ -17,7 +17,9 @@ final class StallingSink: PacedSink, @unchecked Sendable {
     func complete() throws -> [UInt64]? { nil }
 }
 
-@Suite struct PacedWriterTests {
+/// Timed against the real clock, so it runs in the real-time pass of `scripts/test`, where
+/// nothing competes with the pacing thread.
+@Suite(.serialized) struct RealtimePacedWriterTests {
     /// A 300 ms stall at 100 writes/s must count against every write it delays (about 30 of
     /// them, late by 300, 290, 280 … ms), not once: no coordinated omission.
     @Test func aStallCountsAgainstEveryWriteItDelays() throws {
