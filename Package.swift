@@ -30,13 +30,16 @@ let package = Package(
         .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics", "ReelBench"]),
         // Measurements: `reel jitter`, its contention loads and its report.
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
-        .executableTarget(name: "reel", dependencies: ["ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench"]),
+        // The command line: the option tables, parsing (no side effects), the commands, printing.
+        .target(name: "ReelCLI", dependencies: ["ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia"]),
+        // `reel` itself: a thin entry into ReelCLI.
+        .executableTarget(name: "reel", dependencies: ["ReelCLI"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelMetricsTests", dependencies: ["ReelMetrics", "ReelBench"]),
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage"]),
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
-        .testTarget(name: "ReelCLITests", dependencies: ["ReelWriter", "ReelCore", "ReelStorage"]),
+        .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench"]),
     ],
     swiftLanguageModes: [.v6]
 )

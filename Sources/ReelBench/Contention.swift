@@ -21,7 +21,7 @@ public enum ContentionKind: String, CaseIterable, Sendable, Codable {
 /// Runs one load in the calling process until `seconds` have passed (the load's own bound,
 /// whatever its parent does), then cleans up its files. This is the body of `reel _load`.
 public func runContention(_ kind: ContentionKind, directory: String, seconds: Double) {
-    let end = MonotonicClock.now() + UInt64(seconds * 1e9)
+    let end = MonotonicClock.now() + UInt64(saturating: seconds * 1e9)
     signal(SIGTERM) { _ in loadStop.store(true, ordering: .relaxed) }
     let pid = getpid()
     switch kind {

@@ -100,7 +100,7 @@ public protocol PacedSink {
 /// The open-loop paced writer: write `i` is due at `start + i × blockSize / rate`, and its
 /// latency is measured from when it was due, so a stall counts against every write it delays.
 public func pacedRun(_ sink: any PacedSink, options: JitterOptions) throws -> (due: [UInt64], done: [UInt64]) {
-    let count = Int(Double(options.bytesPerSecond) * options.seconds / Double(options.blockSize))
+    let count = Int(saturating: Double(options.bytesPerSecond) * options.seconds / Double(options.blockSize))
     let interval = Double(options.blockSize) / Double(options.bytesPerSecond) * 1e9
     let block = UnsafeMutableRawPointer.allocate(byteCount: options.blockSize, alignment: 4096)
     defer { block.deallocate() }
@@ -109,7 +109,7 @@ public func pacedRun(_ sink: any PacedSink, options: JitterOptions) throws -> (d
     due.reserveCapacity(count); done.reserveCapacity(count)
     let start = MonotonicClock.now() + 10_000_000
     for i in 0..<count {
-        let t = start + UInt64(Double(i) * interval)
+        let t = start + UInt64(saturating: Double(i) * interval)
         if MonotonicClock.now() < t { MonotonicClock.sleep(until: t) }
         block.storeBytes(of: UInt64(i), as: UInt64.self)   // every block differs
         try sink.write(block, count: options.blockSize)
@@ -188,7 +188,7 @@ public enum Jitter {
 
         func runArm(_ arm: JitterArm, _ contention: [ContentionKind]) throws -> ArmResult {
             let name = contention.isEmpty ? "none" : contention.map(\.rawValue).joined(separator: "+")
-            progress("\(arm.rawValue) under \(name): \(Int(o.seconds)) s at \(o.bytesPerSecond / 1_000_000) MB/s")
+            progress("\(arm.rawValue) under \(name): \(Int(saturating: o.seconds)) s at \(o.bytesPerSecond / 1_000_000) MB/s")
             let sink: any PacedSink
             switch arm {
             case .pool, .poolDirect:
@@ -295,7 +295,7 @@ public enum Jitter {
         o.ringBytes = max(ringBytes, 1)
         let span = Double((done.last ?? 0) - (due.first ?? 0)) / 1e9
         o.seconds = max(span, 0.001)
-        o.bytesPerSecond = Int64(Double(bytesWritten) / max(span, 0.001))
+        o.bytesPerSecond = Int64(saturating: Double(bytesWritten) / max(span, 0.001))
         var r = summarize(arm: label, contention: "recording", due: due, done: done, options: o, psi: (0, 0, 0, 0), peaks: (0, 0))
         r.framesDroppedByRing = 0   // the recording counted its own drops; no simulation here
         let mount = mountInfo(for: directory)
@@ -315,16 +315,16 @@ public enum Jitter {
             h.record(nanos: l)
             lat[i] = Double(l) / 1e6
         }
-        let budgetNs = UInt64(1e9 / o.fps)
+        let budgetNs = UInt64(saturating: 1e9 / o.fps)
         // A capture ring of ringBytes in front of this writer: at each frame's due time, the
         // bytes produced but not yet written must fit, else that frame is dropped.
         let frameBytes = Double(o.bytesPerSecond) / o.fps
-        let frames = Int(o.seconds * o.fps)
+        let frames = Int(saturating: o.seconds * o.fps)
         var dropped = 0
         var j = 0   // writes completed by the frame's time
         let start = due.first ?? 0
         for f in 0..<frames {
-            let t = start + UInt64(Double(f) / o.fps * 1e9)
+            let t = start + UInt64(saturating: Double(f) / o.fps * 1e9)
             while j < n && done[j] <= t { j += 1 }
             let produced = Double(f + 1) * frameBytes
             let written = Double(j) * Double(o.blockSize)

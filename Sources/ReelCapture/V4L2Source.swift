@@ -187,7 +187,7 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
 
         let offered = info.formats.filter { ["YUYV", "NV12", "MJPG"].contains($0.fourcc) }
         let describe = { () -> String in
-            info.formats.map { f in "\(f.fourcc) " + f.sizes.map { "\($0.width)x\($0.height)@\($0.fps.map { String(Int($0)) }.joined(separator: "/"))" }.joined(separator: " ") }
+            info.formats.map { f in "\(f.fourcc) " + f.sizes.map { "\($0.width)x\($0.height)@\($0.fps.map { String(Int(saturating: $0)) }.joined(separator: "/"))" }.joined(separator: " ") }
                 .joined(separator: "; ")
         }
         let chosenFormat: V4L2DeviceInfo.Format

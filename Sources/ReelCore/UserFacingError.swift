@@ -13,5 +13,15 @@ public enum ExitStatus {
     public static let software: Int32 = 70     // EX_SOFTWARE: an encoder or muxer failed
     public static let cantCreate: Int32 = 73   // EX_CANTCREAT: output directory not writable
     public static let ioError: Int32 = 74      // EX_IOERR: disk full or device lost while recording
+    public static let busy: Int32 = 75         // EX_TEMPFAIL: the pool is busy; try again
     public static let permission: Int32 = 77   // EX_NOPERM
+    /// A second SIGINT while recording quits at once (128 + SIGINT).
+    public static let interrupted: Int32 = 130
+
+    /// Every status above by name (0, success, is not listed).
+    public static let all: [String: Int32] = [
+        "usage": usage, "dataError": dataError, "noInput": noInput, "unavailable": unavailable,
+        "software": software, "cantCreate": cantCreate, "ioError": ioError, "busy": busy,
+        "permission": permission, "interrupted": interrupted,
+    ]
 }

@@ -105,7 +105,7 @@ public final class Muxer: @unchecked Sendable {
 
             var options: OpaquePointer? = nil
             defer { av_dict_free(&options) }
-            let micros = String(Int64(fragmentInterval * 1_000_000))
+            let micros = String(Int64(saturating: fragmentInterval * 1_000_000))
             switch container {
             case .mov, .mp4:
                 // Long-GOP codecs fragment at keyframes (one per interval, see EncoderSettings),
@@ -117,7 +117,7 @@ public final class Muxer: @unchecked Sendable {
                     av_dict_set(&options, "movflags", "delay_moov+default_base_moof+use_metadata_tags+frag_keyframe", 0)
                 }
             case .mkv:
-                av_dict_set(&options, "cluster_time_limit", String(Int64(fragmentInterval * 1000)), 0)
+                av_dict_set(&options, "cluster_time_limit", String(Int64(saturating: fragmentInterval * 1000)), 0)
             }
             try check(avformat_write_header(ctx, &options), "avformat_write_header(\(container.formatName))")
         } catch {

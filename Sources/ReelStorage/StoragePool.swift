@@ -471,7 +471,7 @@ public final class StoragePool: Sendable {
     /// - Throws: `PoolError.busy` after `timeout` seconds; `.full` when there is no room for
     ///   the missing slots.
     public func waitUntilReady(timeout: Double?, progress: (PoolStatus) -> Void) throws -> PoolStatus {
-        let deadline = timeout.map { MonotonicClock.now() + UInt64($0 * 1e9) }
+        let deadline = timeout.map { MonotonicClock.now() + UInt64(saturating: $0 * 1e9) }
         while true {
             let s = try status()
             let working = s.busyReasons.filter { $0 == "adjustingCapacity" || $0 == "replenishing" }
@@ -712,4 +712,4 @@ func publishFile(from source: String, to destination: String, progress: ((Int64,
     return destination
 }
 
-private func formatSeconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : String(format: "%.1f s", s) }
+private func formatSeconds(_ s: Double) -> String { s == s.rounded() && abs(s) < 1e15 ? "\(Int(s)) s" : String(format: "%.1f s", s) }

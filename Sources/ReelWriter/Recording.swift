@@ -29,13 +29,16 @@ public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
             for f in fields.dropFirst() {
                 var mode = f
                 if let at = f.firstIndex(of: "@") {
-                    guard let n = Int(f[f.index(after: at)...]), n > 0 else { throw .usage("--source: '\(f)' has no frame rate after @") }
+                    guard let n = Int(f[f.index(after: at)...]), (1...240).contains(n) else {
+                        throw .usage("--source: '\(f)' needs a frame rate from 1 to 240 after @")
+                    }
                     fps = n
                     mode = String(f[..<at])
                 }
                 if mode.isEmpty { continue }
                 let wh = mode.lowercased().split(separator: "x")
                 if wh.count == 2, let w = Int(wh[0]), let h = Int(wh[1]) {
+                    guard (1...16384).contains(w), (1...16384).contains(h) else { throw .usage("--source: '\(f)' needs a width and height from 1 to 16384") }
                     size = Size(width: w, height: h)
                 } else if mode.count == 4, mode.allSatisfy({ $0.isLetter || $0.isNumber }) {
                     fourcc = mode.uppercased()
@@ -66,7 +69,7 @@ public enum RecordingLength: Sendable, Equatable {
     func frameCount(at rate: FrameRate) -> Int {
         switch self {
         case .frames(let n): return n
-        case .seconds(let s): return Int((s * rate.perSecond).rounded())
+        case .seconds(let s): return Swift.max(0, Int(saturating: (s * rate.perSecond).rounded()))
         }
     }
 }

@@ -4,19 +4,18 @@ import ReelCore
 
 /// `reel devices [--json]`: the V4L2 capture devices and what they offer.
 enum DevicesCommand {
-    static func run(_ args: inout Arguments) throws -> Int32 {
-        var json = false
-        while let arg = args.next() {
-            guard arg == "--json" else { throw UsageError("devices: unknown option '\(arg)'") }
-            json = true
-        }
+    static func parse(_ argv: [String]) throws -> ParsedCommand {
+        .devices(json: try ScannedArguments(argv, spec: CommandTable.devices).options.contains { $0.name == "--json" })
+    }
+
+    static func run(json: Bool) -> Int32 {
         let devices = listV4L2Devices()
         if json { printJSON(["devices": devices]); return 0 }
         if devices.isEmpty { print("no V4L2 capture devices (/dev/video*)") }
         for d in devices {
             print("\(d.path): \(d.card) (driver \(d.driver), bus \(d.bus))")
             for f in d.formats {
-                let modes = f.sizes.map { m in "\(m.width)x\(m.height)@" + m.fps.map { $0 == $0.rounded() ? String(Int($0)) : String($0) }.joined(separator: "/") }
+                let modes = f.sizes.map { m in "\(m.width)x\(m.height)@" + m.fps.map { $0 == $0.rounded() && abs($0) < 1e9 ? String(Int($0)) : String($0) }.joined(separator: "/") }
                 print("  \(f.fourcc) (\(f.description)): " + modes.joined(separator: " "))
             }
         }

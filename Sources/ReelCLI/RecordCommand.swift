@@ -6,55 +6,57 @@ import ReelStorage
 import ReelWriter
 
 enum RecordCommand {
-    static func parse(_ args: inout Arguments) throws -> (RecordOptions, json: Bool) {
+    /// `reel record …` as options; no side effects.
+    static func parse(_ argv: [String]) throws -> (RecordOptions, json: Bool) {
         var o = RecordOptions()
         var json = false
         var sawDuration = false, sawFrames = false
-        while let arg = args.next() {
-            let (name, inline) = Arguments.split(arg)
+        for (name, value) in try ScannedArguments(argv, spec: CommandTable.record).options {
+            let v = value ?? ""
             switch name {
-            case "--source": o.source = try SourceSpec(parsing: try args.value(for: name, inline: inline))
+            case "--source":
+                o.source = try SourceSpec(parsing: v)
             case "--fps":
-                let v = try args.value(for: name, inline: inline)
                 guard let r = FrameRate(parsing: v), r.perSecond >= 1, r.perSecond <= 240 else {
-                    throw UsageError("--fps: '\(v)' is not a frame rate from 1 to 240 (30, 29.97, 30000/1001)")
+                    throw UsageError("--fps: '\(printable(v))' is not a frame rate from 1 to 240 (30, 29.97, 30000/1001)")
                 }
                 o.rate = r
             case "--duration":
-                o.length = .seconds(try parseSeconds(try args.value(for: name, inline: inline), option: name))
+                o.length = .seconds(try parseSeconds(v, option: name, range: 0.001...86_400))
                 sawDuration = true
             case "--frames":
-                o.length = .frames(try parseInt(try args.value(for: name, inline: inline), option: name, range: 1...10_000_000))
+                o.length = .frames(try parseInt(v, option: name, range: 1...10_000_000))
                 sawFrames = true
             case "--codec":
-                let v = try args.value(for: name, inline: inline)
                 guard let c = VideoCodec(parsing: v) else {
-                    throw UsageError("unknown codec '\(v)' (use prores[:proxy|lt|standard|hq|4444], h264, hevc or ffv1)")
+                    throw UsageError("unknown codec '\(printable(v))' (use prores[:proxy|lt|standard|hq|4444], h264, hevc or ffv1)")
                 }
                 o.codec = c
             case "--container":
-                let v = try args.value(for: name, inline: inline)
-                guard let c = Container(rawValue: v.lowercased()) else { throw UsageError("unknown container '\(v)' (use mov, mp4 or mkv)") }
+                guard let c = Container(rawValue: v.lowercased()) else { throw UsageError("unknown container '\(printable(v))' (use mov, mp4 or mkv)") }
                 o.container = c
             case "--ratio":
-                let v = try args.value(for: name, inline: inline)
-                guard let r = AspectRatio(parsing: v) else { throw UsageError("unknown ratio '\(v)' (use 1x1, 4x3, 3x4, 16x9 or 9x16)") }
+                guard let r = AspectRatio(parsing: v) else { throw UsageError("unknown ratio '\(printable(v))' (use 1x1, 4x3, 3x4, 16x9 or 9x16)") }
                 o.ratio = r
-            case "--ratio-at":
-                o.ratioChanges.append(try parseRatioAt(try args.value(for: name, inline: inline)))
+            case "--ratio-at": o.ratioChanges.append(try parseRatioAt(v))
             case "--no-realtime": o.realtime = false
             case "--realtime": o.realtime = true
-            case "--out": o.outputDirectory = try args.value(for: name, inline: inline)
+            case "--out":
+                guard !v.isEmpty else { throw UsageError("--out needs a directory") }
+                o.outputDirectory = v
             case "--name":
-                let v = try args.value(for: name, inline: inline)
-                guard !v.isEmpty, !v.contains("/") else { throw UsageError("--name: '\(v)' must be a file name prefix without '/'") }
+                guard !v.isEmpty, !v.contains("/") else { throw UsageError("--name: '\(printable(v))' must be a file name prefix without '/'") }
                 o.namePrefix = v
-            case "--pool": o.storage = .pool(try args.value(for: name, inline: inline))
+            case "--pool":
+                guard !v.isEmpty else { throw UsageError("--pool needs a path") }
+                o.storage = .pool(v)
             case "--plain": o.storage = .plain
-            case "--fragment": o.fragmentInterval = try parseSeconds(try args.value(for: name, inline: inline), option: name)
-            case "--report": o.reportDirectory = try args.value(for: name, inline: inline)
+            case "--fragment": o.fragmentInterval = try parseSeconds(v, option: name, range: 0.1...600)
+            case "--report":
+                guard !v.isEmpty else { throw UsageError("--report needs a directory") }
+                o.reportDirectory = v
             case "--json": json = true
-            default: throw UsageError("record: unknown option '\(arg)'")
+            default: throw UsageError("record: unknown option '\(name)'")
             }
         }
         if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
@@ -63,18 +65,16 @@ enum RecordCommand {
 
     /// `T:RATIO` (seconds of media time) or `#N:RATIO` (frame index).
     static func parseRatioAt(_ text: String) throws -> (RatioTrigger, AspectRatio) {
-        guard let colon = text.firstIndex(of: ":") else { throw UsageError("--ratio-at: '\(text)' is not T:RATIO or #N:RATIO") }
+        guard let colon = text.firstIndex(of: ":") else { throw UsageError("--ratio-at: '\(printable(text))' is not T:RATIO or #N:RATIO") }
         let when = String(text[..<colon]), what = String(text[text.index(after: colon)...])
-        guard let ratio = AspectRatio(parsing: what) else { throw UsageError("unknown ratio '\(what)' (use 1x1, 4x3, 3x4, 16x9 or 9x16)") }
+        guard let ratio = AspectRatio(parsing: what) else { throw UsageError("unknown ratio '\(printable(what))' (use 1x1, 4x3, 3x4, 16x9 or 9x16)") }
         if when.hasPrefix("#") {
-            return (.frame(try parseInt(String(when.dropFirst()), option: "--ratio-at", range: 0...Int(Int32.max))), ratio)
+            return (.frame(try parseInt(String(when.dropFirst()), option: "--ratio-at #N", range: 0...Int(Int32.max))), ratio)
         }
-        guard let t = Double(when), t.isFinite, t >= 0 else { throw UsageError("--ratio-at: '\(when)' is not a time in seconds or #FRAME") }
-        return (.seconds(t), ratio)
+        return (.seconds(try parseSeconds(when, option: "--ratio-at T", range: 0...86_400)), ratio)
     }
 
-    static func run(_ args: inout Arguments) throws -> Int32 {
-        let (options, json) = try parse(&args)
+    static func run(_ options: RecordOptions, json: Bool) throws -> Int32 {
         if let dir = options.reportDirectory {
             // Refuse before recording, not after.
             let probe = dir + "/.reel-probe"

@@ -3,19 +3,14 @@ import ReelCore
 import ReelWriter
 
 enum ProbeCommand {
-    static func run(_ args: inout Arguments) throws -> Int32 {
-        var files: [String] = []
-        var frames = false, json = false
-        while let arg = args.next() {
-            switch arg {
-            case "--frames": frames = true
-            case "--json": json = true
-            default:
-                if arg.hasPrefix("--") { throw UsageError("probe: unknown option '\(arg)'") }
-                files.append(arg)
-            }
-        }
-        guard !files.isEmpty else { throw UsageError("probe needs at least one FILE") }
+    static func parse(_ argv: [String]) throws -> ParsedCommand {
+        let scanned = try ScannedArguments(argv, spec: CommandTable.probe)
+        let names = Set(scanned.options.map(\.name))
+        guard !scanned.operands.isEmpty else { throw UsageError("probe needs at least one FILE") }
+        return .probe(files: scanned.operands, frames: names.contains("--frames"), json: names.contains("--json"))
+    }
+
+    static func run(files: [String], frames: Bool, json: Bool) throws -> Int32 {
         var results: [ProbeResult] = []
         for f in files { results.append(try Inspector.probe(f, frames: frames)) }
         if json {
@@ -45,18 +40,13 @@ enum ProbeCommand {
 }
 
 enum VerifyCommand {
-    static func run(_ args: inout Arguments) throws -> Int32 {
-        var paths: [String] = []
-        var json = false
-        while let arg = args.next() {
-            switch arg {
-            case "--json": json = true
-            default:
-                if arg.hasPrefix("--") { throw UsageError("verify: unknown option '\(arg)'") }
-                paths.append(arg)
-            }
-        }
-        guard !paths.isEmpty else { throw UsageError("verify needs clip files or a directory") }
+    static func parse(_ argv: [String]) throws -> ParsedCommand {
+        let scanned = try ScannedArguments(argv, spec: CommandTable.verify)
+        guard !scanned.operands.isEmpty else { throw UsageError("verify needs clip files or a directory") }
+        return .verify(paths: scanned.operands, json: scanned.options.contains { $0.name == "--json" })
+    }
+
+    static func run(paths: [String], json: Bool) throws -> Int32 {
         let report = try Inspector.verify(paths)
         if json { printJSON(report) } else {
             for c in report.clips {

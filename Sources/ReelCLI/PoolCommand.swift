@@ -3,42 +3,73 @@ import ReelBench
 import ReelCore
 import ReelStorage
 
+/// `reel pool VERB …` as parsed.
+public struct PoolInvocation: Sendable {
+    public var verb: String
+    public var path: String?
+    public var capacity: Int64? = nil, slot: Int64? = nil
+    public var json = false, background = false
+    public var writeMode = "auto", prefill = "zero"
+    public var seconds: Double? = nil, timeout: Double? = nil
+    public var from: Int32? = nil
+}
+
 /// `reel pool create|status|resize|wait|calibrate|recover|delete [PATH]` (PATH defaults to
 /// the default pool).
 enum PoolCommand {
     static let verbs = "create, status, resize, wait, calibrate, recover or delete"
 
-    static func run(_ args: inout Arguments) throws -> Int32 {
-        guard let verb = args.next() else { throw UsageError("pool needs a command: \(verbs)") }
-        var path: String? = nil
-        var capacity: Int64? = nil, slot: Int64? = nil
-        var json = false, background = false
-        var writeMode = "auto", prefill = "zero"
-        var seconds: Double? = nil, timeout: Double? = nil
-        var from: Int32? = nil
-        while let arg = args.next() {
-            let (name, inline) = Arguments.split(arg)
+    /// `reel pool VERB …` as options; no side effects.
+    static func parse(_ argv: [String]) throws -> PoolInvocation {
+        guard let verb = argv.first else { throw UsageError("pool needs a command: \(verbs)") }
+        guard let spec = CommandTable.spec("pool " + verb), spec.name.hasPrefix("pool ") else {
+            throw UsageError("unknown pool command '\(printable(verb))' (use \(verbs))")
+        }
+        let scanned = try ScannedArguments(Array(argv.dropFirst()), spec: spec)
+        var p = PoolInvocation(verb: verb, path: scanned.operands.first)
+        if let path = p.path, path.isEmpty { throw UsageError("pool \(verb): PATH is empty") }
+        for (name, value) in scanned.options {
+            let v = value ?? ""
             switch name {
-            case "--capacity": capacity = try size(try args.value(for: name, inline: inline), name)
-            case "--slot": slot = try size(try args.value(for: name, inline: inline), name)
-            case "--write-mode": writeMode = try args.value(for: name, inline: inline)
-            case "--prefill": prefill = try args.value(for: name, inline: inline)
-            case "--background": background = true
-            case "--seconds", "--timeout":
-                let text = try args.value(for: name, inline: inline)
-                guard let v = Double(text), v > 0, v.isFinite else { throw UsageError("\(name): '\(text)' is not a number of seconds") }
-                if name == "--seconds" { seconds = v } else { timeout = v }
-            case "--from":
-                let text = try args.value(for: name, inline: inline)
-                guard let v = Int32(text) else { throw UsageError("--from: '\(text)' is not a process id") }
-                from = v
-            case "--json": json = true
-            default:
-                if arg.hasPrefix("--") { throw UsageError("pool \(verb): unknown option '\(arg)'") }
-                guard path == nil else { throw UsageError("pool \(verb): one PATH only") }
-                path = arg
+            case "--capacity": p.capacity = try parseSize(v, option: name, range: (4 << 20)...(64 << 40))
+            case "--slot": p.slot = try parseSize(v, option: name, range: (4 << 20)...(64 << 30), multipleOf: 1 << 20)
+            case "--write-mode":
+                guard ["auto", "buffered", "direct"].contains(v) else { throw UsageError("--write-mode: '\(printable(v))' is not auto, buffered or direct") }
+                p.writeMode = v
+            case "--prefill":
+                guard ["zero", "fallocate"].contains(v) else { throw UsageError("--prefill: '\(printable(v))' is not zero or fallocate") }
+                p.prefill = v
+            case "--background": p.background = true
+            case "--seconds": p.seconds = try parseSeconds(v, option: name, range: 0.5...600)
+            case "--timeout": p.timeout = try parseSeconds(v, option: name, range: 0.1...86_400)
+            case "--from": p.from = Int32(try parseInt(v, option: name, range: 1...Int(Int32.max)))
+            case "--json": p.json = true
+            default: throw UsageError("pool \(verb): unknown option '\(name)'")
             }
         }
+        switch verb {
+        case "create":
+            guard let capacity = p.capacity else { throw UsageError("pool create needs --capacity SIZE (like 4G)") }
+            let slot = p.slot ?? StoragePool.defaultSlotSize
+            guard capacity / slot <= maxSlots else {
+                throw UsageError("--capacity \(formatBytes(capacity)) in \(formatBytes(slot)) slots is \(capacity / slot) slots, more than \(maxSlots) (use a bigger --slot)")
+            }
+        case "resize":
+            guard p.capacity != nil else { throw UsageError("pool resize needs --capacity SIZE") }
+        case "_prepare":
+            guard p.path != nil else { throw UsageError("pool _prepare needs the pool's PATH") }
+        default: break
+        }
+        return p
+    }
+
+    /// A pool has at most this many slots (the manifest lists each).
+    static let maxSlots: Int64 = 65_536
+
+    static func run(_ inv: PoolInvocation) throws -> Int32 {
+        let verb = inv.verb, path = inv.path, capacity = inv.capacity, slot = inv.slot
+        let json = inv.json, background = inv.background, writeMode = inv.writeMode, prefill = inv.prefill
+        let seconds = inv.seconds, timeout = inv.timeout, from = inv.from
         let p = path ?? StoragePool.defaultPath
         let showProgress = isatty(STDERR_FILENO) == 1
         let progress: ((Double) -> Void)? = showProgress ? { f in writeStderr("\r\u{1B}[Kpreallocating: \(Int(f * 100))%") } : nil
@@ -58,6 +89,10 @@ enum PoolCommand {
         case "resize":
             guard let capacity else { throw UsageError("pool resize needs --capacity SIZE") }
             let pool = try StoragePool.open(at: p)
+            let slotSize = try pool.status().slotSize
+            guard slotSize > 0, capacity / slotSize <= maxSlots else {
+                throw UsageError("--capacity \(formatBytes(capacity)) in this pool's \(formatBytes(slotSize)) slots is more than \(maxSlots) slots")
+            }
             try pool.resize(capacity: capacity, preallocate: !background, progress: progress)
             try done(pool, background: background, json: json, endProgressLine: showProgress)
         case "wait":
@@ -94,14 +129,9 @@ enum PoolCommand {
             try StoragePool.open(at: p).delete()
             if !json { print("deleted the pool at \(p)") } else { printJSON(["deleted": p]) }
         default:
-            throw UsageError("unknown pool command '\(verb)' (use \(verbs))")
+            throw UsageError("unknown pool command '\(printable(verb))' (use \(verbs))")
         }
         return 0
-    }
-
-    static func size(_ text: String, _ option: String) throws -> Int64 {
-        guard let n = parseByteSize(text) else { throw UsageError("\(option): '\(text)' is not a size (like 4G, 512M)") }
-        return n
     }
 
     /// Once per filesystem with direct I/O: measures the write modes in the pool's own

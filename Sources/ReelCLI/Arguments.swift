@@ -1,0 +1,167 @@
+import Foundation
+import ReelCore
+import ReelStorage
+
+/// A usage error: printed as one line, exit status 64.
+public struct UsageError: UserFacingError {
+    public let description: String
+    public init(_ message: String) { description = message }
+    public var exitStatus: Int32 { ExitStatus.usage }
+}
+
+/// An error of a command with its own exit status (one of the README's).
+struct CommandError: UserFacingError {
+    let exitStatus: Int32
+    let description: String
+    init(status: Int32, _ message: String) { exitStatus = status; description = message }
+}
+
+/// One option of one subcommand: the single table the parser, the usage text and the README
+/// check all read (FFmpeg's AVOption idea). Options take `--name VALUE` or `--name=VALUE`.
+public struct OptionSpec: Sendable {
+    /// `--duration`.
+    public let name: String
+    /// The value's placeholder (`SECONDS`), or nil for a flag.
+    public let value: String?
+    /// What it means and the range it accepts (shown by `reel help`).
+    public let help: String
+    /// A value the parser accepts (for the tests that walk this table).
+    public let sample: String?
+    /// Internal (the detached helpers' own options): neither shown nor documented.
+    public let hidden: Bool
+    /// Printed without brackets in the usage text.
+    public let required: Bool
+
+    public static func flag(_ name: String, _ help: String, hidden: Bool = false) -> OptionSpec {
+        OptionSpec(name: name, value: nil, help: help, sample: nil, hidden: hidden, required: false)
+    }
+    public static func value(_ name: String, _ placeholder: String, _ help: String, sample: String,
+                             hidden: Bool = false, required: Bool = false) -> OptionSpec {
+        OptionSpec(name: name, value: placeholder, help: help, sample: sample, hidden: hidden, required: required)
+    }
+    public var takesValue: Bool { value != nil }
+}
+
+/// One subcommand (`record`, `pool create`, …): its operands and its option table.
+public struct CommandSpec: Sendable {
+    /// The words after `reel`: `record`, `pool create`.
+    public let name: String
+    /// Placeholder for the operands (`FILE...`, `[PATH]`), or nil when it takes none.
+    public let operands: String?
+    /// At most this many operands.
+    public let maxOperands: Int
+    public let options: [OptionSpec]
+    public let hidden: Bool
+
+    public init(_ name: String, operands: String? = nil, maxOperands: Int = 0, hidden: Bool = false, _ options: [OptionSpec]) {
+        self.name = name; self.operands = operands; self.maxOperands = operands == nil ? 0 : maxOperands
+        self.options = options; self.hidden = hidden
+    }
+
+    public func option(_ name: String) -> OptionSpec? { options.first { $0.name == name } }
+
+    /// `reel record [--source SOURCE] …` for the usage text.
+    public var synopsis: String {
+        var parts = ["reel", name]
+        if let operands { parts.append(operands) }
+        for o in options where !o.hidden {
+            let text = o.value.map { "\(o.name) \($0)" } ?? o.name
+            parts.append(o.required ? text : "[\(text)]")
+        }
+        return parts.joined(separator: " ")
+    }
+}
+
+/// The options and operands of one command line, in order, checked against a `CommandSpec`
+/// (names known, values present) but not yet converted.
+public struct ScannedArguments: Sendable {
+    public var options: [(name: String, value: String?)] = []
+    public var operands: [String] = []
+
+    /// Splits `argv` by `spec`. Throws a `UsageError` for an unknown option, a missing value,
+    /// a value given to a flag, or too many operands.
+    public init(_ argv: [String], spec: CommandSpec) throws {
+        var i = 0
+        while i < argv.count {
+            let arg = argv[i]
+            i += 1
+            if arg.hasPrefix("--") {
+                var name = arg, inline: String? = nil
+                if let eq = arg.firstIndex(of: "=") {
+                    name = String(arg[..<eq]); inline = String(arg[arg.index(after: eq)...])
+                }
+                guard let o = spec.option(name) else { throw UsageError("\(spec.name): unknown option '\(printable(arg))'") }
+                if o.takesValue {
+                    if let inline { options.append((name, inline)); continue }
+                    guard i < argv.count else { throw UsageError("\(name) needs a value (\(o.value!))") }
+                    options.append((name, argv[i]))
+                    i += 1
+                } else {
+                    guard inline == nil else { throw UsageError("\(name) takes no value") }
+                    options.append((name, nil))
+                }
+            } else {
+                guard spec.operands != nil else { throw UsageError("\(spec.name): unexpected argument '\(printable(arg))'") }
+                guard operands.count < spec.maxOperands else {
+                    throw UsageError("\(spec.name): too many arguments ('\(printable(arg))'; \(spec.operands!))")
+                }
+                operands.append(arg)
+            }
+        }
+    }
+}
+
+/// Text from the command line as it goes into a one-line message: control characters
+/// (newlines above all) escaped, and long values cut.
+func printable(_ text: String) -> String {
+    var out = ""
+    for scalar in text.unicodeScalars {
+        if scalar.value < 0x20 || scalar.value == 0x7f || (0x80..<0xa0).contains(scalar.value)
+            || scalar == "\u{2028}" || scalar == "\u{2029}" || scalar == "\u{85}" {
+            out += "\\u{\(String(scalar.value, radix: 16))}"
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out.count > 80 ? String(out.prefix(77)) + "..." : out
+}
+
+// MARK: Values with ranges
+
+/// A whole number in `range`.
+func parseInt(_ text: String, option: String, range: ClosedRange<Int>) throws -> Int {
+    guard let n = Int(text.trimmingCharacters(in: .whitespaces)) else {
+        throw UsageError("\(option): '\(printable(text))' is not a whole number (\(range.lowerBound)–\(range.upperBound))")
+    }
+    guard range.contains(n) else { throw UsageError("\(option): \(n) is out of range (\(range.lowerBound)–\(range.upperBound))") }
+    return n
+}
+
+/// A number of seconds in `range` (finite; NaN and infinities refused).
+func parseSeconds(_ text: String, option: String, range: ClosedRange<Double>) throws -> Double {
+    let bounds = "\(number(range.lowerBound))–\(number(range.upperBound)) s"
+    guard let s = Double(text.trimmingCharacters(in: .whitespaces)), s.isFinite else {
+        throw UsageError("\(option): '\(printable(text))' is not a number of seconds (\(bounds))")
+    }
+    guard range.contains(s) else { throw UsageError("\(option): \(printable(text)) is out of range (\(bounds))") }
+    return s
+}
+
+/// A byte size (`4G`, `512M`, `1.5GiB`, bytes; powers of 1024) in `range`.
+func parseSize(_ text: String, option: String, range: ClosedRange<Int64>, multipleOf unit: Int64 = 1) throws -> Int64 {
+    let bounds = "\(sizeText(range.lowerBound))–\(sizeText(range.upperBound))" + (unit > 1 ? ", a multiple of \(sizeText(unit))" : "")
+    guard let n = parseByteSize(text) else { throw UsageError("\(option): '\(printable(text))' is not a size like 4G or 512M (\(bounds))") }
+    guard range.contains(n), n % unit == 0 else { throw UsageError("\(option): \(printable(text)) is out of range (\(bounds))") }
+    return n
+}
+
+/// `4M`, `64T`: a power-of-1024 size as the range texts show it.
+func sizeText(_ n: Int64) -> String {
+    for (suffix, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] where n >= Int64(1) << shift && n % (Int64(1) << shift) == 0 {
+        return "\(n >> shift)\(suffix)"
+    }
+    return "\(n)"
+}
+
+/// `0.1`, `86400`: a bound as the range texts show it.
+func number(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : String(x) }

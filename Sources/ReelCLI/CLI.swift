@@ -1,0 +1,82 @@
+import Foundation
+import ReelCore
+import ReelWriter
+
+/// A command line, parsed and checked: what `reel` will do, with typed options. Parsing has
+/// no side effects (no files, no processes, no terminal); `ReelCLI.run` does the work.
+public enum ParsedCommand: Sendable {
+    case record(RecordOptions, json: Bool)
+    case probe(files: [String], frames: Bool, json: Bool)
+    case verify(paths: [String], json: Bool)
+    case devices(json: Bool)
+    case jitter(JitterInvocation)
+    case pool(PoolInvocation)
+    case load(LoadInvocation)
+    case help
+    /// No command at all: the usage text on stderr, exit 64.
+    case usage
+}
+
+public enum ReelCLI {
+    /// Parses `argv` (without the program name). Throws a `UserFacingError` (exit 64) for a
+    /// command line that is not one.
+    public static func parse(_ argv: [String]) throws -> ParsedCommand {
+        guard let command = argv.first else { return .usage }
+        let rest = Array(argv.dropFirst())
+        switch command {
+        case "record":
+            let (o, json) = try RecordCommand.parse(rest)
+            return .record(o, json: json)
+        case "probe": return try ProbeCommand.parse(rest)
+        case "verify": return try VerifyCommand.parse(rest)
+        case "devices": return try DevicesCommand.parse(rest)
+        case "jitter": return .jitter(try JitterCommand.parse(rest))
+        case "pool": return .pool(try PoolCommand.parse(rest))
+        case "_load": return .load(try JitterCommand.parseLoad(rest))
+        case "help", "--help", "-h":
+            guard rest.isEmpty else { throw UsageError("help takes no arguments") }
+            return .help
+        default:
+            throw UsageError("unknown command '\(printable(command))' (use record, probe, verify, pool, jitter or devices)")
+        }
+    }
+
+    /// Does what `command` says; returns the exit status.
+    public static func run(_ command: ParsedCommand) throws -> Int32 {
+        switch command {
+        case .record(let o, let json): return try RecordCommand.run(o, json: json)
+        case .probe(let files, let frames, let json): return try ProbeCommand.run(files: files, frames: frames, json: json)
+        case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)
+        case .devices(let json): return DevicesCommand.run(json: json)
+        case .jitter(let j): return try JitterCommand.run(j)
+        case .pool(let p): return try PoolCommand.run(p)
+        case .load(let l): return JitterCommand.load(l)
+        case .help:
+            print(CommandTable.help, terminator: "")
+            return 0
+        case .usage:
+            writeStderr(CommandTable.usage + "\n")
+            return ExitStatus.usage
+        }
+    }
+
+    /// `reel ARGS…`: parses, runs, prints an error as one line; returns the exit status.
+    public static func main(_ argv: [String]) -> Int32 {
+        do {
+            return try run(try parse(argv))
+        } catch let e as any UserFacingError {
+            printError(oneLine(e.description))
+            return e.exitStatus
+        } catch {
+            printError(oneLine(String(describing: error)))
+            return ExitStatus.software
+        }
+    }
+}
+
+/// A message as one line: line breaks in it (from a path, say) escaped.
+func oneLine(_ text: String) -> String {
+    text.replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n")
+        .replacingOccurrences(of: "\u{2028}", with: "\\u{2028}").replacingOccurrences(of: "\u{2029}", with: "\\u{2029}")
+        .replacingOccurrences(of: "\u{85}", with: "\\u{85}")
+}

@@ -1,0 +1,127 @@
+import ReelCore
+
+/// Every subcommand of `reel` and its options: what the parsers accept, what `reel help`
+/// prints and what the README's tables are checked against. Ranges here are the ones the
+/// parsers enforce (outside them: exit 64, one line).
+public enum CommandTable {
+    static let json = OptionSpec.flag("--json", "print exactly one JSON object on stdout")
+
+    public static let record = CommandSpec("record", [
+        .value("--source", "SOURCE", "synthetic[:SIZE] (SIZE even, 1280–4032) or v4l2:/dev/videoN[:WxH][@FPS][:FOURCC] (W, H 1–16384, FPS 1–240)", sample: "synthetic:1280"),
+        .value("--fps", "N", "frame rate 1–240: 30, 29.97, 30000/1001", sample: "30"),
+        .value("--duration", "SECONDS", "seconds of media time, 0.001–86400 (default 5)", sample: "2"),
+        .value("--frames", "N", "frames, 1–10000000", sample: "3"),
+        .value("--codec", "C", "prores[:proxy|lt|standard|hq|4444], h264, hevc or ffv1", sample: "h264"),
+        .value("--container", "mov|mp4|mkv", "the container (default mov)", sample: "mkv"),
+        .value("--ratio", "R", "starting ratio: 16x9, 9x16, 1x1, 4x3, 3x4", sample: "1x1"),
+        .value("--ratio-at", "T:R", "change ratio at T seconds (0–86400) or at frame #N (0–2147483647); repeatable", sample: "1:9x16"),
+        .flag("--no-realtime", "the source waits for the writer instead of dropping frames"),
+        .flag("--realtime", "the source keeps its rate and drops what the writer cannot take (the default)"),
+        .value("--out", "DIR", "output directory (default recordings)", sample: "recordings"),
+        .value("--name", "PREFIX", "clip name prefix, without '/'", sample: "take"),
+        .value("--fragment", "SECONDS", "fragment or cluster interval, 0.1–600 s (default 1)", sample: "0.5"),
+        .value("--pool", "PATH", "write through the storage pool at PATH", sample: "pool"),
+        .flag("--plain", "write straight into the output files, no pool"),
+        .value("--report", "DIR", "write the storage-write latencies as DIR/record.json and record.svg", sample: "report"),
+        json,
+    ])
+
+    public static let devices = CommandSpec("devices", [json])
+    public static let probe = CommandSpec("probe", operands: "FILE...", maxOperands: .max, [
+        .flag("--frames", "decode every frame and read back the barcodes"), json,
+    ])
+    public static let verify = CommandSpec("verify", operands: "FILES-or-DIR...", maxOperands: .max, [json])
+
+    public static let jitter = CommandSpec("jitter", [
+        .value("--pool", "PATH", "measure on the filesystem of the pool at PATH", sample: "pool"),
+        .value("--dir", "DIR", "measure in DIR", sample: "."),
+        .value("--rate", "RATE", "bytes per second, 1M–10G (decimal: 150M = 150 000 000; default 150M)", sample: "150M"),
+        .value("--block", "SIZE", "bytes per write, 4K–64M, a multiple of 4K (default 1M)", sample: "1M"),
+        .value("--duration", "SECONDS", "seconds per arm, 0.1–3600 (default 30)", sample: "30"),
+        .value("--contention", "LIST", "none, bulk, fsync, metadata, memory or all, comma-separated", sample: "none"),
+        .value("--arms", "LIST", "pool, pool-direct, pool-fallocate, buffered, buffered-fdatasync, direct, comma-separated", sample: "pool,buffered"),
+        .value("--ring", "SIZE", "capture ring to simulate, 1M–1G (default 64M)", sample: "64M"),
+        .value("--fps", "N", "frame rate for the frame budget, 1–1000 (default 30)", sample: "30"),
+        .flag("--no-floor", "skip the device floor (pool-direct alone)"),
+        .value("--report", "DIR", "write DIR/jitter.json and DIR/jitter.svg", sample: "report"),
+        json,
+    ])
+
+    static let capacity = OptionSpec.value("--capacity", "SIZE", "pool size, 4M–64T, at most 65536 slots", sample: "1G", required: true)
+    static let background = OptionSpec.flag("--background", "prepare the slots in a detached process and return at once")
+    static let seconds = OptionSpec.value("--seconds", "S", "seconds per write mode of the measurement, 0.5–600 (default 8)", sample: "8")
+    public static let pool: [CommandSpec] = [
+        CommandSpec("pool create", operands: "[PATH]", maxOperands: 1, [
+            capacity,
+            .value("--slot", "SIZE", "slot size, 4M–64G, a whole number of MiB (default 256M)", sample: "64M"),
+            .value("--write-mode", "auto|buffered|direct", "how the pool writes (default auto: measured)", sample: "buffered"),
+            .value("--prefill", "zero|fallocate", "how slots are prepared (default zero)", sample: "zero"),
+            background, seconds, json,
+        ]),
+        CommandSpec("pool status", operands: "[PATH]", maxOperands: 1, [json]),
+        CommandSpec("pool recover", operands: "[PATH]", maxOperands: 1, [json]),
+        CommandSpec("pool delete", operands: "[PATH]", maxOperands: 1, [json]),
+        CommandSpec("pool resize", operands: "[PATH]", maxOperands: 1, [capacity, background, json]),
+        CommandSpec("pool wait", operands: "[PATH]", maxOperands: 1, [
+            .value("--timeout", "SECONDS", "give up after this long (exit 75), 0.1–86400 s", sample: "10"), json,
+        ]),
+        CommandSpec("pool calibrate", operands: "[PATH]", maxOperands: 1, [seconds, json]),
+        // The detached half of --background.
+        CommandSpec("pool _prepare", operands: "PATH", maxOperands: 1, hidden: true, [
+            .value("--from", "PID", "the process that reserved the slots, 1–2147483647", sample: "1", hidden: true),
+        ]),
+    ]
+
+    /// `reel _load KIND --dir D --seconds S`: one contention load of `reel jitter`.
+    public static let load = CommandSpec("_load", operands: "KIND", maxOperands: 1, hidden: true, [
+        .value("--dir", "DIR", "where the load writes", sample: ".", hidden: true),
+        .value("--seconds", "S", "how long it runs, 0.1–86400", sample: "1", hidden: true),
+    ])
+
+    /// Every subcommand, hidden ones included.
+    public static var all: [CommandSpec] { [record, devices, probe, verify, jitter] + pool + [load] }
+
+    public static func spec(_ name: String) -> CommandSpec? { all.first { $0.name == name } }
+
+    /// The usage text (`reel help`), made from the tables above.
+    public static var usage: String {
+        var lines: [String] = []
+        for c in all where !c.hidden {
+            // Wrap at about 110 columns under the command name.
+            let words = c.synopsis.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+            var line = lines.isEmpty ? "usage: " : "       "
+            let indent = String(repeating: " ", count: line.count + c.name.count + 6)
+            // Keep bracketed groups together: split on "] [" boundaries.
+            var groups: [String] = []
+            var current = ""
+            for w in words {
+                current += current.isEmpty ? w : " " + w
+                let opens = current.filter { $0 == "[" }.count, closes = current.filter { $0 == "]" }.count
+                if opens == closes { groups.append(current); current = "" }
+            }
+            if !current.isEmpty { groups.append(current) }
+            var first = true
+            for g in groups {
+                if !first && line.count + g.count + 1 > 110 { lines.append(line); line = indent + g } else { line += first ? g : " " + g }
+                first = false
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `reel help`: the usage text and every option with its meaning and range.
+    public static var help: String {
+        var text = usage + "\n"
+        for c in all where !c.hidden {
+            let visible = c.options.filter { !$0.hidden }
+            guard !visible.isEmpty else { continue }
+            text += "\nreel \(c.name):\n"
+            for o in visible {
+                let head = o.value.map { "\(o.name) \($0)" } ?? o.name
+                text += "  " + head.padding(toLength: max(head.count, 30), withPad: " ", startingAt: 0) + "  " + o.help + "\n"
+            }
+        }
+        return text
+    }
+}
