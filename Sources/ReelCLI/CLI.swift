@@ -13,15 +13,15 @@ public enum ParsedCommand: Sendable {
     case pool(PoolInvocation)
     case load(LoadInvocation)
     case help
-    /// No command at all: the usage text on stderr, exit 64.
-    case usage
 }
 
 public enum ReelCLI {
     /// Parses `argv` (without the program name). Throws a `UserFacingError` (exit 64) for a
     /// command line that is not one.
     public static func parse(_ argv: [String]) throws -> ParsedCommand {
-        guard let command = argv.first else { return .usage }
+        guard let command = argv.first else {
+            throw UsageError("no command: use record, probe, verify, pool, jitter or devices (reel help lists every option)")
+        }
         let rest = Array(argv.dropFirst())
         switch command {
         case "record":
@@ -54,9 +54,6 @@ public enum ReelCLI {
         case .help:
             print(CommandTable.help, terminator: "")
             return 0
-        case .usage:
-            writeStderr(CommandTable.usage + "\n")
-            return ExitStatus.usage
         }
     }
 
@@ -64,13 +61,17 @@ public enum ReelCLI {
     public static func main(_ argv: [String]) -> Int32 {
         do {
             return try run(try parse(argv))
-        } catch let e as any UserFacingError {
-            printError(oneLine(e.description))
-            return e.exitStatus
         } catch {
-            printError(oneLine(String(describing: error)))
-            return ExitStatus.software
+            let (line, status) = report(error)
+            printError(line)
+            return status
         }
+    }
+
+    /// The one line (after `reel: `) and the exit status `reel` reports for `error`.
+    public static func report(_ error: any Error) -> (line: String, status: Int32) {
+        if let e = error as? any UserFacingError { return (oneLine(e.description), e.exitStatus) }
+        return (oneLine(String(describing: error)), ExitStatus.software)
     }
 }
 
