@@ -153,13 +153,16 @@ final class PlainSink: PacedSink {
 }
 
 /// The pool's own write path (`PoolSlotFile`): the ring and its writer thread.
+/// Each write of `blockSize` bytes is done when the pool's writer thread has written its last
+/// byte (the ring works in 1 MiB blocks, whatever size the writes are).
 final class PoolSink: PacedSink {
     let file: PoolSlotFile
-    init(file: PoolSlotFile) { self.file = file }
+    let blockSize: Int
+    init(file: PoolSlotFile, blockSize: Int) { self.file = file; self.blockSize = blockSize }
     func write(_ block: UnsafeRawPointer, count: Int) throws {
         try file.write(UnsafeRawBufferPointer(start: block, count: count))
     }
-    func complete() throws -> [UInt64]? { try file.finishBenchmark() }
+    func complete() throws -> [UInt64]? { try file.finishBenchmark(writeSize: blockSize) }
 }
 
 public enum Jitter {
@@ -174,7 +177,9 @@ public enum Jitter {
         }
         defer { try? FileManager.default.removeItem(atPath: work) }
         let mount = mountInfo(for: o.directory)
-        let total = Int64(Double(o.bytesPerSecond) * o.seconds) + Int64(o.blockSize) * 4
+        // Whole ring blocks: the pool's writer fills 1 MiB blocks whatever the write size.
+        let ringBlock = Int64(StoragePool.blockSize)
+        let total = (Int64(saturating: Double(o.bytesPerSecond) * o.seconds) + Int64(o.blockSize) * 4 + ringBlock - 1) / ringBlock * ringBlock
 
         // One zero-filled slot, reused by every pool arm: overwrites of written extents.
         let slot = work + "/slot.bin"
@@ -194,12 +199,14 @@ public enum Jitter {
             case .pool, .poolDirect:
                 try prepareSlot()
                 sink = PoolSink(file: try PoolSlotFile(benchmarkFile: slot, allocated: total, mode: arm == .pool ? "buffered" : "direct",
-                                                       ringBytes: Int(o.ringBytes), traceCapacity: Int(total / Int64(o.blockSize))))
+                                                       ringBytes: Int(o.ringBytes), traceCapacity: Int(total / ringBlock) + 1),
+                                blockSize: o.blockSize)
             case .poolFallocate:
                 let f = work + "/fallocated.bin"
                 try prefill(f, size: total, zero: false)
                 sink = PoolSink(file: try PoolSlotFile(benchmarkFile: f, allocated: total, mode: "buffered",
-                                                       ringBytes: Int(o.ringBytes), traceCapacity: Int(total / Int64(o.blockSize))))
+                                                       ringBytes: Int(o.ringBytes), traceCapacity: Int(total / ringBlock) + 1),
+                                blockSize: o.blockSize)
             case .buffered: sink = try PlainSink(path: work + "/plain.bin", direct: false, syncEverySecond: false)
             case .bufferedFdatasync: sink = try PlainSink(path: work + "/plain.bin", direct: false, syncEverySecond: true)
             case .direct: sink = try PlainSink(path: work + "/plain.bin", direct: true, syncEverySecond: false)

@@ -208,7 +208,8 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var writtenEnd: Int64 = 0
     private var tracing = false
     private lazy var syncer = Syncer(fd: fd, path: slotPath)
-    private var trace: [UInt64] = []
+    /// Benchmark mode: after each write, how far the file is written and when (monotonic ns).
+    private var trace: [(end: Int64, at: UInt64)] = []
 
     /// A slot file outside any pool, for `reel jitter`: the same ring and writer thread,
     /// writing into a file that is already allocated (`allocated` bytes). `finishBenchmark()`
@@ -221,13 +222,33 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         lock.unlock()
     }
 
-    /// Drains, syncs and stops the writer; returns when each block's write completed (monotonic ns).
-    public func finishBenchmark() throws -> [UInt64] {
+    /// Writes the partial last block, drains, syncs and stops the writer. Returns, for each
+    /// write of `writeSize` bytes the benchmark made (in order, from offset 0), when the
+    /// writer thread finished writing its last byte (monotonic ns): for writes smaller than
+    /// a ring block, when the block holding it was written; for larger ones, the last of
+    /// their blocks.
+    public func finishBenchmark(writeSize: Int) throws -> [UInt64] {
+        if currentFill > 0 {
+            let copy = malloc(currentFill)!
+            memcpy(copy, blocks[current], currentFill)
+            enqueue(.patch(copy, currentStart, currentFill))
+            currentFill = 0
+        }
         try drain()
         try Sys.fdatasync(fd, path: slotPath)
         stopWriter()
         lock.lock(); defer { lock.unlock() }
-        return trace
+        let writes = writeSize > 0 ? Int(size / Int64(writeSize)) : 0
+        var done: [UInt64] = []
+        done.reserveCapacity(writes)
+        var k = 0
+        for i in 0..<writes {
+            let end = Int64(i + 1) * Int64(writeSize)
+            while k < trace.count && trace[k].end < end { k += 1 }
+            guard k < trace.count else { break }
+            done.append(trace[k].at)
+        }
+        return done
     }
 
     init(pool: StoragePool?, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: String, ringBytes: Int) throws {
@@ -545,7 +566,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
                 bytesWritten += Int64(written)
                 if samples.count < WriteStats.sampleLimit { samples.append((t0, took)) }
             }
-            if tracing, case .block = job { trace.append(t0 + took) }
+            if tracing, written > 0 { trace.append((writtenEnd, t0 + took)) }
             if let error, writerError == nil { writerError = error }
             let stop: Bool
             if case .stop = job { syncer.stop(); stopped = true; stop = true } else { stop = false }
