@@ -140,8 +140,9 @@ func parseInt(_ text: String, option: String, range: ClosedRange<Int>) throws ->
 /// A number of seconds in `range` (finite; NaN and infinities refused).
 func parseSeconds(_ text: String, option: String, range: ClosedRange<Double>) throws -> Double {
     let bounds = "\(number(range.lowerBound))–\(number(range.upperBound)) s"
-    guard let s = Double(text.trimmingCharacters(in: .whitespaces)), s.isFinite else {
-        throw UsageError("\(option): '\(printable(text))' is not a number of seconds (\(bounds))")
+    guard let s = Double(text.trimmingCharacters(in: .whitespaces)), s.isFinite, s > 0 || range.lowerBound <= 0 else {
+        let what = range.lowerBound > 0 ? "a positive number of seconds" : "a number of seconds"
+        throw UsageError("\(option): '\(printable(text))' is not \(what) (\(bounds))")
     }
     guard range.contains(s) else { throw UsageError("\(option): \(printable(text)) is out of range (\(bounds))") }
     return s

@@ -71,7 +71,8 @@ enum RecordCommand {
         if when.hasPrefix("#") {
             return (.frame(try parseInt(String(when.dropFirst()), option: "--ratio-at #N", range: 0...Int(Int32.max))), ratio)
         }
-        return (.seconds(try parseSeconds(when, option: "--ratio-at T", range: 0...86_400)), ratio)
+        guard let t = Double(when), t.isFinite else { throw UsageError("--ratio-at: '\(printable(when))' is not a time in seconds (0–86400) or #FRAME") }
+        return (.seconds(try parseSeconds(String(t), option: "--ratio-at T", range: 0...86_400)), ratio)
     }
 
     static func run(_ options: RecordOptions, json: Bool) throws -> Int32 {

@@ -213,6 +213,20 @@ func ranges(in text: String) -> Set<String> {
         #expect(Set(ExitStatus.all.values).isSubset(of: documented))
     }
 
+    /// The causes of 66 and 73 that pools add are in the README's rows for them.
+    @Test func poolCausesOfStatusesAreDocumented() throws {
+        let rows = tableRows(readmeSection("### Exit status", in: try readme()), after: { $0.hasPrefix("| status") })
+        func row(_ status: String) -> String { rows.first { $0[0] == status }?.joined(separator: " ") ?? "" }
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let notAPool = try reel(["pool", "status", dir])
+        #expect(notAPool.status == 66 && row("66").contains("not a pool"), "\(notAPool.stderr)")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: dir + "/something"))
+        let nonEmpty = try reel(["pool", "create", dir, "--capacity", "16M", "--slot", "4M", "--write-mode", "buffered"])
+        #expect(nonEmpty.status == 73 && row("73").contains("`pool create` into a non-empty directory"), "\(nonEmpty.stderr)")
+        #expect(row("130").contains("second SIGINT"))
+    }
+
     /// `reel help` prints each visible option with its range; `reel` alone is a one-line
     /// usage error.
     @Test func helpShowsTheTables() throws {
