@@ -72,7 +72,7 @@ enum PoolCommand {
         let seconds = inv.seconds, timeout = inv.timeout, from = inv.from
         let p = path ?? StoragePool.defaultPath
         let showProgress = isatty(STDERR_FILENO) == 1
-        let progress: ((Double) -> Void)? = showProgress ? { f in writeStderr("\r\u{1B}[Kpreallocating: \(Int(f * 100))%") } : nil
+        let progress: ((Double) -> Void)? = showProgress ? { f in writeStderr("\r\u{1B}[Kpreallocating: \(Int(saturating: f * 100))%") } : nil
         switch verb {
         case "create":
             guard let capacity else { throw UsageError("pool create needs --capacity SIZE (like 4G)") }
@@ -172,7 +172,7 @@ enum PoolCommand {
     }
 
     static func busyText(_ s: PoolStatus) -> String {
-        "busy: " + (s.busyReasons.isEmpty ? "no" : s.busyReasons.map { r in s.progress[r].map { "\(r) \(Int($0 * 100))%" } ?? r }.joined(separator: ", "))
+        "busy: " + (s.busyReasons.isEmpty ? "no" : s.busyReasons.map { r in s.progress[r].map { "\(r) \(Int(saturating: $0 * 100))%" } ?? r }.joined(separator: ", "))
     }
 
     static func report(_ s: PoolStatus, json: Bool) throws {
@@ -183,7 +183,7 @@ enum PoolCommand {
         case ("measured", let m?):
             let when = Date(timeIntervalSince1970: m.measuredAt).formatted(.iso8601)
             let figures = m.modes.map { String(format: "%@ p99.9 %.1f ms (max %.1f)", $0.name, $0.p999Ms, $0.maxMs) }.joined(separator: ", ")
-            print("  write mode \(s.writeMode), measured \(when) at \(Int(m.rateMBps)) MB/s beside \(m.load): \(figures)")
+            print("  write mode \(s.writeMode), measured \(when) at \(Int(saturating: m.rateMBps)) MB/s beside \(m.load): \(figures)")
         case ("asked", _): print("  write mode \(s.writeMode), as asked (--write-mode)")
         case ("only", _): print("  write mode \(s.writeMode), the only one here (no direct I/O on \(s.filesystem))")
         default: print("  write mode \(s.writeMode), not measured on this filesystem yet (`reel pool calibrate` measures)")

@@ -216,7 +216,7 @@ public final class Recording: Sendable {
             // Like isProVideoStorageSupported plus the busy check: refuse before recording.
             let status = try pool.status()
             if status.busyReasons.contains("adjustingCapacity") {
-                let pct = Int(100 * (status.progress["adjustingCapacity"] ?? 0))
+                let pct = Int(saturating: 100 * (status.progress["adjustingCapacity"] ?? 0))
                 throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
             }
             // No free slot and none being prepared: nothing to wait for. (While slots are

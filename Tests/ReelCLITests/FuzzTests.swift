@@ -36,7 +36,7 @@ let fuzzValues: [String] = [
     "v4l2:/dev/video0:1280x720@30:MJPG", "v4l2:relative", "v4l2:/dev/null", "none", "all", "bulk,fsync", "bulk,,", ",", "memory",
     "pool,buffered", "pool-direct", "bogus-arm", "auto", "buffered", "direct", "zero", "fallocate", "ünïcödé", "🎥🎞️", "名前",
     "a\nb", "tab\there", "\u{1B}[31mred", "\u{0}", "\u{2028}", "-", "--", "--json", "-h", "a", "a/b", "./x", "../x", "../../y",
-    ".", "..", "out dir", "/dev/null", "/dev/null/x", "/proc/reel-fuzz", "/proc/self/status", "~", "$HOME", "*", "%s%n",
+    ".", "..", "out dir", "/dev/null", "/dev/null/x", "/proc/reel-fuzz", "/proc/self/status", "/dev/zero", "/proc/self/fd", "~", "$HOME", "*", "%s%n",
 ]
 
 /// Paths a real run must not write (root can write almost anywhere): left out of the
@@ -133,7 +133,7 @@ func bounded(_ groups: [[String]]) -> [String] {
         print("CLI fuzz (in process): \(parsed) parsed, \(refused) refused")
     }
 
-    /// 110 random command lines through the real binary, each bounded (short recordings,
+    /// 110 (`REEL_FUZZ_RUNS`) random command lines through the real binary, each bounded (short recordings,
     /// small pools, a 60 s kill), with every path, pool and cache in a temporary directory:
     /// no run ends by a signal or hangs, every status is one the README documents, and a
     /// failing run's stderr is exactly one line starting `reel: `.
@@ -149,7 +149,8 @@ func bounded(_ groups: [[String]]) -> [String] {
         let pool = root + "/pool"
         let env = ["REEL_POOL": pool, "XDG_CACHE_HOME": root + "/cache", "XDG_DATA_HOME": root + "/data", "HOME": root + "/home"]
         var statuses: [Int32: Int] = [:]
-        for i in 0..<110 {
+        let runs = ProcessInfo.processInfo.environment["REEL_FUZZ_RUNS"].flatMap(Int.init) ?? 110
+        for i in 0..<runs {
             // The default pool of these runs: small, remade when a run deleted it.
             if !FileManager.default.fileExists(atPath: pool + "/manifest.json") {
                 removeTree(pool)
