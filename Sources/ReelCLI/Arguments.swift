@@ -156,6 +156,22 @@ func parseSize(_ text: String, option: String, range: ClosedRange<Int64>, multip
     return n
 }
 
+/// `150M` (150 000 000 bytes per second: disk rates are decimal), `1.5G/s`, `64MiB`
+/// (binary), `2000000` (bytes); 1M–10G.
+func parseRate(_ text: String) throws -> Int64 {
+    var t = text.trimmingCharacters(in: .whitespaces).uppercased()
+    if t.hasSuffix("/S") { t.removeLast(2) }
+    var bytes: Double? = nil
+    if let last = t.last, let scale = ["K": 1e3, "M": 1e6, "G": 1e9][String(last)] {
+        if let v = Double(t.dropLast()), v.isFinite { bytes = v * scale }
+    } else if let b = parseByteSize(t) {
+        bytes = Double(b)
+    }
+    guard let bytes else { throw UsageError("--rate: '\(printable(text))' is not a rate like 150M (1M–10G)") }
+    guard bytes >= 1e6, bytes <= 1e10 else { throw UsageError("--rate: \(printable(text)) is out of range (1M–10G bytes per second)") }
+    return Int64(bytes)
+}
+
 /// `4M`, `64T`: a power-of-1024 size as the range texts show it.
 func sizeText(_ n: Int64) -> String {
     for (suffix, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] where n >= Int64(1) << shift && n % (Int64(1) << shift) == 0 {

@@ -1,4 +1,5 @@
 import Foundation
+import ReelBench
 import ReelCore
 import ReelWriter
 
@@ -13,6 +14,23 @@ public enum ParsedCommand: Sendable {
     case pool(PoolInvocation)
     case load(LoadInvocation)
     case help
+}
+
+/// `reel jitter …` as parsed: the options and where the report goes.
+public struct JitterInvocation: Sendable {
+    public var options: JitterOptions
+    public var dir: String?
+    public var poolPath: String?
+    public var report: String?
+    public var scenarios: [[ContentionKind]]
+    public var json: Bool
+}
+
+/// `reel _load KIND --dir D --seconds S` as parsed.
+public struct LoadInvocation: Sendable {
+    public var kind: ContentionKind
+    public var directory: String
+    public var seconds: Double
 }
 
 public enum ReelCLI {

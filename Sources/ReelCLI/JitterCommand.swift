@@ -3,23 +3,6 @@ import ReelBench
 import ReelCore
 import ReelStorage
 
-/// `reel jitter …` as parsed: the options and where the report goes.
-public struct JitterInvocation: Sendable {
-    public var options: JitterOptions
-    public var dir: String?
-    public var poolPath: String?
-    public var report: String?
-    public var scenarios: [[ContentionKind]]
-    public var json: Bool
-}
-
-/// `reel _load KIND --dir D --seconds S` as parsed.
-public struct LoadInvocation: Sendable {
-    public var kind: ContentionKind
-    public var directory: String
-    public var seconds: Double
-}
-
 /// `reel jitter …` and the hidden `reel _load KIND --dir D --seconds S` it starts.
 enum JitterCommand {
     /// `reel jitter …` as options; no side effects.
@@ -94,22 +77,6 @@ enum JitterCommand {
         }
         if json { printJSON(result) } else { printTable(result) }
         return 0
-    }
-
-    /// `150M` (150 000 000 bytes per second: disk rates are decimal), `1.5G/s`, `64MiB`
-    /// (binary), `2000000` (bytes); 1M–10G.
-    static func parseRate(_ text: String) throws -> Int64 {
-        var t = text.trimmingCharacters(in: .whitespaces).uppercased()
-        if t.hasSuffix("/S") { t.removeLast(2) }
-        var bytes: Double? = nil
-        if let last = t.last, let scale = ["K": 1e3, "M": 1e6, "G": 1e9][String(last)] {
-            if let v = Double(t.dropLast()), v.isFinite { bytes = v * scale }
-        } else if let b = parseByteSize(t) {
-            bytes = Double(b)
-        }
-        guard let bytes else { throw UsageError("--rate: '\(printable(text))' is not a rate like 150M (1M–10G)") }
-        guard bytes >= 1e6, bytes <= 1e10 else { throw UsageError("--rate: \(printable(text)) is out of range (1M–10G bytes per second)") }
-        return Int64(bytes)
     }
 
     /// `none`, one kind, `a,b`, or `all` (all kinds together); each comma-separated item is a scenario.
