@@ -134,6 +134,11 @@ enum PoolCommand {
         return 0
     }
 
+    static func size(_ text: String, _ option: String) throws -> Int64 {
+        guard let n = parseByteSize(text) else { throw UsageError("\(option): '\(text)' is not a size (like 4G, 512M)") }
+        return n
+    }
+
     /// Once per filesystem with direct I/O: measures the write modes in the pool's own
     /// directory, says so, and caches the result.
     static func measureIfNeeded(_ p: String, seconds: Double?) throws -> WriteModeMeasurement? {

@@ -202,14 +202,15 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var histogram = LatencyHistogram()
     private var ringHighWater: Int64 = 0
     private var ringFullWaits = 0
+    /// Benchmark mode: how far the file was written at each time in `trace` (monotonic ns).
+    private var traceEnds: [Int64] = []
     private var bytesWritten: Int64 = 0
     private var growths = 0
     private var samples: [(start: UInt64, took: UInt64)] = []
     private var writtenEnd: Int64 = 0
     private var tracing = false
     private lazy var syncer = Syncer(fd: fd, path: slotPath)
-    /// Benchmark mode: after each write, how far the file is written and when (monotonic ns).
-    private var trace: [(end: Int64, at: UInt64)] = []
+    private var trace: [UInt64] = []
 
     /// A slot file outside any pool, for `reel jitter`: the same ring and writer thread,
     /// writing into a file that is already allocated (`allocated` bytes). `finishBenchmark()`
@@ -244,9 +245,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         var k = 0
         for i in 0..<writes {
             let end = Int64(i + 1) * Int64(writeSize)
-            while k < trace.count && trace[k].end < end { k += 1 }
+            while k < trace.count && traceEnds[k] < end { k += 1 }
             guard k < trace.count else { break }
-            done.append(trace[k].at)
+            done.append(trace[k])
         }
         return done
     }
@@ -566,7 +567,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
                 bytesWritten += Int64(written)
                 if samples.count < WriteStats.sampleLimit { samples.append((t0, took)) }
             }
-            if tracing, written > 0 { trace.append((writtenEnd, t0 + took)) }
+            if tracing, written > 0 { trace.append(t0 + took); traceEnds.append(writtenEnd) }
             if let error, writerError == nil { writerError = error }
             let stop: Bool
             if case .stop = job { syncer.stop(); stopped = true; stop = true } else { stop = false }

@@ -525,7 +525,7 @@ public final class StoragePool: Sendable {
     func claimSlot(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: String) {
         try withManifest { m in
             if let op = m.operations.first(where: { $0.reason == "adjustingCapacity" && Sys.isAlive($0.pid) }) {
-                let pct = op.total > 0 ? Int(saturating: 100 * Double(op.done) / Double(op.total)) : 0
+                let pct = op.total > 0 ? Int(100 * op.done / op.total) : 0
                 throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
             }
             guard let i = m.slots.firstIndex(where: { $0.state == "free" }) else {

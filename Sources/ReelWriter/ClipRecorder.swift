@@ -35,7 +35,7 @@ final class ClipRecorder: @unchecked Sendable {
         do {
             encoder = try VideoEncoder(EncoderSettings(codec: settings.codec, size: frame.crop.size, rate: rate,
                                                        timescale: frame.pts.timescale, threads: settings.threads,
-                                                       keyframeInterval: max(1, min(Int(Int32.max), Int(saturating: (rate.perSecond * settings.fragmentInterval).rounded())))),
+                                                       keyframeInterval: max(1, Int((rate.perSecond * settings.fragmentInterval).rounded()))),
                                        globalHeader: Muxer.wantsGlobalHeader(settings.container))
             muxer = try Muxer(container: settings.container, sink: file, encoder: encoder,
                               fragmentInterval: settings.fragmentInterval,
