@@ -105,13 +105,13 @@ public enum StorageChoice: Sendable, Equatable {
 public struct StorageSummary: Sendable, Codable {
     /// `pool` or `plain`.
     public var mode: String
-    public var pool: String?
+    @EncodedNull public var pool: String?
     /// The default pool was created by this recording.
     public var poolCreated: Bool
     /// `buffered` (early writeback) or `direct` (O_DIRECT) in a pool; `plain` otherwise.
     public var writeMode: String
-    public var remainingCapacityBefore: Int64?
-    public var remainingCapacityAfter: Int64?
+    @EncodedNull public var remainingCapacityBefore: Int64?
+    @EncodedNull public var remainingCapacityAfter: Int64?
     /// Service time of each storage write, in ms.
     public var writeLatencyMs: LatencySummary
     public var longestStallMs: Double
@@ -163,7 +163,7 @@ public struct RecordingSummary: Sendable, Codable {
     public var elapsedSeconds: Double
     /// `completed`, `interrupted` (SIGINT or stop) or `failed`.
     public var stopReason: String
-    public var error: String?
+    @EncodedNull public var error: String?
 }
 
 /// One `reel record`: source → session → writer, run to the end or until stopped.
