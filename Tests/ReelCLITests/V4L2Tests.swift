@@ -112,15 +112,33 @@ func reelWithCamera(_ args: [String], faults: String = "") throws -> Run {
         #expect(notCamera.status != 0 && notCamera.stderr.split(separator: "\n").count == 1, "\(notCamera.stderr)")
     }
 
-    @Test func aRealCameraWhenThereIsOne() throws {
-        let real = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("video") } ?? []
-        guard !real.isEmpty else {
-            print("skipped: no /dev/video* on this machine, so no real-camera smoke test")
-            return
-        }
+    /// The machine's own cameras.
+    static let realCameras = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
+        .filter { $0.hasPrefix("video") }.sorted().map { "/dev/" + $0 }
+
+    /// Smoke test of the defaults (the driver's first format, H.264): the machine's first
+    /// camera, or the emulated one where there is none.
+    @Test(.enabled(if: !realCameras.isEmpty || fakeV4L2Library != nil,
+                   "no /dev/video* and the emulated camera is not built (scripts/fake-v4l2 --build; scripts/test does it)"))
+    func aCameraSmokeTest() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let run = try reel(["record", "--source", "v4l2:/dev/\(real.sorted()[0])", "--duration", "2", "--codec", "h264", "--out", dir, "--json"])
+        let emulated = Self.realCameras.isEmpty
+        let args = ["record", "--source", "v4l2:" + (Self.realCameras.first ?? "/dev/video0"), "--duration", "2", "--codec", "h264",
+                    "--out", dir, "--name", "smoke", "--json"]
+        let run = emulated ? try reelWithCamera(args) : try reel(args)
         #expect(run.status == 0, "\(run.stderr)")
+        let s = try run.decode(RecordingSummary.self)
+        let clip = try #require(s.clips.first)
+        #expect(s.clips.count == 1 && s.stopReason == "completed" && s.framesCaptured > 0)
+        #expect(s.framesWritten + s.framesDropped == s.framesCaptured && s.framesWritten == clip.frames)
+        let probe = try probeFrames(clip.path)
+        #expect(probe.codec == "h264" && probe.width == clip.width && probe.height == clip.height)
+        let idx = try #require(probe.frameIndices)
+        #expect(idx.count == clip.frames)
+        if emulated {
+            // The emulated camera's frames carry their sequence numbers: in order, none twice.
+            #expect(s.framesCaptured == 60 && idx.first == 0 && idx == idx.sorted() && Set(idx).count == idx.count, "\(idx)")
+        }
     }
 }
