@@ -56,6 +56,31 @@ import ReelWriter
         #expect(try term.settings().snapshot == before.snapshot)
     }
 
+    @Test func aKeyForARatioTheSensorLacksSaysSoAndChangesNothing() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        // The 4032 sensor offers 4x3 and 3x4 only.
+        let term = try TerminalRun(["record", "--duration", "60", "--source", "synthetic:4032", "--codec", "prores:proxy", "--no-realtime",
+                                    "--plain", "--out", dir, "--name", "lack", "--json"])
+        defer { term.finish() }
+        _ = try #require(term.waitForProgress(60) { frames, _ in frames >= 3 }, "no progress line: \(term.screen)")
+        term.type("1")
+        let deadline = Date().addingTimeInterval(10)
+        while !term.screen.contains("reel: ratio 16x9 is not supported") && Date() < deadline { usleep(20_000) }
+        #expect(term.screen.suffix(2000).contains("reel: ratio 16x9 is not supported by the 4032x4032 sensor format (supported: 4x3, 3x4)"), "\(term.screen.suffix(300))")
+        let at = try #require(term.progress)
+        #expect(at.ratio == "4x3")
+        term.type("5")
+        _ = try #require(term.waitForProgress(20) { frames, ratio in ratio == "3x4" && frames >= at.frames + 2 }, "\(term.screen.suffix(300))")
+        term.type("q")
+        let end = term.waitForExit(60)
+        #expect(end.status == 0, "\(term.screen.suffix(300))")
+        let s = try JSONDecoder().decode(RecordingSummary.self, from: Data(term.stdout.utf8))
+        #expect(s.stopReason == "interrupted" && s.error == nil)
+        #expect(s.seams.map { "\($0.from.rawValue)>\($0.to.rawValue)" } == ["4x3>3x4"])
+        #expect(s.clips.map { "\($0.width)x\($0.height)" } == ["4032x3024", "3024x4032"])
+    }
+
     @Test func aSecondCtrlCQuitsAtOnceWith130AndPutsTheTerminalBack() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
