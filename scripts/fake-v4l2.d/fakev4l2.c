@@ -52,6 +52,9 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
@@ -81,6 +84,15 @@ struct file {
     int efd;            /* our own reference to the eventfd, for signalling */
     int signaled;       /* the eventfd's counter is non-zero */
     int prio;
+    /* Control events: what this file subscribed to, and the events waiting (one per control,
+       merged as the kernel merges them). `pfd` is readable while one waits: the poll, ppoll,
+       select and pselect below report that as POLLPRI (the exception set) on the device fd. */
+    int pfd, pri_signaled;
+    int subscribed[16];
+    uint32_t sub_flags[16];
+    uint32_t pending[16];
+    int order[16], npending;
+    uint32_t ev_sequence;
 };
 
 enum { CTRL_USER_CLASS, CTRL_BRIGHTNESS, CTRL_CONTRAST, CTRL_CAMERA_CLASS, CTRL_EXPOSURE_AUTO, CTRL_EXPOSURE_ABSOLUTE, NCTRLS };
@@ -130,6 +142,10 @@ static int (*real_close)(int);
 static int (*real_ioctl)(int, unsigned long, ...);
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static ssize_t (*real_read)(int, void *, size_t);
+static int (*real_poll)(struct pollfd *, nfds_t, int);
+static int (*real_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+static int (*real_select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+static int (*real_pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
 static int (*real_dup)(int);
 static int (*real_dup2)(int, int);
 static int (*real_dup3)(int, int, int);
@@ -150,6 +166,10 @@ static void configure_once(void) {
     real_ioctl = dlsym(RTLD_NEXT, "ioctl");
     real_mmap = dlsym(RTLD_NEXT, "mmap");
     real_read = dlsym(RTLD_NEXT, "read");
+    real_poll = dlsym(RTLD_NEXT, "poll");
+    real_ppoll = dlsym(RTLD_NEXT, "ppoll");
+    real_select = dlsym(RTLD_NEXT, "select");
+    real_pselect = dlsym(RTLD_NEXT, "pselect");
     real_dup = dlsym(RTLD_NEXT, "dup");
     real_dup2 = dlsym(RTLD_NEXT, "dup2");
     real_dup3 = dlsym(RTLD_NEXT, "dup3");
@@ -226,6 +246,16 @@ static void signal_file(struct file *f, int want) {
     } else if (!want && f->signaled) {
         uint64_t v;
         if (real_read(f->efd, &v, 8) == 8) f->signaled = 0;
+    }
+}
+
+static void signal_pri(struct file *f, int want) {
+    if (want && !f->pri_signaled) {
+        uint64_t one = 1;
+        if (write(f->pfd, &one, 8) == 8) f->pri_signaled = 1;
+    } else if (!want && f->pri_signaled) {
+        uint64_t v;
+        if (real_read(f->pfd, &v, 8) == 8) f->pri_signaled = 0;
     }
 }
 
@@ -376,12 +406,14 @@ static int fake_open(const char *path, int flags) {
     if (fd >= MAX_FDS) { real_close(fd); errno = EMFILE; return -1; }
     int efd = hide_fd(real_fcntl(fd, F_DUPFD_CLOEXEC, 0));
     if (efd < 0) { int e = errno; real_close(fd); errno = e; return -1; }
+    int pfd = hide_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (pfd < 0) { int e = errno; real_close(fd); real_close(efd); errno = e; return -1; }
     pthread_mutex_lock(&global);
     struct file *f = NULL;
     for (int i = 0; i < MAX_FILES; i++) if (!files[i].used) { f = &files[i]; break; }
-    if (!f) { pthread_mutex_unlock(&global); real_close(fd); real_close(efd); errno = EMFILE; return -1; }
+    if (!f) { pthread_mutex_unlock(&global); real_close(fd); real_close(efd); real_close(pfd); errno = EMFILE; return -1; }
     memset(f, 0, sizeof *f);
-    f->used = 1; f->refs = 1; f->dev = &devs[n]; f->efd = efd; f->prio = V4L2_PRIORITY_DEFAULT;
+    f->used = 1; f->refs = 1; f->dev = &devs[n]; f->efd = efd; f->pfd = pfd; f->prio = V4L2_PRIORITY_DEFAULT;
     fdmap[fd] = f;
     pthread_mutex_unlock(&global);
     pthread_mutex_lock(&devs[n].lock);
@@ -434,6 +466,7 @@ static void release_file(struct file *f) {
     d->prio_count[f->prio]--;
     pthread_mutex_unlock(&d->lock);
     real_close(f->efd);
+    real_close(f->pfd);
     pthread_mutex_lock(&global);
     f->used = 0;
     pthread_mutex_unlock(&global);
@@ -698,6 +731,7 @@ static int handled(unsigned long req) {
     case VIDIOC_G_EXT_CTRLS: case VIDIOC_S_EXT_CTRLS: case VIDIOC_TRY_EXT_CTRLS:
     case VIDIOC_REQBUFS: case VIDIOC_CREATE_BUFS: case VIDIOC_QUERYBUF: case VIDIOC_QBUF: case VIDIOC_DQBUF:
     case VIDIOC_STREAMON: case VIDIOC_STREAMOFF:
+    case VIDIOC_SUBSCRIBE_EVENT: case VIDIOC_UNSUBSCRIBE_EVENT: case VIDIOC_DQEVENT:
         return 1;
     }
     return 0;
@@ -754,12 +788,106 @@ static int validate(int i, int32_t *v) {
     return 0;
 }
 
+/* ---- control events (d->lock held) ---- */
+
+_Static_assert(NCTRLS <= 16, "struct file holds 16 controls' events");
+
+static void queue_event(struct file *f, int i, uint32_t changes) {
+    if (!f->subscribed[i]) return;
+    if (!f->pending[i]) f->order[f->npending++] = i;
+    f->pending[i] |= changes;
+    signal_pri(f, 1);
+}
+
+/* After `setter` changed controls: an event for every subscriber (the setter itself only
+   with V4L2_EVENT_SUB_FL_ALLOW_FEEDBACK), as the control framework sends them. */
+static void controls_changed(struct device *d, struct file *setter, const int32_t *before, uint32_t flags_before) {
+    uint32_t flags_after = control_flags(d, CTRL_EXPOSURE_ABSOLUTE);
+    pthread_mutex_lock(&global);
+    pthread_mutex_lock(&d->lock);
+    for (int k = 0; k < MAX_FILES; k++) {
+        struct file *f = &files[k];
+        if (!f->used || f->dev != d) continue;
+        for (int i = 0; i < NCTRLS; i++) {
+            if (f == setter && !(f->sub_flags[i] & V4L2_EVENT_SUB_FL_ALLOW_FEEDBACK)) continue;
+            uint32_t changes = 0;
+            if (before[i] != d->ctrl[i]) changes |= V4L2_EVENT_CTRL_CH_VALUE;
+            if (i == CTRL_EXPOSURE_ABSOLUTE && flags_before != flags_after) changes |= V4L2_EVENT_CTRL_CH_FLAGS;
+            if (changes) queue_event(f, i, changes);
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&global);
+}
+
+static int subscribe(struct file *f, struct v4l2_event_subscription *sub, int on) {
+    struct device *d = f->dev;
+    if (!on && sub->type == V4L2_EVENT_ALL) {
+        pthread_mutex_lock(&d->lock);
+        memset(f->subscribed, 0, sizeof f->subscribed);
+        memset(f->pending, 0, sizeof f->pending);
+        f->npending = 0;
+        signal_pri(f, 0);
+        pthread_mutex_unlock(&d->lock);
+        return 0;
+    }
+    if (sub->type != V4L2_EVENT_CTRL) return on ? EINVAL : 0;   /* uvcvideo has control events only */
+    int i;
+    if (!control_at(sub->id, &i)) return on ? EINVAL : 0;
+    pthread_mutex_lock(&d->lock);
+    if (on) {
+        if (!f->subscribed[i]) {
+            f->subscribed[i] = 1;
+            f->sub_flags[i] = sub->flags;
+            if ((sub->flags & V4L2_EVENT_SUB_FL_SEND_INITIAL) && controls[i].type != V4L2_CTRL_TYPE_CTRL_CLASS)
+                queue_event(f, i, V4L2_EVENT_CTRL_CH_VALUE | V4L2_EVENT_CTRL_CH_FLAGS);
+        }
+    } else if (f->subscribed[i]) {
+        f->subscribed[i] = 0;
+        if (f->pending[i]) {
+            f->pending[i] = 0;
+            int n = 0;
+            for (int k = 0; k < f->npending; k++) if (f->order[k] != i) f->order[n++] = f->order[k];
+            f->npending = n;
+        }
+        signal_pri(f, f->npending > 0);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return 0;
+}
+
+static int dequeue_event(struct file *f, struct v4l2_event *ev) {
+    struct device *d = f->dev;
+    pthread_mutex_lock(&d->lock);
+    if (f->npending == 0) { pthread_mutex_unlock(&d->lock); return ENOENT; }
+    int i = f->order[0];
+    memmove(f->order, f->order + 1, sizeof f->order[0] * (size_t)(--f->npending));
+    uint32_t changes = f->pending[i];
+    f->pending[i] = 0;
+    const struct control *c = &controls[i];
+    memset(ev, 0, sizeof *ev);
+    ev->type = V4L2_EVENT_CTRL;
+    ev->id = c->id;
+    ev->u.ctrl.changes = changes;
+    ev->u.ctrl.type = c->type;
+    ev->u.ctrl.value = d->ctrl[i];
+    ev->u.ctrl.flags = control_flags(d, i);
+    ev->u.ctrl.minimum = c->min; ev->u.ctrl.maximum = c->max; ev->u.ctrl.step = c->step; ev->u.ctrl.default_value = c->def;
+    ev->pending = (uint32_t)f->npending;
+    ev->sequence = f->ev_sequence++;
+    clock_gettime(CLOCK_MONOTONIC, &ev->timestamp);
+    signal_pri(f, f->npending > 0);
+    pthread_mutex_unlock(&d->lock);
+    return 0;
+}
+
 static int class_has_controls(uint32_t which) {
     for (int i = 0; i < NCTRLS; i++) if (V4L2_CTRL_ID2WHICH(controls[i].id) == which) return 1;
     return 0;
 }
 
-static int ext_controls(struct device *d, unsigned long req, struct v4l2_ext_controls *cs) {
+static int ext_controls(struct file *fh, unsigned long req, struct v4l2_ext_controls *cs) {
+    struct device *d = fh->dev;
     int get = req == VIDIOC_G_EXT_CTRLS, set = req == VIDIOC_S_EXT_CTRLS;
     uint32_t which = cs->which;
     cs->error_idx = cs->count;
@@ -786,10 +914,14 @@ static int ext_controls(struct device *d, unsigned long req, struct v4l2_ext_con
             cs->controls[k].value = which == V4L2_CTRL_WHICH_DEF_VAL ? controls[idx[k]].def : d->ctrl[idx[k]];
         return 0;
     }
+    int32_t before[NCTRLS];
+    memcpy(before, d->ctrl, sizeof before);
+    uint32_t flags_before = control_flags(d, CTRL_EXPOSURE_ABSOLUTE);
     for (uint32_t k = 0; k < cs->count; k++) {
         cs->controls[k].value = vals[k];
         if (set) d->ctrl[idx[k]] = vals[k];
     }
+    if (set) controls_changed(d, fh, before, flags_before);
     return 0;
 }
 
@@ -1016,13 +1148,22 @@ static int fake_ioctl(struct file *fh, unsigned long req, void *arg) {
         int32_t v = c->value;
         int e = validate(i, &v);
         if (e) return e;
+        int32_t before[NCTRLS];
+        memcpy(before, d->ctrl, sizeof before);
+        uint32_t flags_before = control_flags(d, CTRL_EXPOSURE_ABSOLUTE);
         d->ctrl[i] = v; c->value = v;
+        controls_changed(d, fh, before, flags_before);
         return 0;
     }
     case VIDIOC_G_EXT_CTRLS:
     case VIDIOC_S_EXT_CTRLS:
     case VIDIOC_TRY_EXT_CTRLS:
-        return ext_controls(d, req, arg);
+        return ext_controls(fh, req, arg);
+    case VIDIOC_SUBSCRIBE_EVENT:
+    case VIDIOC_UNSUBSCRIBE_EVENT:
+        return subscribe(fh, arg, req == VIDIOC_SUBSCRIBE_EVENT);
+    case VIDIOC_DQEVENT:
+        return dequeue_event(fh, arg);
     case VIDIOC_REQBUFS: {
         struct v4l2_requestbuffers *r = arg;
         if (r->type != V4L2_BUF_TYPE_VIDEO_CAPTURE || r->memory != V4L2_MEMORY_MMAP) return EINVAL;
@@ -1128,7 +1269,7 @@ static int fake_ioctl(struct file *fh, unsigned long req, void *arg) {
         return 0;
     default:
         /* Not implemented by uvcvideo either: standards, DV timings, tuners, audio, overlay,
-           selection, JPEG compression, LOG_STATUS, EXPBUF (no DMABUF), events. */
+           selection, JPEG compression, LOG_STATUS, EXPBUF (no DMABUF). */
         return ENOTTY;
     }
 }
@@ -1172,4 +1313,109 @@ ssize_t read(int fd, void *buf, size_t n) {
     configure();
     if (file_for(fd)) { errno = EINVAL; return -1; }   /* no read() I/O: streaming only, as uvcvideo */
     return real_read(fd, buf, n);
+}
+
+/* ---- waiting: POLLPRI (a control event waits) on the device fd ----
+   The device fd is an eventfd, which never reports POLLPRI by itself. When a poll, ppoll,
+   select or pselect asks for POLLPRI (or the exception set) on a device fd, the file's event
+   eventfd is polled beside it and reported as that fd's POLLPRI. Everything else goes
+   straight to the kernel. (epoll does not see control events.) */
+
+static int wait_translated(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, int *translated) {
+    nfds_t extra = 0;
+    for (nfds_t i = 0; i < n; i++) if ((fds[i].events & POLLPRI) && file_for(fds[i].fd)) extra++;
+    *translated = extra > 0;
+    if (!extra) return 0;
+    struct pollfd *all = malloc(sizeof *all * (n + extra));
+    nfds_t *from = malloc(sizeof *from * extra);
+    if (!all || !from) { free(all); free(from); errno = ENOMEM; return -1; }
+    memcpy(all, fds, sizeof *all * n);
+    nfds_t k = 0;
+    for (nfds_t i = 0; i < n; i++) {
+        struct file *f = (fds[i].events & POLLPRI) ? file_for(fds[i].fd) : NULL;
+        if (!f) continue;
+        all[n + k] = (struct pollfd){ .fd = f->pfd, .events = POLLIN };
+        from[k++] = i;
+    }
+    int r = real_ppoll(all, n + extra, ts, mask);
+    if (r >= 0) {
+        for (nfds_t i = 0; i < n; i++) fds[i].revents = all[i].revents;
+        for (nfds_t j = 0; j < extra; j++) if (all[n + j].revents & POLLIN) fds[from[j]].revents |= POLLPRI;
+        r = 0;
+        for (nfds_t i = 0; i < n; i++) if (fds[i].revents) r++;
+    }
+    int e = errno;
+    free(all); free(from);
+    errno = e;
+    return r;
+}
+
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
+    configure();
+    int translated;
+    int r = wait_translated(fds, n, ts, mask, &translated);
+    return translated ? r : real_ppoll(fds, n, ts, mask);
+}
+
+int poll(struct pollfd *fds, nfds_t n, int timeout) {
+    configure();
+    struct timespec ts = { timeout / 1000, (long)(timeout % 1000) * 1000000L };
+    int translated;
+    int r = wait_translated(fds, n, timeout < 0 ? NULL : &ts, NULL, &translated);
+    return translated ? r : real_poll(fds, n, timeout);
+}
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len) { return poll(fds, n, timeout); }
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, size_t len) { return ppoll(fds, n, ts, mask); }
+
+/* select through ppoll, when an exception set names a device fd; -2: not translated. */
+static int select_translated(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts, const sigset_t *mask) {
+    int ours = 0;
+    for (int fd = 0; x && fd < nfds && fd < FD_SETSIZE; fd++) if (FD_ISSET(fd, x) && file_for(fd)) ours = 1;
+    if (!ours) return -2;
+    struct pollfd *fds = calloc((size_t)nfds, sizeof *fds);
+    if (!fds) { errno = ENOMEM; return -1; }
+    nfds_t n = 0;
+    for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
+        short ev = (short)((r && FD_ISSET(fd, r) ? POLLIN : 0) | (w && FD_ISSET(fd, w) ? POLLOUT : 0) | (x && FD_ISSET(fd, x) ? POLLPRI : 0));
+        if (ev) fds[n++] = (struct pollfd){ .fd = fd, .events = ev };
+    }
+    int translated;
+    int got = wait_translated(fds, n, ts, mask, &translated);
+    if (got < 0) { int e = errno; free(fds); errno = e; return -1; }
+    int count = 0;
+    if (r) FD_ZERO(r);
+    if (w) FD_ZERO(w);
+    if (x) FD_ZERO(x);
+    for (nfds_t i = 0; i < n; i++) {
+        short re = fds[i].revents;
+        if (re & POLLNVAL) { free(fds); errno = EBADF; return -1; }
+        if (r && (fds[i].events & POLLIN) && (re & (POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR))) { FD_SET(fds[i].fd, r); count++; }
+        if (w && (fds[i].events & POLLOUT) && (re & (POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR))) { FD_SET(fds[i].fd, w); count++; }
+        if (x && (fds[i].events & POLLPRI) && (re & POLLPRI)) { FD_SET(fds[i].fd, x); count++; }
+    }
+    free(fds);
+    return count;
+}
+
+int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv) {
+    configure();
+    struct timespec ts, start, end;
+    if (tv) { ts.tv_sec = tv->tv_sec; ts.tv_nsec = tv->tv_usec * 1000L; }
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int got = select_translated(nfds, r, w, x, tv ? &ts : NULL, NULL);
+    if (got == -2) return real_select(nfds, r, w, x, tv);
+    if (tv) {   /* Linux's select leaves the time not slept in *tv */
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        long long left = (long long)tv->tv_sec * 1000000 + tv->tv_usec
+                       - ((long long)(end.tv_sec - start.tv_sec) * 1000000 + (end.tv_nsec - start.tv_nsec) / 1000);
+        if (left < 0) left = 0;
+        tv->tv_sec = left / 1000000; tv->tv_usec = left % 1000000;
+    }
+    return got;
+}
+
+int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts, const sigset_t *mask) {
+    configure();
+    int got = select_translated(nfds, r, w, x, ts, mask);
+    return got == -2 ? real_pselect(nfds, r, w, x, ts, mask) : got;
 }
