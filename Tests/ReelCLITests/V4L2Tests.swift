@@ -200,7 +200,10 @@ let haveGStreamer = installedTool("gst-launch-1.0") != nil
     /// The device fd behaves as the kernel's: fstat says char device 81:0; dup, dup2 and
     /// F_DUPFD share the open file (and its buffer queue, which another open cannot take:
     /// EBUSY); the queue is released with the last descriptor; read() is refused (EINVAL: no
-    /// read I/O is advertised). Driven from Python's os/fcntl modules (plain libc calls).
+    /// read I/O is advertised); access() and the old __xstat find the node; a control event
+    /// (the initial one, then one when another open file sets the control) is POLLPRI for
+    /// poll and the exception set for select. Driven from Python's os/fcntl/select modules
+    /// (plain libc calls).
     @Test(.enabled(if: installedTool("python3") != nil, "python3 is not installed"))
     func theDeviceFdIsSharedByDupAndReleasedByItsLastClose() throws {
         let dir = temporaryDirectory()
@@ -240,6 +243,28 @@ fcntl.ioctl(other, REQBUFS, bytearray(struct.pack("IIIIB3x", 2, 1, 1, 0, 0)))
 assert fails(lambda: card(c), errno.EBADF)
 i = bytearray(b"\xff" * 4); fcntl.ioctl(other, G_INPUT, i); assert i == bytearray(4)
 assert fails(lambda: os.open("/dev/video1", os.O_RDWR), errno.ENOENT)
+# The node is found by access() and by the pre-2.33 glibc entry points (old binaries).
+import select, ctypes
+assert os.access("/dev/video0", os.R_OK | os.W_OK)
+buf = ctypes.create_string_buffer(144)
+assert ctypes.CDLL(None).__xstat(1, b"/dev/video0", buf) == 0
+assert stat.S_ISCHR(struct.unpack_from("I", buf.raw, 24)[0]) and os.major(struct.unpack_from("Q", buf.raw, 40)[0]) == 81
+# Control events: POLLPRI for poll, the exception set for select.
+SUB = 0x4020565a; DQ = 0x80885659; SCTRL = 0xc008561c; BRIGHTNESS = 0x00980900
+watcher = os.open("/dev/video0", os.O_RDWR | os.O_NONBLOCK)
+p = select.poll(); p.register(watcher, select.POLLPRI)
+assert p.poll(0) == []
+fcntl.ioctl(watcher, SUB, bytearray(struct.pack("III20x", 3, BRIGHTNESS, 1)))   # V4L2_EVENT_CTRL, SEND_INITIAL
+assert select.select([], [], [watcher], 1)[2] == [watcher]
+ev = bytearray(136); fcntl.ioctl(watcher, DQ, ev)
+assert struct.unpack_from("I", ev, 0)[0] == 3 and struct.unpack_from("I", ev, 96)[0] == BRIGHTNESS and struct.unpack_from("i", ev, 16)[0] == 0
+assert p.poll(0) == []
+fcntl.ioctl(other, SCTRL, bytearray(struct.pack("Ii", BRIGHTNESS, 7)))          # another open file changes it
+assert p.poll(1000) == [(watcher, select.POLLPRI)]
+fcntl.ioctl(watcher, DQ, ev)
+assert struct.unpack_from("I", ev, 8)[0] & 1 and struct.unpack_from("i", ev, 16)[0] == 7   # V4L2_EVENT_CTRL_CH_VALUE, the new value
+assert fails(lambda: fcntl.ioctl(watcher, DQ, ev), errno.ENOENT)
+os.close(watcher)
 os.close(other)
 print("ok")
 """#
