@@ -23,7 +23,7 @@ func installedTool(_ name: String) -> String? {
 }
 
 /// Runs an installed program with the emulated camera preloaded, bounded by `timeout(1)`.
-func toolWithCamera(_ name: String, _ args: [String], faults: String = "", seconds: Int = 120) throws -> Run {
+func toolWithCamera(_ name: String, _ args: [String], faults: String = "", environment: [String: String] = [:], seconds: Int = 120) throws -> Run {
     guard let lib = fakeV4L2Library else { throw ProbeFailed(message: "the fake V4L2 library is not built: run scripts/fake-v4l2 --build") }
     guard let path = installedTool(name) else { throw ProbeFailed(message: "\(name) is not installed (scripts/setup installs it)") }
     let p = Process()
@@ -32,6 +32,7 @@ func toolWithCamera(_ name: String, _ args: [String], faults: String = "", secon
     var env = ProcessInfo.processInfo.environment
     env["LD_PRELOAD"] = lib
     env["FAKE_V4L2"] = faults
+    for (k, v) in environment { env[k] = v }
     p.environment = env
     // Output to files: nothing can block on a full pipe, whatever the program prints.
     let dir = temporaryDirectory("reel-tool")
@@ -192,6 +193,10 @@ let haveGStreamer = installedTool("gst-launch-1.0") != nil
                 "\(set.stdout) \(set.stderr)")
         let bad = try toolWithCamera("v4l2-ctl", ["-d", "/dev/video0", "-c", "auto_exposure=2"])
         #expect(bad.status != 0 && bad.stderr.contains("Invalid argument"), "\(bad.stderr)")
+        // Through libv4l2 (-w), which calls the kernel with syscall(2) and adds converted formats.
+        let wrapped = try toolWithCamera("v4l2-ctl", ["-w", "-d", "/dev/video0", "--all", "--list-formats"])
+        #expect(wrapped.status == 0 && wrapped.stdout.contains("Driver Info (using libv4l2):") && wrapped.stdout.contains("'YU12' (YU12, emulated)"),
+                "\(wrapped.stdout) \(wrapped.stderr)")
         // S_PARM settles on an offered rate.
         let parm = try toolWithCamera("v4l2-ctl", ["-d", "/dev/video0", "-p", "14", "-P"])
         #expect(parm.status == 0 && parm.stdout.contains("Frames per second: 15.000 (15/1)"), "\(parm.stdout)")
@@ -318,15 +323,19 @@ print("ok")
         }
     }
 
-    /// GStreamer's v4l2src records the emulated camera too (the benchmark's pipeline).
-    @Test(.enabled(if: haveGStreamer, "GStreamer is not installed (scripts/setup gstreamer1.0-tools gstreamer1.0-plugins-good)"))
-    func gstreamerRecordsTheEmulatedCamera() throws {
+    /// GStreamer's v4l2src records the emulated camera too (the benchmark's pipeline), on its
+    /// own and through libv4l2 (which converts YUYV to I420 itself).
+    @Test(.enabled(if: haveGStreamer, "GStreamer is not installed (scripts/setup gstreamer1.0-tools gstreamer1.0-plugins-good)"),
+          arguments: [false, true])
+    func gstreamerRecordsTheEmulatedCamera(libv4l2: Bool) throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let out = dir + "/gst.y4m"
-        let run = try toolWithCamera("gst-launch-1.0", ["-q", "v4l2src", "device=/dev/video0", "num-buffers=60", "!",
-                                                        "video/x-raw,format=YUY2,width=1280,height=720", "!", "videoconvert", "!",
-                                                        "video/x-raw,format=I420", "!", "y4menc", "!", "filesink", "location=\(out)"])
+        let caps = libv4l2 ? ["video/x-raw,format=I420,width=1280,height=720"]
+                           : ["video/x-raw,format=YUY2,width=1280,height=720", "!", "videoconvert", "!", "video/x-raw,format=I420"]
+        let run = try toolWithCamera("gst-launch-1.0", ["-q", "v4l2src", "device=/dev/video0", "num-buffers=60", "!"] + caps
+                                                        + ["!", "y4menc", "!", "filesink", "location=\(out)"],
+                                     environment: ["GST_V4L2_USE_LIBV4L2": libv4l2 ? "1" : "0"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try probeFrames(out).frameIndices == Array(0..<60))
     }

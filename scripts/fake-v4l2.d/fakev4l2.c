@@ -16,11 +16,12 @@
  *     G/S_CTRL, G/S/TRY_EXT_CTRLS (brightness, contrast, exposure_auto, exposure_absolute and
  *     their class controls), REQBUFS, CREATE_BUFS, QUERYBUF, QBUF, DQBUF, STREAMON,
  *     STREAMOFF; the queue belongs to the open file that allocated buffers (others: EBUSY).
+ *     SUBSCRIBE_EVENT/UNSUBSCRIBE_EVENT/DQEVENT (control events).
  *     Everything else fails with ENOTTY, as on uvcvideo: ENUMSTD/G_STD/S_STD/QUERYSTD
- *     (a camera input has no TV standard), LOG_STATUS, EXPBUF (no DMABUF in userspace),
- *     SUBSCRIBE_EVENT (an eventfd cannot raise POLLPRI, so no events).
+ *     (a camera input has no TV standard), LOG_STATUS, EXPBUF (no DMABUF in userspace).
  *   poll/select/epoll work natively: the fd is an eventfd, readable while a buffer is done
- *     (or the device is gone).
+ *     (or the device is gone); a pending control event is POLLPRI for poll/ppoll/select/pselect
+ *   syscall(2) with the numbers above: libv4l2 and libv4lconvert call the kernel that way
  *
  * Formats: YUYV and NV12 at 1280x720, 640x480 and 1080x1080, MJPEG at 1280x720 (encoded with
  * libavcodec), at fps and fps/2 (when whole). Each frame carries the same frame-index barcode
@@ -56,6 +57,7 @@
 #include <signal.h>
 #include <sys/select.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -158,6 +160,7 @@ static int (*real_statx)(int, const char *, int, unsigned, struct statx *);
 static int (*real_access)(const char *, int);
 static int (*real_faccessat)(int, const char *, int, int);
 static FILE *(*real_fopen)(const char *, const char *);
+static long (*real_syscall)(long, ...);
 
 static void configure_once(void) {
     real_open = dlsym(RTLD_NEXT, "open");
@@ -182,6 +185,7 @@ static void configure_once(void) {
     real_access = dlsym(RTLD_NEXT, "access");
     real_faccessat = dlsym(RTLD_NEXT, "faccessat");
     real_fopen = dlsym(RTLD_NEXT, "fopen");
+    real_syscall = dlsym(RTLD_NEXT, "syscall");
     const char *env = getenv("FAKE_V4L2");
     if (env) {
         char *copy = strdup(env), *save = NULL;
@@ -1418,4 +1422,60 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts
     configure();
     int got = select_translated(nfds, r, w, x, ts, mask);
     return got == -2 ? real_pselect(nfds, r, w, x, ts, mask) : got;
+}
+
+/* ---- syscall(2): libv4l2 (v4l2_open, v4l2_ioctl, ...) and libv4lconvert call the kernel
+   through syscall(SYS_openat, ...) rather than the libc wrappers; the device calls among them
+   are answered as above, everything else goes to the kernel. ---- */
+
+static long result(long r, int e) { if (r < 0) { errno = e; return -1; } return r; }
+
+long syscall(long n, ...) {
+    configure();
+    va_list ap;
+    va_start(ap, n);
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+    long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+    va_end(ap);
+    switch (n) {
+    case SYS_openat: {
+        int r = fake_open((const char *)b, (int)c);
+        if (r != -2) return r;
+        break;
+    }
+    case SYS_open: {
+        int r = fake_open((const char *)a, (int)b);
+        if (r != -2) return r;
+        break;
+    }
+    case SYS_close:
+        return close((int)a);
+    case SYS_ioctl: {
+        struct file *fh = file_for((int)a);
+        if (!fh) break;
+        int err = fake_ioctl(fh, (unsigned long)b, (void *)c);
+        return result(err ? -1 : 0, err);
+    }
+    case SYS_read:
+        if (file_for((int)a)) return result(-1, EINVAL);
+        break;
+    case SYS_mmap:
+        if (file_for((int)e)) return (long)mmap((void *)a, (size_t)b, (int)c, (int)d, (int)e, (off_t)f);
+        break;
+    case SYS_dup:
+        return dup((int)a);
+    case SYS_dup2:
+        return dup2((int)a, (int)b);
+    case SYS_dup3:
+        return dup3((int)a, (int)b, (int)c);
+    case SYS_fcntl:
+        return fcntl((int)a, (int)b, (void *)c);
+    case SYS_fstat:
+        return fstat((int)a, (struct stat *)b);
+    case SYS_newfstatat:
+        return fstatat((int)a, (const char *)b, (struct stat *)c, (int)d);
+    case SYS_statx:
+        return statx((int)a, (const char *)b, (int)c, (unsigned)d, (struct statx *)e);
+    }
+    return real_syscall(n, a, b, c, d, e, f);
 }
