@@ -448,7 +448,7 @@ static void free_buffers(struct device *d) {
     for (uint32_t i = 0; i < d->nbufs; i++) {
         struct buffer *b = &d->bufs[i];
         if (b->mem) munmap(b->mem, b->length);
-        if (b->memfd >= 0) real_close(b->memfd);
+        if (b->memfd > 0) real_close(b->memfd);   /* -1: never made */
         memset(b, 0, sizeof *b);
     }
     d->nbufs = 0;
@@ -931,21 +931,22 @@ static int ext_controls(struct file *fh, unsigned long req, struct v4l2_ext_cont
 
 /* ---- buffers ---- */
 
+/* Adds n buffers; on failure the ones made so far stay counted (free_buffers frees them). */
 static int allocate(struct device *d, uint32_t n, size_t len) {
-    for (uint32_t i = d->nbufs; i < d->nbufs + n; i++) {
+    for (uint32_t end = d->nbufs + n; d->nbufs < end; d->nbufs++) {
+        uint32_t i = d->nbufs;
         struct buffer *b = &d->bufs[i];
         memset(b, 0, sizeof *b);
         b->memfd = hide_fd(memfd_create("fakev4l2-buffer", MFD_CLOEXEC));
-        if (b->memfd < 0 || ftruncate(b->memfd, (off_t)len) < 0) return errno ? errno : ENOMEM;
+        if (b->memfd < 0 || ftruncate(b->memfd, (off_t)len) < 0) { d->nbufs++; return errno ? errno : ENOMEM; }
         b->mem = real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->memfd, 0);
-        if (b->mem == MAP_FAILED) { b->mem = NULL; return ENOMEM; }
+        if (b->mem == MAP_FAILED) { b->mem = NULL; d->nbufs++; return ENOMEM; }
         b->length = len;
         b->info.index = i; b->info.type = V4L2_BUF_TYPE_VIDEO_CAPTURE; b->info.memory = V4L2_MEMORY_MMAP;
         b->info.length = (uint32_t)len; b->info.m.offset = i * (uint32_t)len;   /* the cookie mmap takes */
         b->info.field = V4L2_FIELD_NONE;
         b->info.flags = V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC | V4L2_BUF_FLAG_TSTAMP_SRC_SOE;
     }
-    d->nbufs += n;
     return 0;
 }
 
