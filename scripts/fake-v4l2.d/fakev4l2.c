@@ -20,7 +20,8 @@
  *     Everything else fails with ENOTTY, as on uvcvideo: ENUMSTD/G_STD/S_STD/QUERYSTD
  *     (a camera input has no TV standard), LOG_STATUS, EXPBUF (no DMABUF in userspace).
  *   poll/select/epoll work natively: the fd is an eventfd, readable while a buffer is done
- *     (or the device is gone); a pending control event is POLLPRI for poll/ppoll/select/pselect
+ *     (or the device is gone); a pending control event is POLLPRI for poll/ppoll/select/
+ *     pselect/epoll
  *   syscall(2) with the numbers above: libv4l2 and libv4lconvert call the kernel that way
  *
  * Formats: YUYV and NV12 at 1280x720, 640x480 and 1080x1080, MJPEG at 1280x720 (encoded with
@@ -56,6 +57,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/select.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -88,7 +90,7 @@ struct file {
     int prio;
     /* Control events: what this file subscribed to, and the events waiting (one per control,
        merged as the kernel merges them). `pfd` is readable while one waits: the poll, ppoll,
-       select and pselect below report that as POLLPRI (the exception set) on the device fd. */
+       select, pselect and epoll below report that as POLLPRI on the device fd. */
     int pfd, pri_signaled;
     int subscribed[16];
     uint32_t sub_flags[16];
@@ -161,6 +163,8 @@ static int (*real_access)(const char *, int);
 static int (*real_faccessat)(int, const char *, int, int);
 static FILE *(*real_fopen)(const char *, const char *);
 static long (*real_syscall)(long, ...);
+static int (*real_epoll_ctl)(int, int, int, struct epoll_event *);
+static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 
 static void configure_once(void) {
     real_open = dlsym(RTLD_NEXT, "open");
@@ -186,6 +190,8 @@ static void configure_once(void) {
     real_faccessat = dlsym(RTLD_NEXT, "faccessat");
     real_fopen = dlsym(RTLD_NEXT, "fopen");
     real_syscall = dlsym(RTLD_NEXT, "syscall");
+    real_epoll_ctl = dlsym(RTLD_NEXT, "epoll_ctl");
+    real_epoll_pwait = dlsym(RTLD_NEXT, "epoll_pwait");
     const char *env = getenv("FAKE_V4L2");
     if (env) {
         char *copy = strdup(env), *save = NULL;
@@ -1324,7 +1330,9 @@ ssize_t read(int fd, void *buf, size_t n) {
    The device fd is an eventfd, which never reports POLLPRI by itself. When a poll, ppoll,
    select or pselect asks for POLLPRI (or the exception set) on a device fd, the file's event
    eventfd is polled beside it and reported as that fd's POLLPRI. Everything else goes
-   straight to the kernel. (epoll does not see control events.) */
+   straight to the kernel. epoll likewise: a device fd registered for EPOLLPRI brings the
+   event eventfd into the same epoll set, under a marker that epoll_wait turns back into
+   EPOLLPRI with the program's own data. */
 
 static int wait_translated(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, int *translated) {
     nfds_t extra = 0;
@@ -1479,4 +1487,71 @@ long syscall(long n, ...) {
         return statx((int)a, (const char *)b, (int)c, (unsigned)d, (struct statx *)e);
     }
     return real_syscall(n, a, b, c, d, e, f);
+}
+
+/* An epoll registration of a device fd with EPOLLPRI: its event eventfd is in the set too,
+   with data pointing here. */
+struct epoll_pri { int used, epfd, fd, pfd; epoll_data_t data; };
+static struct epoll_pri epoll_pris[64];
+
+static struct epoll_pri *epoll_pri_find(int epfd, int fd) {
+    for (int i = 0; i < 64; i++) if (epoll_pris[i].used && epoll_pris[i].epfd == epfd && epoll_pris[i].fd == fd) return &epoll_pris[i];
+    return NULL;
+}
+
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
+    configure();
+    int r = real_epoll_ctl(epfd, op, fd, ev);
+    struct file *f = file_for(fd);
+    if (r < 0 || !f) return r;
+    pthread_mutex_lock(&global);
+    struct epoll_pri *p = epoll_pri_find(epfd, fd);
+    int want = op != EPOLL_CTL_DEL && ev && (ev->events & EPOLLPRI);
+    if (want) {
+        if (!p) for (int i = 0; i < 64 && !p; i++) if (!epoll_pris[i].used) p = &epoll_pris[i];
+        if (p) {
+            int had = p->used && p->pfd == f->pfd;
+            p->used = 1; p->epfd = epfd; p->fd = fd; p->pfd = f->pfd; p->data = ev->data;
+            struct epoll_event mine = { .events = EPOLLIN | (ev->events & EPOLLET), .data.ptr = p };
+            if (real_epoll_ctl(epfd, had ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, f->pfd, &mine) < 0 && errno == EEXIST)
+                real_epoll_ctl(epfd, EPOLL_CTL_MOD, f->pfd, &mine);
+        }
+    } else if (p) {
+        real_epoll_ctl(epfd, EPOLL_CTL_DEL, p->pfd, NULL);
+        p->used = 0;
+    }
+    pthread_mutex_unlock(&global);
+    return r;
+}
+
+static int is_marker(const struct epoll_event *e) {
+    const struct epoll_pri *p = e->data.ptr;
+    return p >= epoll_pris && p < epoll_pris + 64;
+}
+
+/* Turns the marker entries back into EPOLLPRI on the program's registration: merged into
+   its entry when that came too, else in the marker's place. */
+static int epoll_translate(struct epoll_event *evs, int n) {
+    if (n <= 0) return n;
+    for (int i = 0; i < n; i++) {
+        if (!is_marker(&evs[i])) continue;
+        struct epoll_pri *p = evs[i].data.ptr;
+        int merged = 0;
+        for (int k = 0; k < n; k++)
+            if (!is_marker(&evs[k]) && evs[k].events && evs[k].data.u64 == p->data.u64) { evs[k].events |= EPOLLPRI; merged = 1; }
+        evs[i].data = p->data;                     /* no longer a marker */
+        evs[i].events = merged ? 0 : EPOLLPRI;     /* 0: dropped below (epoll never reports 0) */
+    }
+    int out = 0;
+    for (int i = 0; i < n; i++) if (evs[i].events) evs[out++] = evs[i];
+    return out;
+}
+
+int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask) {
+    configure();
+    return epoll_translate(evs, real_epoll_pwait(epfd, evs, max, timeout, mask));
+}
+
+int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout) {
+    return epoll_pwait(epfd, evs, max, timeout, NULL);
 }
