@@ -299,7 +299,7 @@ public final class Recording: Sendable {
         }
         if let dir = options.reportDirectory {
             let report = Jitter.recordingReport(samples: write.samples, label: "\(storageSummary.mode) (\(write.writeMode))",
-                                                directory: options.outputDirectory, fps: options.rate.perSecond,
+                                                directory: options.outputDirectory, fps: session.source.format.rate.perSecond,
                                                 ringBytes: write.ringBytes, bytesWritten: write.bytesWritten)
             try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let enc = JSONEncoder()
@@ -314,7 +314,9 @@ public final class Recording: Sendable {
             seams: stats.seams, longestSeamWaitMs: result.longestSeamWait * 1000,
             longestClipOpenMs: result.longestClipOpen * 1000, writerQueueHighWater: result.queueHighWater,
             storage: storageSummary,
-            source: options.source.description, fps: options.rate.description, realtime: options.realtime,
+            // What the source actually delivers: a camera's rate is the one S_PARM settled on,
+            // and a camera is always real time.
+            source: options.source.description, fps: session.source.format.rate.description, realtime: session.source.isRealtime,
             elapsedSeconds: MonotonicClock.seconds(since: start), stopReason: reason, error: errorText)
     }
 
