@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ReelCapture
 import ReelCore
 import ReelMedia
@@ -90,17 +91,21 @@ enum RecordCommand {
         }
         let recording = try Recording(options: options)
 
-        // SIGINT finishes the clip and keeps it; a second one quits at once.
+        // SIGINT finishes the clip and keeps it; a second one quits at once (exit 130), with
+        // the terminal put back first.
+        let keys = LiveKeys()
         signal(SIGINT, SIG_IGN)
         let interrupts = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        let count = Counter()
+        let count = Atomic<Int>(0)
         interrupts.setEventHandler {
-            if count.increment() > 1 { _exit(130) }
+            if count.add(1, ordering: .relaxed).newValue > 1 {
+                keys.stop()
+                _exit(130)
+            }
             recording.stop()
         }
         interrupts.resume()
-
-        let keys = LiveKeys.startIfTerminal(session: recording.session, stop: { recording.stop() })
+        keys.start(session: recording.session, stop: { recording.stop() })
         let showProgress = isatty(STDERR_FILENO) == 1
         let progress: @Sendable (RecordingProgress) -> Void = { p in
             let line = "\(fixed(p.elapsed)) s  \(p.framesCaptured) frames  \(fixed(p.fps)) fps  "
@@ -108,7 +113,7 @@ enum RecordCommand {
             writeStderr("\r\u{1B}[K" + line)
         }
         let summary = recording.run(progress: showProgress ? progress : nil)
-        keys?.stop()
+        keys.stop()
         if showProgress { writeStderr("\n") }
 
         if json { printJSON(summary) } else { printText(summary) }
@@ -140,52 +145,4 @@ enum RecordCommand {
             print("  drops: " + s.dropReasons.filter { $0.value > 0 }.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", "))
         }
     }
-}
-
-final class Counter: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var value = 0
-    func increment() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
-}
-
-/// Keys 1–5 switch ratio while recording, q stops; only when stdin is a terminal.
-final class LiveKeys: @unchecked Sendable {
-    // Written once in `startIfTerminal`, read in `stop`.
-    private var saved = termios()
-    private let done = Counter()
-
-    static func startIfTerminal(session: CaptureSession, stop: @escaping @Sendable () -> Void) -> LiveKeys? {
-        guard isatty(STDIN_FILENO) == 1 else { return nil }
-        let keys = LiveKeys()
-        tcgetattr(STDIN_FILENO, &keys.saved)
-        var raw = keys.saved
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
-        tcsetattr(STDIN_FILENO, TCSANOW, &raw)
-        let thread = Thread {
-            var byte: UInt8 = 0
-            while keys.done.peek == 0 {
-                var pfd = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-                guard poll(&pfd, 1, 200) > 0, read(STDIN_FILENO, &byte, 1) == 1 else { continue }
-                switch byte {
-                case UInt8(ascii: "1")...UInt8(ascii: "5"):
-                    let ratio = AspectRatio.keyOrder[Int(byte - UInt8(ascii: "1"))]
-                    Task { _ = try? await session.setDynamicAspectRatio(ratio) }
-                case UInt8(ascii: "q"): stop()
-                default: break
-                }
-            }
-        }
-        thread.start()
-        return keys
-    }
-
-    func stop() {
-        _ = done.increment()
-        tcsetattr(STDIN_FILENO, TCSANOW, &saved)
-    }
-}
-
-extension Counter {
-    var peek: Int { increment() - 1 }
 }

@@ -158,7 +158,8 @@ public func listV4L2Devices() -> [V4L2DeviceInfo] {
 /// YUYV and NV12 frames are copied into pooled buffers (the encoder converts them with
 /// libswscale); MJPEG frames are decoded with libavcodec. Buffer timestamps (CLOCK_MONOTONIC)
 /// become the session clock in microseconds from the first frame; a jump in `sequence`
-/// counts the missing frames as dropped with reason `discontinuity`.
+/// counts the missing frames as dropped with reason `discontinuity`; a frame that does not
+/// decode (or that the driver flags V4L2_BUF_FLAG_ERROR) is dropped with reason `corrupt`.
 public final class V4L2Source: VideoSource, @unchecked Sendable {
     // `device`, `buffers` and `decoder` are used by the capture thread only; `stopping` is atomic.
     public let format: SourceFormat
@@ -306,7 +307,11 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
             }
             if let limit = frameLimit, index >= limit { try queue(b.index); break }
             expected = index + 1
-            if let lease = pool.lease() {
+            if b.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 {
+                // The driver says the frame is damaged (an incomplete transfer, say).
+                try queue(b.index)
+                delegate.source(didDrop: 1, reason: .corrupt, at: index)
+            } else if let lease = pool.lease() {
                 let (p, length) = buffers[Int(b.index)]
                 let used = Int(b.bytesused)
                 do {
@@ -319,7 +324,7 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
                     delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: Timestamp(value: time - firstTime, timescale: 1_000_000)))
                 } catch {
                     try queue(b.index)
-                    delegate.source(didDrop: 1, reason: .late, at: index)   // a frame that would not decode
+                    delegate.source(didDrop: 1, reason: .corrupt, at: index)   // a frame that would not decode
                 }
             } else {
                 try queue(b.index)

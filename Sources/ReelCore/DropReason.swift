@@ -6,6 +6,9 @@ public enum DropReason: String, CaseIterable, Sendable, Codable {
     case outOfBuffers
     /// The device skipped sequence numbers (V4L2 `sequence` jumped).
     case discontinuity
+    /// The device delivered a frame that could not be used: an MJPEG frame that does not
+    /// decode, or a buffer the driver flagged V4L2_BUF_FLAG_ERROR.
+    case corrupt
 }
 
 /// Counts of dropped frames by reason.

@@ -29,7 +29,8 @@ public struct WriteStats: Sendable {
         ringFullWaits += o.ringFullWaits
         bytesWritten += o.bytesWritten
         slotGrowths += o.slotGrowths
-        writeMode = o.writeMode
+        // Clips written in different modes (a direct open that failed for one) say so.
+        writeMode = writeMode == o.writeMode ? o.writeMode : "mixed"
         samples += o.samples.prefix(max(0, WriteStats.sampleLimit - samples.count))
     }
 }
@@ -254,13 +255,16 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
 
     init(pool: StoragePool?, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: String, ringBytes: Int) throws {
         self.pool = pool; self.slotID = slotID; self.slotPath = slotPath
-        self.allocated = allocated; self.path = destination; self.mode = mode
+        self.allocated = allocated; self.path = destination
         fd = try Sys.open(slotPath, O_RDWR)
         if mode == "direct" {
             directFD = Glibc.open(slotPath, O_WRONLY | CLinux_O_DIRECT | O_CLOEXEC)
         } else {
             directFD = -1
         }
+        // Where O_DIRECT cannot be opened (the pool was moved to a filesystem without it),
+        // the clip is written buffered, and the summary says so.
+        self.mode = directFD >= 0 ? "direct" : (mode == "direct" ? "buffered" : mode)
         let count = max(4, ringBytes / blockSize)
         blocks = (0..<count).map { _ in Sys.alignedAlloc(StoragePool.blockSize) }
         current = 0

@@ -12,12 +12,12 @@ public struct ProbeResult: Sendable, Codable {
     public var pixelFormat: String
     public var frames: Int
     public var durationSeconds: Double
-    public var firstPTS: Double?
-    public var lastPTS: Double?
-    public var frameRate: Double?
+    @EncodedNull public var firstPTS: Double?
+    @EncodedNull public var lastPTS: Double?
+    @EncodedNull public var frameRate: Double?
     /// Where the clip starts on the recording's session clock (`com.reel.session_start`).
-    public var sessionStart: String?
-    public var ratio: String?
+    @EncodedNull public var sessionStart: String?
+    @EncodedNull public var ratio: String?
     /// With `--frames`: the barcode read from each decoded frame, in presentation order (-1: unreadable).
     public var frameIndices: [Int]?
     /// With `--frames`: presentation timestamps of the decoded frames, in seconds.
@@ -52,6 +52,15 @@ public enum Inspector {
     /// Reads a file's stream, counts its frames (packets) and, with `frames`, decodes every
     /// frame and reads its barcode.
     public static func probe(_ path: String, frames readFrames: Bool = false) throws(InspectError) -> ProbeResult {
+        try probeDecoding(path, frames: readFrames).result
+    }
+
+    /// A decoded frame whose size is not the one the file's header gives.
+    struct OddFrame { var frame: Int; var width: Int; var height: Int }
+
+    /// `probe`, and with `frames` also the first decoded frame whose size differs from the
+    /// header's (a header can lie, and some containers allow size changes mid-stream).
+    static func probeDecoding(_ path: String, frames readFrames: Bool) throws(InspectError) -> (result: ProbeResult, oddFrame: OddFrame?) {
         quietLibav()
         let reader: MediaReader
         do { reader = try MediaReader(path: path) } catch { throw .unreadable(path, error) }
@@ -71,12 +80,16 @@ public enum Inspector {
         var truncated = reader.stoppedEarly != nil
         var indices: [Int]? = nil
         var ptsList: [Double]? = nil
+        var odd: OddFrame? = nil
         if readFrames {
             var found: [Int] = []
             var times: [Double] = []
             found.reserveCapacity(count)
             do {
                 try reader.forEachFrame { picture in
+                    if odd == nil && (picture.width != info.width || picture.height != info.height) {
+                        odd = OddFrame(frame: found.count, width: picture.width, height: picture.height)
+                    }
                     found.append(FrameBarcode.read(picture.luma) ?? -1)
                     times.append(picture.pts.map { Double($0) * tb } ?? -1)
                 }
@@ -86,7 +99,7 @@ public enum Inspector {
             ptsList = times
         }
         let duration = (minPTS != nil && maxPTS != nil) ? Double(maxPTS! - minPTS! + lastDuration) * tb : 0
-        return ProbeResult(path: path, container: info.formatName, codec: info.codecName,
+        let result = ProbeResult(path: path, container: info.formatName, codec: info.codecName,
                            width: info.width, height: info.height, pixelFormat: info.pixelFormat,
                            frames: count, durationSeconds: duration,
                            firstPTS: minPTS.map { Double($0) * tb }, lastPTS: maxPTS.map { Double($0) * tb },
@@ -94,6 +107,7 @@ public enum Inspector {
                            sessionStart: info.metadata["com.reel.session_start"],
                            ratio: info.metadata["com.reel.ratio"],
                            frameIndices: indices, framePTS: ptsList, truncated: truncated)
+        return (result, odd)
     }
 
     /// The clip files in `paths` (files, or directories searched one level deep), in
@@ -125,11 +139,11 @@ public struct VerifyReport: Sendable, Codable {
         public var path: String
         public var width: Int
         public var height: Int
-        public var ratio: String?
+        @EncodedNull public var ratio: String?
         public var frames: Int
-        public var firstFrameIndex: Int?
-        public var lastFrameIndex: Int?
-        public var sessionStart: String?
+        @EncodedNull public var firstFrameIndex: Int?
+        @EncodedNull public var lastFrameIndex: Int?
+        @EncodedNull public var sessionStart: String?
     }
     public var ok: Bool
     public var clips: [Clip]
@@ -137,7 +151,7 @@ public struct VerifyReport: Sendable, Codable {
     /// Session-clock frame indices where one clip ends and the next begins.
     public var seams: [Int]
     /// The first violation, if any.
-    public var violation: String?
+    @EncodedNull public var violation: String?
 }
 
 extension Inspector {
@@ -148,7 +162,12 @@ extension Inspector {
     public static func verify(_ paths: [String]) throws(InspectError) -> VerifyReport {
         let files = try clipPaths(paths)
         var probes: [ProbeResult] = []
-        for f in files { probes.append(try probe(f, frames: true)) }
+        var oddFrames: [String: OddFrame] = [:]
+        for f in files {
+            let (p, odd) = try probeDecoding(f, frames: true)
+            probes.append(p)
+            oddFrames[f] = odd
+        }
         probes.sort { a, b in
             switch (a.sessionStart.flatMap(Timestamp.init(parsing:)), b.sessionStart.flatMap(Timestamp.init(parsing:))) {
             case let (x?, y?) where x != y: return x < y
@@ -177,6 +196,10 @@ extension Inspector {
                 if abs(p.width * b - p.height * a) > 4 * max(a, b) {
                     return fail("\(name): \(p.width)x\(p.height) is not \(r.rawValue)")
                 }
+            }
+            // Every decoded frame has that size, not only the header.
+            if let odd = oddFrames[p.path] {
+                return fail("\(name): frame \(odd.frame) of the clip is \(odd.width)x\(odd.height), the clip's header says \(p.width)x\(p.height)")
             }
             // Frame indices, in order, none missing or repeated.
             for (k, idx) in indices.enumerated() {

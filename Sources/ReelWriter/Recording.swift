@@ -108,13 +108,13 @@ public enum StorageChoice: Sendable, Equatable {
 public struct StorageSummary: Sendable, Codable {
     /// `pool` or `plain`.
     public var mode: String
-    public var pool: String?
+    @EncodedNull public var pool: String?
     /// The default pool was created by this recording.
     public var poolCreated: Bool
     /// `buffered` (early writeback) or `direct` (O_DIRECT) in a pool; `plain` otherwise.
     public var writeMode: String
-    public var remainingCapacityBefore: Int64?
-    public var remainingCapacityAfter: Int64?
+    @EncodedNull public var remainingCapacityBefore: Int64?
+    @EncodedNull public var remainingCapacityAfter: Int64?
     /// Service time of each storage write, in ms.
     public var writeLatencyMs: LatencySummary
     public var longestStallMs: Double
@@ -166,7 +166,7 @@ public struct RecordingSummary: Sendable, Codable {
     public var elapsedSeconds: Double
     /// `completed`, `interrupted` (SIGINT or stop) or `failed`.
     public var stopReason: String
-    public var error: String?
+    @EncodedNull public var error: String?
 }
 
 /// One `reel record`: source → session → writer, run to the end or until stopped.
@@ -302,7 +302,7 @@ public final class Recording: Sendable {
         }
         if let dir = options.reportDirectory {
             let report = Jitter.recordingReport(samples: write.samples, label: "\(storageSummary.mode) (\(write.writeMode))",
-                                                directory: options.outputDirectory, fps: options.rate.perSecond,
+                                                directory: options.outputDirectory, fps: session.source.format.rate.perSecond,
                                                 ringBytes: write.ringBytes, bytesWritten: write.bytesWritten)
             try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let enc = JSONEncoder()
@@ -317,7 +317,9 @@ public final class Recording: Sendable {
             seams: stats.seams, longestSeamWaitMs: result.longestSeamWait * 1000,
             longestClipOpenMs: result.longestClipOpen * 1000, writerQueueHighWater: result.queueHighWater,
             storage: storageSummary,
-            source: options.source.description, fps: options.rate.description, realtime: options.realtime,
+            // What the source actually delivers: a camera's rate is the one S_PARM settled on,
+            // and a camera is always real time.
+            source: options.source.description, fps: session.source.format.rate.description, realtime: session.source.isRealtime,
             elapsedSeconds: MonotonicClock.seconds(since: start), stopReason: reason, error: errorText)
     }
 

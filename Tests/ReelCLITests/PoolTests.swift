@@ -135,12 +135,10 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(try plain.decode(RecordingSummary.self).storage.mode == "plain")
     }
 
-    @Test func aPoolWithoutDirectIOFallsBackAndSaysSo() throws {
+    @Test(.enabled(if: canMountRamfs, "cannot mount a ramfs here (needs root and a container that allows mount)"))
+    func aPoolWithoutDirectIOFallsBackAndSaysSo() throws {
         // ramfs has neither O_DIRECT nor fallocate (tmpfs has O_DIRECT since Linux 6.6).
-        guard let mnt = mountTmpfs(sizeKiB: 96 * 1024, type: "ramfs") else {
-            print("skipped: cannot mount a ramfs here")
-            return
-        }
+        let mnt = try #require(mountTmpfs(sizeKiB: 96 * 1024, type: "ramfs"))
         defer { unmount(mnt) }
         let direct = try createPool(mnt + "/d", "32M", extra: ["--write-mode", "direct"])
         #expect(direct.status == 69 && direct.stderr.contains("has no direct I/O"), "\(direct.stderr)")
@@ -156,27 +154,15 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(try probeFrames(try #require(summary?.clips.first).path).frameIndices == Array(0..<30))
     }
 
-    @Test func onALoopMountedExt4ImageAndAcrossFilesystems() throws {
+    @Test(.enabled(if: canLoopMountExt4, "cannot make (e2fsprogs) and loop-mount an ext4 image here"))
+    func onALoopMountedExt4ImageAndAcrossFilesystems() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let image = dir + "/fs.img"
         let mnt = dir + "/mnt"
         try FileManager.default.createDirectory(atPath: mnt, withIntermediateDirectories: true)
-        func sh(_ cmd: String) -> Int32 {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/bin/sh")
-            p.arguments = ["-c", cmd]
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try? p.run()
-            p.waitUntilExit()
-            return p.terminationStatus
-        }
-        guard sh("truncate -s 160M \(image) && mkfs.ext4 -q \(image) && mount -o loop \(image) \(mnt)") == 0 else {
-            print("skipped: mount -o loop of an ext4 image is not allowed here")
-            return
-        }
-        defer { _ = sh("umount \(mnt)") }
+        try #require(sh("truncate -s 160M \(image) && mkfs.ext4 -q \(image) && mount -o loop \(image) \(mnt)") == 0)
+        defer { #expect(sh("umount \(mnt)") == 0) }
         let made = try createPool(mnt + "/pool", "64M", extra: ["--write-mode", "direct"])
         #expect(made.status == 0, "\(made.stderr)")
         #expect(try made.decode(PoolStatus.self).writeMode == "direct")
@@ -267,11 +253,9 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(try FileManager.default.contentsOfDirectory(atPath: pool + "/slots").count == 32)
     }
 
-    @Test func aLockHeldTooLongIsAClearErrorAndStatusStillAnswers() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/flock") else {
-            print("skipped: no /usr/bin/flock to hold the pool's lock with")
-            return
-        }
+    @Test(.enabled(if: installedTool("flock") != nil, "no flock (util-linux) to hold the pool's lock with"))
+    func aLockHeldTooLongIsAClearErrorAndStatusStillAnswers() throws {
+        let flock = try #require(installedTool("flock"))
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let pool = dir + "/pool"
@@ -279,7 +263,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         // Another process holds the lock and does not let go (as a stopped one would).
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/bin/sh")
-        holder.arguments = ["-c", "exec 9>>'\(pool)/lock' && /usr/bin/flock 9 && exec sleep 30"]
+        holder.arguments = ["-c", "exec 9>>'\(pool)/lock' && \(flock) 9 && exec sleep 30"]
         try holder.run()
         defer { holder.terminate(); holder.waitUntilExit() }
         usleep(300_000)
@@ -295,18 +279,15 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
 /// Measuring the write modes runs a bulk buffered writer that would disturb every test
 /// beside it: it runs in the last pass of `scripts/test`, alone.
 @Suite(.serialized) struct DisruptivePoolTests {
-    @Test func theWriteModeIsMeasuredOncePerFilesystem() throws {
+    @Test(.enabled(if: tmpHasDirectIO, "the filesystem of /tmp has no direct I/O: nothing to measure against (the no-direct-I/O case is aPoolWithoutDirectIOFallsBackAndSaysSo)"))
+    func theWriteModeIsMeasuredOncePerFilesystem() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let env = ["XDG_CACHE_HOME": dir + "/cache"]
         let first = try createPool(dir + "/a", "64M", extra: ["--write-mode", "auto", "--seconds", "1"], environment: env)
         #expect(first.status == 0, "\(first.stderr)")
         let a = try first.decode(PoolStatus.self)
-        guard a.directIOAlignment != nil else {
-            #expect(a.writeModeSource == "only" && !first.stderr.contains("measuring"))
-            print("skipped the comparison: \(a.filesystem) at /tmp has no direct I/O")
-            return
-        }
+        #expect(a.directIOAlignment != nil, "\(a.filesystem) at /tmp")
         #expect(first.stderr.contains("measuring the write modes"), "\(first.stderr)")
         let m = try #require(a.writeModeMeasurement)
         #expect(a.writeModeSource == "measured" && a.writeMode == m.chosen)

@@ -58,7 +58,11 @@ import ReelWriter
         let s = try recordRealtime(["--codec", codec, "--ratio-at", "1:9x16", "--ratio-at", "2:1x1", "--ratio-at", "3:4x3",
                                     "--ratio-at", "4:16x9"], seconds: 5)
         #expect(s.framesDropped == 0, "\(s.dropReasons)")
-        #expect(s.clips.count == 5 && s.seams.count == 4)
-        #expect(s.longestSeamWaitMs < 33.4)
+        // Cut exactly at the frames asked for (1 s … 4 s at 30 fps), each clip its own size,
+        // and (checked by recordRealtime: `reel verify`) every barcode once, in order.
+        #expect(s.seams.map(\.frameIndex) == [30, 60, 90, 120])
+        #expect(s.seams.map { "\($0.from.rawValue)>\($0.to.rawValue)" } == ["16x9>9x16", "9x16>1x1", "1x1>4x3", "4x3>16x9"])
+        #expect(s.clips.map(\.firstFrameIndex) == [0, 30, 60, 90, 120] && s.clips.map(\.frames) == [30, 30, 30, 30, 30])
+        #expect(s.clips.map { "\($0.width)x\($0.height)" } == ["1920x1080", "1080x1920", "1920x1920", "1920x1440", "1920x1080"])
     }
 }

@@ -126,8 +126,7 @@ struct ProbeFailed: Error { let message: String }
 
 /// ffprobe's view of a file, when ffprobe is installed: codec name, width, height, frames.
 func ffprobe(_ path: String) -> (codec: String, width: Int, height: Int, frames: Int)? {
-    let candidates = ["/usr/bin/ffprobe", "/usr/local/bin/ffprobe"]
-    guard let tool = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
+    guard let tool = installedTool("ffprobe") else { return nil }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: tool)
     p.arguments = ["-v", "error", "-count_packets", "-select_streams", "v:0",
@@ -164,4 +163,49 @@ func unmount(_ dir: String) {
     try? p.run()
     p.waitUntilExit()
     removeTree(dir)
+}
+
+// MARK: What this machine offers (for `.enabled(if:)`: a test that cannot run here is skipped
+// with the reason, never passed; `scripts/test` installs and arranges all of it, and prints
+// how many tests were skipped).
+
+/// Runs `/bin/sh -c command`, output discarded; its exit status.
+func sh(_ command: String) -> Int32 {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/bin/sh")
+    p.arguments = ["-c", command]
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return 127 }
+    p.waitUntilExit()
+    return p.terminationStatus
+}
+
+/// Whether tests may mount a filesystem of this type (root, in a container that allows it).
+func canMount(_ type: String) -> Bool {
+    guard let dir = mountTmpfs(sizeKiB: 1024, type: type) else { return false }
+    unmount(dir)
+    return true
+}
+let canMountTmpfs = canMount("tmpfs")
+let canMountRamfs = canMount("ramfs")
+
+/// Whether an ext4 image can be made (e2fsprogs) and loop-mounted here.
+let canLoopMountExt4: Bool = {
+    let dir = temporaryDirectory("reel-loop")
+    defer { removeTree(dir) }
+    return sh("truncate -s 16M \(dir)/fs.img && mkfs.ext4 -q \(dir)/fs.img && mkdir \(dir)/mnt && mount -o loop \(dir)/fs.img \(dir)/mnt && umount \(dir)/mnt") == 0
+}()
+
+/// Whether files in /tmp can be opened with O_DIRECT.
+let tmpHasDirectIO: Bool = {
+    let dir = temporaryDirectory("reel-direct")
+    defer { removeTree(dir) }
+    return sh("dd if=/dev/zero of=\(dir)/probe bs=4096 count=1 oflag=direct") == 0
+}()
+
+/// The path of an installed tool, or nil.
+func installedTool(_ name: String) -> String? {
+    ["/usr/bin/", "/bin/", "/usr/local/bin/", "/usr/sbin/", "/sbin/"].map { $0 + name }
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
 }
