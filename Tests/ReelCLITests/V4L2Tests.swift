@@ -16,12 +16,6 @@ func reelWithCamera(_ args: [String], faults: String = "") throws -> Run {
     return try reel(args, environment: ["LD_PRELOAD": lib, "FAKE_V4L2": faults])
 }
 
-/// An installed program (`scripts/test` installs v4l-utils, GStreamer and ffmpeg through
-/// `scripts/setup`), or nil.
-func installedTool(_ name: String) -> String? {
-    ["/usr/bin/", "/usr/local/bin/"].map { $0 + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
-}
-
 /// Runs an installed program with the emulated camera preloaded, bounded by `timeout(1)`.
 func toolWithCamera(_ name: String, _ args: [String], faults: String = "", environment: [String: String] = [:], seconds: Int = 120) throws -> Run {
     guard let lib = fakeV4L2Library else { throw ProbeFailed(message: "the fake V4L2 library is not built: run scripts/fake-v4l2 --build") }
