@@ -233,9 +233,17 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
         parm.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         if let fps {
             parm.parm.capture.timeperframe = v4l2_fract(numerator: 1, denominator: UInt32(fps))
-            _ = try? device.ioctl(CLinux_VIDIOC_S_PARM, "VIDIOC_S_PARM", &parm)
+            if withUnsafeMutablePointer(to: &parm, { CLinux_ioctl(device.fd, CLinux_VIDIOC_S_PARM, $0) }) < 0 {
+                let e = SystemError.last("VIDIOC_S_PARM", path: path)
+                // A driver without frame-rate control (ENOTTY) streams at its own rate, found below.
+                if e.errno == EBUSY { throw V4L2Error.busy(path) }
+                if e.errno != ENOTTY { throw V4L2Error.failed(path, e) }
+            }
         }
-        var rate = FrameRate(frames: Int32(fps ?? 30))!
+        // The rate the driver settled on (G_PARM); without G_PARM, the mode's first offered
+        // rate; without either, what was asked for.
+        let firstOffered = mode.fps.first.flatMap { r in r == r.rounded() ? FrameRate(frames: Int32(r)) : FrameRate(parsing: String(r)) }
+        var rate = firstOffered ?? FrameRate(frames: Int32(fps ?? 30))!
         if device.enumerate(CLinux_VIDIOC_G_PARM, &parm), parm.parm.capture.timeperframe.numerator > 0 {
             let t = parm.parm.capture.timeperframe
             rate = FrameRate(frames: Int32(t.denominator), seconds: Int32(t.numerator)) ?? rate

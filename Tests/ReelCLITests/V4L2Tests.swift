@@ -354,8 +354,8 @@ print("ok")
 
     // MARK: What the summary says about a camera
 
-    /// `fps` is the rate the camera settled on (S_PARM / G_PARM), not `--fps`; a camera is
-    /// always real time.
+    /// `fps` is the rate the camera settled on (S_PARM / G_PARM, or its only rate when it has
+    /// no frame-rate control), not `--fps`; a camera is always real time.
     @Test func summaryReportsTheRateTheCameraDelivers() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
@@ -374,6 +374,13 @@ print("ok")
         let hclip = try #require(h.clips.first)
         let probe = try probeFrames(hclip.path)
         #expect(abs((probe.frameRate ?? 0) - 12) < 0.5, "\(String(describing: probe.frameRate))")
+        // A camera without frame-rate control (S_PARM, G_PARM: ENOTTY) streams at its own
+        // rate whatever is asked: the summary says so (24 frames take 1 s).
+        let fixed = try reelWithCamera(["record", "--plain", "--source", "v4l2:/dev/video0:@12", "--frames", "24", "--codec", "prores:proxy",
+                                        "--out", dir, "--name", "c", "--json"], faults: "fps=24,noparm")
+        #expect(fixed.status == 0, "\(fixed.stderr)")
+        let f = try fixed.decode(RecordingSummary.self)
+        #expect(f.fps == "24" && f.elapsedSeconds < 1.8, "fps \(f.fps) elapsed \(f.elapsedSeconds)")
     }
 
     /// An MJPEG frame that does not decode is dropped with reason `corrupt` (not `late`), and

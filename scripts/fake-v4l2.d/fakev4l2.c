@@ -38,6 +38,8 @@
  *   slow=K:MS        every K-th frame arrives MS milliseconds late
  *   corrupt=K        the frame with sequence number K arrives damaged: MJPEG data that does
  *                    not decode; YUYV/NV12 flagged V4L2_BUF_FLAG_ERROR
+ *   noparm           no frame-rate control: G_PARM and S_PARM fail with ENOTTY (the camera
+ *                    streams at fps whatever is asked)
  *   busy             open() fails with EBUSY
  *   card=TEXT        the card name
  */
@@ -135,7 +137,7 @@ static struct device devs[MAX_DEVICES];
 static struct file files[MAX_FILES];
 static struct file *fdmap[MAX_FDS];
 static pthread_mutex_t global = PTHREAD_MUTEX_INITIALIZER;
-static int opt_devices = 1, opt_fps = 30, opt_busy = 0;
+static int opt_devices = 1, opt_fps = 30, opt_busy = 0, opt_noparm = 0;
 static long opt_unplug = -1, opt_eio = -1, opt_skip_every = 0, opt_skip_n = 0, opt_slow_every = 0, opt_slow_ms = 0, opt_corrupt = -1;
 static char opt_card[32] = "Reel fake camera";
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -204,6 +206,7 @@ static void configure_once(void) {
             if (sscanf(t, "slow=%ld:%ld", &opt_slow_every, &opt_slow_ms) == 2) continue;
             if (sscanf(t, "corrupt=%ld", &opt_corrupt) == 1) continue;
             if (strcmp(t, "busy") == 0) { opt_busy = 1; continue; }
+            if (strcmp(t, "noparm") == 0) { opt_noparm = 1; continue; }
             if (strncmp(t, "card=", 5) == 0) { snprintf(opt_card, sizeof opt_card, "%s", t + 5); continue; }
         }
         free(copy);
@@ -971,6 +974,7 @@ static int check_buffer(struct device *d, struct v4l2_buffer *b) {
 static int fake_ioctl(struct file *fh, unsigned long req, void *arg) {
     struct device *d = fh->dev;
     if (!handled(req)) return ENOTTY;   /* before looking at the argument, as the core does */
+    if (opt_noparm && (req == VIDIOC_G_PARM || req == VIDIOC_S_PARM)) return ENOTTY;
     if (!arg) return EFAULT;
     if (needs_priority(req) && fh->prio < max_prio(d)) return EBUSY;
     if (uses_queue(req) && d->owner && d->owner != fh) return EBUSY;
