@@ -112,7 +112,7 @@ public final class StoragePool: Sendable {
         guard ["zero", "fallocate"].contains(prefill) else { throw PoolError.badSize("prefill must be zero or fallocate") }
         try checkCanCreate(at: path)
         let count = Int(capacity / slotSize)
-        try checkFreeSpace(at: path, needed: Int64(count) * slotSize, what: "a pool of \(formatBytes(capacity))")
+        try checkFreeSpace(at: path, capacity: capacity, slotSize: slotSize)
         let fm = FileManager.default
         let existed = fm.fileExists(atPath: path)
         do {
@@ -160,6 +160,13 @@ public final class StoragePool: Sendable {
         try pool.writeManifest(manifest)
         try pool.withManifest { m in _ = pool.reserve(count, in: &m, reason: "adjustingCapacity") }
         if preallocate { try pool.fillReservedSlots(progress: progress) }
+    }
+
+    /// Refuses (`PoolError.noRoom`, exit 73) a pool of `capacity` in `slotSize` slots at
+    /// `path` where the filesystem has less free than its slots need.
+    public static func checkFreeSpace(at path: String, capacity: Int64, slotSize: Int64) throws {
+        guard slotSize > 0 else { return }
+        try checkFreeSpace(at: path, needed: capacity / slotSize * slotSize, what: "a pool of \(formatBytes(capacity))")
     }
 
     /// Refuses, before anything is written, to make `needed` bytes of slots where the
@@ -396,6 +403,12 @@ public final class StoragePool: Sendable {
     }
 
     private func prefillSlot(_ file: String, size: Int64, zero: Bool) throws {
+        do { try prefillSlotFile(file, size: size, zero: zero) } catch let e as SystemError {
+            throw PoolError.io(e)
+        }
+    }
+
+    private func prefillSlotFile(_ file: String, size: Int64, zero: Bool) throws {
         let fd = try Sys.open(file, O_WRONLY | O_CREAT | O_TRUNC)
         defer { Sys.closeQuietly(fd) }
         if CLinux_fallocate(fd, 0, size) != 0 {
@@ -694,10 +707,11 @@ public final class StoragePool: Sendable {
                 let published = try publishFile(from: file, toFreeNameLike: dest, tag: "recovered")
                 out.append(RecoveredClip(path: published, bytes: found.length, fragments: found.count))
             } else {
-                if let dest = slot.destination, written > 0 {
+                if let dest = slot.destination {
                     let what = slot.container == "mkv" ? "cluster" : "fragment"
-                    gone.append(DroppedClip(destination: dest, bytes: written,
-                                            reason: "no complete \(what), so no decodable frame (\(formatBytes(written)) of headers or an unfinished \(what))"))
+                    let reason = written == 0 ? "nothing written, so no decodable frame"
+                        : "no complete \(what), so no decodable frame (\(formatBytes(written)) of headers or an unfinished \(what))"
+                    gone.append(DroppedClip(destination: dest, bytes: written, reason: reason))
                 }
                 try Sys.unlinkIfPresent(file)
             }

@@ -46,6 +46,7 @@ enum PoolCommand {
         case "create":
             guard let capacity else { throw UsageError("pool create needs --capacity SIZE (like 4G)") }
             try StoragePool.checkCanCreate(at: p)
+            try StoragePool.checkFreeSpace(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize)
             let measurement = writeMode == "auto" ? try measureIfNeeded(p, seconds: seconds) : nil
             let pool = try StoragePool.create(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize,
                                               writeMode: writeMode, measurement: measurement, prefill: prefill,

@@ -7,7 +7,8 @@
  *   CALL:ERRNO:N     the N-th matching CALL fails with ERRNO, once
  *   CALL:ERRNO:N+    the N-th matching CALL and every later one fail
  *   CALL is pwrite (pwrite and pwrite64), write, fdatasync, fsync or sync_file_range;
- *   ERRNO is EIO or ENOSPC.
+ *   ERRNO is EIO or ENOSPC, or SLOWms: the call is made, but only after ms milliseconds (a
+ *   slow disk), e.g. pwrite:SLOW50:2+.
  * REEL_FAULT_PATH   only calls on files opened under this path prefix count (the library
  *                   follows open/openat/creat and close to know which descriptors those are);
  *                   without it every call counts.
@@ -24,13 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 enum call { C_PWRITE, C_WRITE, C_FDATASYNC, C_FSYNC, C_SYNC_FILE_RANGE, C_COUNT };
 static const char *call_names[C_COUNT] = { "pwrite", "write", "fdatasync", "fsync", "sync_file_range" };
 
 #define MAX_RULES 16
-struct rule { enum call call; int err; long nth; int onward; };
+struct rule { enum call call; int err; long delay_ms; long nth; int onward; };
 static struct rule rules[MAX_RULES];
 static int nrules;
 static long counters[C_COUNT];
@@ -69,8 +71,8 @@ static void parse(void) {
         char name[32], err[16];
         long nth = 0;
         char plus = 0;
-        int got = sscanf(item, "%31[a-z_0-9]:%15[A-Z]:%ld%c", name, err, &nth, &plus);
-        if (got < 3 || nth < 1) { fprintf(stderr, "faults: bad rule '%s' (CALL:EIO|ENOSPC:N[+])\n", item); _exit(64); }
+        int got = sscanf(item, "%31[a-z_0-9]:%15[A-Z0-9]:%ld%c", name, err, &nth, &plus);
+        if (got < 3 || nth < 1) { fprintf(stderr, "faults: bad rule '%s' (CALL:EIO|ENOSPC|SLOWms:N[+])\n", item); _exit(64); }
         struct rule r = { .nth = nth, .onward = plus == '+' };
         int found = 0;
         for (int c = 0; c < C_COUNT; c++) if (!strcmp(name, call_names[c])) { r.call = c; found = 1; }
@@ -78,6 +80,7 @@ static void parse(void) {
         if (!found) { fprintf(stderr, "faults: unknown call '%s'\n", name); _exit(64); }
         if (!strcmp(err, "EIO")) r.err = EIO;
         else if (!strcmp(err, "ENOSPC")) r.err = ENOSPC;
+        else if (!strncmp(err, "SLOW", 4) && atol(err + 4) > 0) r.delay_ms = atol(err + 4);
         else { fprintf(stderr, "faults: unknown errno '%s' (EIO or ENOSPC)\n", err); _exit(64); }
         rules[nrules++] = r;
     }
@@ -131,6 +134,11 @@ static int fault(enum call c, int fd) {
     for (int i = 0; i < nrules; i++) {
         struct rule *r = &rules[i];
         if (r->call != c || !(n == r->nth || (r->onward && n > r->nth))) continue;
+        if (r->delay_ms) {
+            struct timespec t = { r->delay_ms / 1000, (r->delay_ms % 1000) * 1000000L };
+            while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
+            return 0;
+        }
         if (log_path[0]) {
             int lfd = real_open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
             if (lfd >= 0) {
