@@ -172,8 +172,9 @@ public final class StoragePool: Sendable {
     /// Refuses, before anything is written, to make `needed` bytes of slots where the
     /// filesystem has less free.
     static func checkFreeSpace(at path: String, needed: Int64, what: String) throws {
-        let free: Int64
-        do { free = try Sys.freeSpace(at: path) } catch let e as SystemError { throw PoolError.io(e) }
+        let space: Int64?
+        do { space = try Sys.freeSpace(at: path) } catch let e as SystemError { throw PoolError.io(e) }
+        guard let free = space else { return }   // no size to check against (ramfs)
         guard needed <= free else {
             throw PoolError.noRoom("not enough free space for \(what) at \(path): it needs \(formatBytes(needed)), the filesystem has \(formatBytes(free)) free")
         }

@@ -97,12 +97,17 @@ enum Sys {
     }
 
     /// Bytes an unprivileged writer can still allocate on the filesystem holding `path` (or
-    /// its nearest existing parent): `f_bavail × f_frsize`.
-    static func freeSpace(at path: String) throws -> Int64 {
+    /// its nearest existing parent): `f_bavail × f_frsize`; nil for a filesystem with no size
+    /// (ramfs reports 0 blocks in all: it grows until memory runs out).
+    static func freeSpace(at path: String) throws -> Int64? {
         var p = path
         while true {
             var s = statvfs()
-            if statvfs(p, &s) == 0 { return Int64(clamping: UInt64(s.f_bavail).multipliedReportingOverflow(by: UInt64(s.f_frsize)).partialValue) }
+            if statvfs(p, &s) == 0 {
+                guard s.f_blocks > 0 else { return nil }
+                let (bytes, overflow) = UInt64(s.f_bavail).multipliedReportingOverflow(by: UInt64(s.f_frsize))
+                return overflow ? .max : Int64(clamping: bytes)
+            }
             let e = errno
             guard e == ENOENT, p != "/", p != "." else { throw SystemError("statvfs", path: p, errno: e) }
             p = parentDirectory(of: p)
