@@ -343,6 +343,8 @@ public final class StoragePool: Sendable {
             }
         } catch {
             let text = (error as? any UserFacingError)?.description ?? "\(error)"
+            // Recording why; should the manifest itself fail now, the error below says why
+            // anyway, and the slots left `preparing` are redone once this process is gone.
             try? withManifest { m in
                 // What could not be prepared is given up, so the pool is consistent and says why.
                 let left = m.slots.filter { $0.state == "preparing" && $0.isMine && ids.contains($0.id) }.map(\.id)
