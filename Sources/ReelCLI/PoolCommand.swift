@@ -77,6 +77,7 @@ enum PoolCommand {
         case "create":
             guard let capacity else { throw UsageError("pool create needs --capacity SIZE (like 4G)") }
             try StoragePool.checkCanCreate(at: p)
+            try StoragePool.checkFreeSpace(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize)
             let measurement = writeMode == "auto" ? try measureIfNeeded(p, seconds: seconds) : nil
             let pool = try StoragePool.create(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize,
                                               writeMode: writeMode, measurement: measurement, prefill: prefill,
@@ -84,7 +85,7 @@ enum PoolCommand {
             try done(pool, background: background, json: json, endProgressLine: showProgress)
         case "status":
             let pool = try StoragePool.open(at: p)
-            if !json { for r in pool.lastRecovery { print("recovered \(r.path) (\(formatBytes(r.bytes)))") } }
+            if !json { printRecovery(pool, path: nil) }
             try report(try pool.status(), json: json)
         case "resize":
             guard let capacity else { throw UsageError("pool resize needs --capacity SIZE") }
@@ -120,10 +121,9 @@ enum PoolCommand {
             try pool.fillReservedSlots()
         case "recover":
             // Opening a pool recovers; say what it found.
-            let found = try StoragePool.open(at: p).lastRecovery
-            if json { printJSON(["recovered": found]) } else {
-                if found.isEmpty { print("nothing to recover in \(p)") }
-                for r in found { print("recovered \(r.path) (\(formatBytes(r.bytes)))") }
+            let pool = try StoragePool.open(at: p)
+            if json { printJSON(RecoveryReport(recovered: pool.lastRecovery, dropped: pool.lastDropped)) } else {
+                printRecovery(pool, path: p)
             }
         case "delete":
             try StoragePool.open(at: p).delete()
@@ -132,6 +132,18 @@ enum PoolCommand {
             throw UsageError("unknown pool command '\(printable(verb))' (use \(verbs))")
         }
         return 0
+    }
+
+    /// What opening the pool recovered and dropped; with `path`, also when it found nothing.
+    static func printRecovery(_ pool: StoragePool, path: String?) {
+        if let path, pool.lastRecovery.isEmpty && pool.lastDropped.isEmpty { print("nothing to recover in \(path)") }
+        for r in pool.lastRecovery { print("recovered \(r.path) (\(formatBytes(r.bytes)), \(r.fragments) fragment\(r.fragments == 1 ? "" : "s"))") }
+        for d in pool.lastDropped { print("dropped \(d.destination): \(d.reason)") }
+    }
+
+    struct RecoveryReport: Encodable {
+        let recovered: [RecoveredClip]
+        let dropped: [DroppedClip]
     }
 
     static func size(_ text: String, _ option: String) throws -> Int64 {

@@ -36,11 +36,14 @@ public enum StorageError: UserFacingError {
     case outputDirectory(String, SystemError)
     case exists(String)
     case io(SystemError)
+    /// Writing back a clip's bytes failed (fdatasync or sync_file_range): what was written
+    /// since the last successful sync may not be on disk.
+    case writeback(SystemError, clip: String)
 
     public var exitStatus: Int32 {
         switch self {
         case .outputDirectory, .exists: return ExitStatus.cantCreate
-        case .io: return ExitStatus.ioError
+        case .io, .writeback: return ExitStatus.ioError
         }
     }
 
@@ -49,6 +52,7 @@ public enum StorageError: UserFacingError {
         case .outputDirectory(let path, let e): return "cannot write to output directory \(path): \(e.text)"
         case .exists(let path): return "\(path) already exists; choose another --name or --out"
         case .io(let e): return e.description
+        case .writeback(let e, let clip): return "writing \(clip) back to disk failed (\(e.call): \(e.text)); its bytes since the last successful sync may not be on disk"
         }
     }
 }
@@ -106,7 +110,7 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
         self.fd = fd
     }
 
-    deinit { if fd >= 0 { close(fd) } }
+    deinit { if fd >= 0 { Sys.closeQuietly(fd) } }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         var done = 0
@@ -149,15 +153,19 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     public var writtenLength: Int64 { size }
 
     public func discard() {
-        if fd >= 0 { close(fd); fd = -1 }
-        unlink(path)
+        if fd >= 0 { Sys.closeQuietly(fd); fd = -1 }
+        // Our own file (O_EXCL made it); should unlinking fail, the cancelled clip stays.
+        do { try Sys.unlinkIfPresent(path) } catch {}
     }
 
     public func publish() throws -> Int64 {
         guard fd >= 0 else { return size }
-        try retryingInterrupts("fdatasync", path: path) { fdatasync(fd) }
-        close(fd)
+        do { try retryingInterrupts("fdatasync", path: path) { fdatasync(fd) } } catch let e as SystemError {
+            throw StorageError.writeback(e, clip: fileName(of: path))
+        }
+        let closing = fd
         fd = -1
+        try Sys.close(closing, path: path)
         return size
     }
 }

@@ -35,9 +35,20 @@ public struct PoolManifest: Codable, Sendable, Equatable {
         /// Bytes allocated to the slot's file (grows when a clip outgrows one slot).
         public var allocated: Int64
         public var owner: Int32?
+        /// The owner's start time and boot id (see `ProcessIdentity`); absent in manifests
+        /// written before they were recorded.
+        public var ownerStart: UInt64?
+        public var ownerBoot: String?
         public var destination: String?
         public var container: String?
         public var startedAt: Double?
+
+        var ownerIdentity: ProcessIdentity? { owner.map { ProcessIdentity(pid: $0, start: ownerStart, boot: ownerBoot) } }
+        /// The owner is a live process (the same one that took the slot).
+        var ownerIsAlive: Bool { ownerIdentity.map(Sys.isAlive) ?? false }
+        /// This process owns the slot.
+        var isMine: Bool { ownerIdentity?.isCurrent ?? false }
+        mutating func setOwner(_ p: ProcessIdentity?) { owner = p?.pid; ownerStart = p?.start; ownerBoot = p?.boot }
     }
 
     public struct Operation: Codable, Sendable, Equatable {
@@ -45,6 +56,13 @@ public struct PoolManifest: Codable, Sendable, Equatable {
         public var pid: Int32
         public var done: Int64
         public var total: Int64
+        /// The worker's start time and boot id (see `ProcessIdentity`).
+        public var start: UInt64?
+        public var boot: String?
+
+        var identity: ProcessIdentity { ProcessIdentity(pid: pid, start: start, boot: boot) }
+        var isAlive: Bool { Sys.isAlive(identity) }
+        mutating func setWorker(_ p: ProcessIdentity) { pid = p.pid; start = p.start; boot = p.boot }
     }
 
     public var allocatedBytes: Int64 { slots.reduce(0) { $0 + $1.allocated } }
@@ -60,6 +78,8 @@ public enum PoolError: UserFacingError {
     case exists(String)
     case busy(String)
     case full(String)
+    /// Creating or growing the pool would need more than the filesystem has free.
+    case noRoom(String)
     case badSize(String)
     case unsupportedFilesystem(String)
     case io(SystemError)
@@ -71,6 +91,7 @@ public enum PoolError: UserFacingError {
         case .exists: return ExitStatus.cantCreate
         case .busy: return 75   // EX_TEMPFAIL: try again when the pool is ready
         case .full: return ExitStatus.ioError
+        case .noRoom: return ExitStatus.cantCreate
         case .badSize: return ExitStatus.usage
         case .unsupportedFilesystem: return ExitStatus.unavailable
         case .io: return ExitStatus.ioError
@@ -85,7 +106,7 @@ public enum PoolError: UserFacingError {
         case .unsupportedVersion(let p, let v): return "pool \(p) has manifest version \(v), newer than this reel understands (\(PoolManifest.currentVersion))"
         case .exists(let p): return "\(p) already exists and is not an empty directory"
         case .busy(let why): return "the pool is busy: \(why)"
-        case .full(let why): return why
+        case .full(let why), .noRoom(let why): return why
         case .badSize(let why): return why
         case .unsupportedFilesystem(let why): return why
         case .io(let e): return e.description

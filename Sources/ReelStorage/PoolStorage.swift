@@ -61,9 +61,8 @@ public struct PoolStorage: ClipStorage {
             do {
                 return try pool.claimSlot(destination: destination, container: container)
             } catch PoolError.full(let why) {
-                let me = getpid()
                 let coming = (try? pool.readManifest().slots.contains {
-                    ($0.state == "active" && $0.owner == me) || ($0.state == "preparing" && ($0.owner.map(Sys.isAlive) ?? false))
+                    ($0.state == "active" && $0.isMine) || ($0.state == "preparing" && $0.ownerIsAlive)
                 }) ?? false
                 guard coming, MonotonicClock.now() < deadline else { throw PoolError.full(why) }
                 usleep(2_000)
@@ -80,7 +79,9 @@ public struct PoolStorage: ClipStorage {
             return try PoolSlotFile(pool: pool, slotID: slot.id, slotPath: slot.path, allocated: slot.allocated,
                                     destination: dest, mode: slot.mode, ringBytes: ringBytes)
         } catch {
-            try? pool.releaseSlot(slot.id)
+            // The slot is untouched: give it back. Should that fail, it stays active under this
+            // process and is recovered (as nothing) once the process is gone.
+            do { try pool.returnSlot(slot.id) } catch {}
             throw error
         }
     }
@@ -89,6 +90,10 @@ public struct PoolStorage: ClipStorage {
 /// Pushes a slot's written bytes toward the disk off the write path: `sync_file_range`
 /// (start writeback) for every range the writer thread wrote, and an `fdatasync` once a
 /// second. Neither ever delays a write; they only bound how much a power loss could take.
+///
+/// A failure of either is a writeback error: since Linux 4.13 the kernel reports it once per
+/// open file, so it is kept here (`error`) for the clip to fail on, together with how far the
+/// file was known to be on disk before (`durableEnd`, what the last successful fdatasync covered).
 final class Syncer: @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSCondition()
@@ -96,6 +101,8 @@ final class Syncer: @unchecked Sendable {
     private var dirty = false
     private var running = true
     private var finished = false
+    private var failure: SystemError?
+    private var durable: Int64 = 0
     let fd: Int32
     let path: String
 
@@ -122,8 +129,28 @@ final class Syncer: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// The first writeback error reported to this thread, if any.
+    var error: SystemError? {
+        lock.lock(); defer { lock.unlock() }
+        return failure
+    }
+
+    /// The end of what the last successful fdatasync covered.
+    var durableEnd: Int64 {
+        lock.lock(); defer { lock.unlock() }
+        return durable
+    }
+
+    private func failed(_ e: SystemError) {
+        lock.lock()
+        if failure == nil { failure = e }
+        lock.unlock()
+    }
+
     private func run() {
-        _ = CLinux_set_io_priority(2, 4)
+        if CLinux_set_io_priority(2, 4) != 0 {
+            // No say over I/O priority here (a seccomp filter, say): writeback runs at the default.
+        }
         var lastSync = MonotonicClock.now()
         var synced: Int64 = 0, dropped: Int64 = 0
         lock.lock()
@@ -135,16 +162,27 @@ final class Syncer: @unchecked Sendable {
             if due { dirty = false }
             lock.unlock()
             if a < b {
-                _ = CLinux_start_writeback(fd, a, b - a)
+                do { try retryingInterrupts("sync_file_range", path: path) { CLinux_start_writeback(fd, a, b - a) } } catch let e as SystemError {
+                    failed(e)
+                } catch {}
                 synced = max(synced, b)
             }
             if due {
-                _ = fdatasync(fd)
+                let covered = synced
+                do {
+                    try Sys.fdatasync(fd, path: path)
+                    lock.lock(); durable = max(durable, covered); lock.unlock()
+                } catch let e as SystemError {
+                    failed(e)
+                } catch {}
                 lastSync = MonotonicClock.now()
                 // Everything written so far is on disk: drop it from the page cache, so a
                 // recording keeps a small footprint and memory pressure finds little to reclaim.
                 let end = synced - synced % Int64(1 << 20)
-                if end > dropped { _ = CLinux_drop_cache(fd, dropped, end - dropped); dropped = end }
+                if end > dropped && error == nil {
+                    // Advice only: where the kernel declines, the pages stay cached and nothing is lost.
+                    if CLinux_drop_cache(fd, dropped, end - dropped) == 0 { dropped = end }
+                }
             }
             lock.lock()
         }
@@ -165,7 +203,9 @@ final class Syncer: @unchecked Sendable {
 /// Thread safety: the muxer side (`write`, `seek`, `publish`) runs on one thread at a time;
 /// the state shared with the writer thread is guarded by `lock`.
 public final class PoolSlotFile: ClipFile, @unchecked Sendable {
-    public let path: String
+    /// Where the clip is published: the name asked for, or — when another program took that
+    /// name meanwhile — the next free one (`NAME-2.EXT`, …).
+    public private(set) var path: String
     let pool: StoragePool?
     let slotID: Int
     let slotPath: String
@@ -210,8 +250,10 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var samples: [(start: UInt64, took: UInt64)] = []
     private var writtenEnd: Int64 = 0
     private var tracing = false
-    private lazy var syncer = Syncer(fd: fd, path: slotPath)
+    private let syncer: Syncer
     private var trace: [UInt64] = []
+    /// An fdatasync of `publish` failed: only what the syncer had on disk before counts.
+    private var ownSyncFailed = false
 
     /// A slot file outside any pool, for `reel jitter`: the same ring and writer thread,
     /// writing into a file that is already allocated (`allocated` bytes). `finishBenchmark()`
@@ -257,6 +299,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         self.pool = pool; self.slotID = slotID; self.slotPath = slotPath
         self.allocated = allocated; self.path = destination
         fd = try Sys.open(slotPath, O_RDWR)
+        syncer = Syncer(fd: fd, path: slotPath)
         if mode == "direct" {
             directFD = Glibc.open(slotPath, O_WRONLY | CLinux_O_DIRECT | O_CLOEXEC)
         } else {
@@ -277,8 +320,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     deinit {
         stopWriter()
         for b in blocks { free(b) }
-        close(fd)
-        if directFD >= 0 { close(directFD) }
+        // Synced (publish) or given up (discard) before: close has nothing left to report.
+        Sys.closeQuietly(fd)
+        if directFD >= 0 { Sys.closeQuietly(directFD) }
     }
 
     /// Bytes the ring can still take without the muxer waiting.
@@ -361,20 +405,29 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             }
             try drain()
         }
-        try Sys.fdatasync(fd, path: slotPath)
+        // Salvaging, the length was already cut to what was on disk before a writeback error.
+        if !salvaging { try checkWriteback() }
+        try syncSlot()
         stopWriter()
+        // The syncer may have met (and so consumed) a writeback error our fdatasync then missed.
+        if !salvaging { try checkWriteback() }
         if size <= smallClipLimit && !salvaging {
             // A short clip (seams make many): copy it out and zero what it used, so the slot
             // is ready again at once instead of being replaced by a freshly prefilled one.
-            try copyOut(fd, length: size, from: slotPath, to: path)
+            var target = path
+            while true {
+                do { try copyOut(fd, length: size, from: slotPath, to: target); break } catch StorageError.exists {
+                    target = uniqueName(path, tag: nil)
+                }
+            }
+            path = target
             published = true
-            try zero(upTo: size)
-            try pool?.returnSlot(slotID)
+            recycleSlot()
             return size
         }
         try retryingInterrupts("ftruncate", path: slotPath) { ftruncate(fd, off_t(size)) }
-        try Sys.fdatasync(fd, path: slotPath)
-        _ = try publishFile(from: slotPath, to: path, progress: nil)
+        try syncSlot()
+        path = try publishFile(from: slotPath, toFreeNameLike: path, tag: nil)
         published = true
         try pool?.releaseSlot(slotID)
         pool?.replenishInBackground()
@@ -387,13 +440,45 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         drain(ignoringErrors: true)
         stopWriter()
         published = true
-        if size <= smallClipLimit, (try? zero(upTo: size)) != nil {
-            try? pool?.returnSlot(slotID)
-        } else {
-            unlink(slotPath)
-            try? pool?.releaseSlot(slotID)
+        if size <= smallClipLimit { recycleSlot() } else { dropSlot() }
+    }
+
+    /// After a short clip was copied out (or thrown away): zeros what it used and gives the
+    /// slot back; a slot that cannot be zeroed, or met an I/O error, leaves the pool instead.
+    /// The clip is already safe (or gone): nothing here fails it.
+    private func recycleSlot() {
+        do {
+            if syncer.error == nil && !ownSyncFailed {
+                try zero(upTo: size)
+                try pool?.returnSlot(slotID)
+                return
+            }
+        } catch {}
+        dropSlot()
+    }
+
+    private func dropSlot() {
+        // A slot that could not be cleaned (or met an I/O error) is not reused: it leaves the
+        // pool and a fresh one is prepared. Should even that fail, the slot stays active under
+        // this process and is recovered — as nothing, its clip was thrown away — once it is gone.
+        do {
+            try Sys.unlinkIfPresent(slotPath)
+            try pool?.releaseSlot(slotID)
             pool?.replenishInBackground()
+        } catch {}
+    }
+
+    /// fdatasync of the slot; a failure is remembered (the kernel reports it only once).
+    private func syncSlot() throws {
+        do { try Sys.fdatasync(fd, path: slotPath) } catch let e as SystemError {
+            ownSyncFailed = true
+            throw StorageError.writeback(e, clip: fileName(of: path))
         }
+    }
+
+    /// Throws the writeback error the syncer thread met, if any.
+    private func checkWriteback() throws {
+        if let e = syncer.error { throw StorageError.writeback(e, clip: fileName(of: path)) }
     }
 
     /// Clips up to this size are copied out of the slot rather than moved (a quarter slot).
@@ -430,20 +515,25 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     /// The end of the contiguous bytes the writer thread wrote successfully (writes are in
     /// order, and none is attempted after the first failure).
     /// Waits for writes still queued first, whatever they return.
+    /// After a writeback error, only what the last successful fdatasync covered counts.
     public var writtenLength: Int64 {
         lock.lock()
         let running = !stopped
         lock.unlock()
         if running { drain(ignoringErrors: true) }
-        lock.lock(); defer { lock.unlock() }
-        return writtenEnd
+        lock.lock()
+        let end = writtenEnd
+        lock.unlock()
+        if syncer.error != nil || ownSyncFailed { return min(end, syncer.durableEnd) }
+        return end
     }
 
     // MARK: Muxer side helpers
 
     private func pendingError() -> (any Error)? {
         lock.lock(); defer { lock.unlock() }
-        return writerError
+        if let writerError { return writerError }
+        return syncer.error.map { StorageError.writeback($0, clip: fileName(of: path)) }
     }
 
     private func enqueue(_ job: Job) {
@@ -485,6 +575,13 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
 
     /// Waits until every queued write is done.
     private func drain() throws {
+        lock.lock()
+        let running = !stopped
+        lock.unlock()
+        guard running else {
+            if let e = pendingError() { throw e }
+            return
+        }
         enqueue(.sync)
         lock.lock(); defer { lock.unlock() }
         while !jobs.isEmpty && writerError == nil { lock.wait() }
@@ -492,6 +589,11 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     }
 
     private func drain(ignoringErrors: Bool) {
+        lock.lock()
+        let running = !stopped
+        lock.unlock()
+        // A stopped writer has nothing left in flight (and would never take the job).
+        guard running else { return }
         enqueue(.sync)
         lock.lock(); defer { lock.unlock() }
         while !jobs.isEmpty { lock.wait() }
@@ -512,7 +614,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private func writerLoop() {
         // Best-effort class, highest level (real-time class needs CAP_SYS_ADMIN and can starve
         // the rest of the system): the recording's writes go ahead of ordinary ones.
-        _ = CLinux_set_io_priority(2, 0)
+        if CLinux_set_io_priority(2, 0) != 0 {
+            // No say over I/O priority here: the writes go at the default priority.
+        }
         while true {
             lock.lock()
             while jobs.isEmpty { lock.wait() }

@@ -44,7 +44,17 @@ extension PoolStatus {
 public struct RecoveredClip: Sendable, Codable {
     public var path: String
     public var bytes: Int64
-    public var frames: Int?
+    /// Complete fragments (MOV/MP4) or clusters (MKV) it holds.
+    public var fragments: Int
+}
+
+/// A slot of a dead recorder that held no complete, decodable frame: nothing was published.
+public struct DroppedClip: Sendable, Codable {
+    /// The name the clip would have had.
+    public var destination: String
+    /// Bytes the slot held (headers, or an incomplete first fragment).
+    public var bytes: Int64
+    public var reason: String
 }
 
 /// The Linux counterpart of Pro Video Storage: a directory of preallocated slot files that
@@ -57,9 +67,12 @@ public final class StoragePool: Sendable {
     public let path: String
     private let replenishDone = Mutex<Bool>(true)
     private let recovered = Mutex<[RecoveredClip]>([])
+    private let dropped = Mutex<[DroppedClip]>([])
 
     /// What the last `recover()` (run by `open`) published.
     public var lastRecovery: [RecoveredClip] { recovered.withLock { $0 } }
+    /// What recovery found in dead recorders' slots but did not publish, and why.
+    public var lastDropped: [DroppedClip] { dropped.withLock { $0 } }
     public static let defaultCapacity: Int64 = 2 << 30
     public static let defaultSlotSize: Int64 = 256 << 20
     public static let blockSize = 1 << 20
@@ -98,13 +111,31 @@ public final class StoragePool: Sendable {
         guard ["auto", "buffered", "direct"].contains(writeMode) else { throw PoolError.badSize("write mode must be auto, buffered or direct") }
         guard ["zero", "fallocate"].contains(prefill) else { throw PoolError.badSize("prefill must be zero or fallocate") }
         try checkCanCreate(at: path)
+        let count = Int(capacity / slotSize)
+        try checkFreeSpace(at: path, capacity: capacity, slotSize: slotSize)
         let fm = FileManager.default
+        let existed = fm.fileExists(atPath: path)
         do {
             try fm.createDirectory(atPath: path + "/slots", withIntermediateDirectories: true)
         } catch {
             throw PoolError.io(SystemError("mkdir", path: path, errno: EACCES))
         }
         let pool = StoragePool(path: path)
+        do {
+            try pool.setUp(count: count, capacity: capacity, slotSize: slotSize, writeMode: writeMode,
+                           measurement: measurement, prefill: prefill, preallocate: preallocate, progress: progress)
+        } catch {
+            // A pool that failed while being made (no room, an I/O error) is taken away again,
+            // so the next attempt starts afresh instead of finding a pool with no slots.
+            pool.removeFiles(keepDirectory: existed)
+            throw error
+        }
+        return pool
+    }
+
+    private func setUp(count: Int, capacity: Int64, slotSize: Int64, writeMode: String, measurement: WriteModeMeasurement?,
+                       prefill: String, preallocate: Bool, progress: ((Double) -> Void)?) throws {
+        let pool = self
         let alignment = pool.directIOAlignment()
         var mode = writeMode
         var source = "asked"
@@ -123,14 +154,45 @@ public final class StoragePool: Sendable {
         if mode == "direct" && alignment == nil {
             throw PoolError.unsupportedFilesystem("\(Sys.filesystemName(path)) at \(path) has no direct I/O: use --write-mode buffered")
         }
-        let count = Int(capacity / slotSize)
         var manifest = PoolManifest(capacity: capacity, slotSize: slotSize, writeMode: mode, prefill: prefill)
         manifest.writeModeSource = source
         manifest.writeModeMeasurement = measured
         try pool.writeManifest(manifest)
         try pool.withManifest { m in _ = pool.reserve(count, in: &m, reason: "adjustingCapacity") }
         if preallocate { try pool.fillReservedSlots(progress: progress) }
-        return pool
+    }
+
+    /// Refuses (`PoolError.noRoom`, exit 73) a pool of `capacity` in `slotSize` slots at
+    /// `path` where the filesystem has less free than its slots need.
+    public static func checkFreeSpace(at path: String, capacity: Int64, slotSize: Int64) throws {
+        guard slotSize > 0 else { return }
+        try checkFreeSpace(at: path, needed: capacity / slotSize * slotSize, what: "a pool of \(formatBytes(capacity))")
+    }
+
+    /// Refuses, before anything is written, to make `needed` bytes of slots where the
+    /// filesystem has less free.
+    static func checkFreeSpace(at path: String, needed: Int64, what: String) throws {
+        let space: Int64?
+        do { space = try Sys.freeSpace(at: path) } catch let e as SystemError { throw PoolError.io(e) }
+        guard let free = space else { return }   // no size to check against (ramfs)
+        guard needed <= free else {
+            throw PoolError.noRoom("not enough free space for \(what) at \(path): it needs \(formatBytes(needed)), the filesystem has \(formatBytes(free)) free")
+        }
+    }
+
+    /// Removes the pool's files (slots, manifest, lock) and its directories; an error
+    /// removing one is not fatal (the pool is being given up) but the rest goes on.
+    private func removeFiles(keepDirectory: Bool) {
+        let fm = FileManager.default
+        var files = ((try? fm.contentsOfDirectory(atPath: slotsDirectory)) ?? []).filter { $0.hasPrefix("slot-") }.map { slotsDirectory + "/" + $0 }
+        files += ["manifest.json", "manifest.json.tmp", "lock", ".dio-probe"].map { path + "/" + $0 }
+        for file in files {
+            // Giving up a failed pool: what cannot be removed stays, and the error that made
+            // us give up is the one reported.
+            do { try Sys.unlinkIfPresent(file) } catch { continue }
+        }
+        Sys.removeDirectoryIfEmpty(slotsDirectory)
+        if !keepDirectory { Sys.removeDirectoryIfEmpty(path) }
     }
 
     /// A pool can be made at `path`: nothing is there, or an empty directory.
@@ -185,8 +247,8 @@ public final class StoragePool: Sendable {
         do {
             try data.withUnsafeBytes { try Sys.pwriteAll(fd, $0.baseAddress!, $0.count, at: 0, path: tmp) }
             try Sys.fdatasync(fd, path: tmp)
-        } catch { close(fd); throw error }
-        close(fd)
+        } catch { Sys.closeQuietly(fd); throw error }
+        try Sys.close(fd, path: tmp)
         try retryingInterrupts("rename", path: manifestPath) { rename(tmp, manifestPath) }
         try Sys.fsyncDirectory(of: manifestPath)
     }
@@ -208,18 +270,25 @@ public final class StoragePool: Sendable {
     }
     static let lockPatience: Double = 10
 
+    /// Runs `body` holding the pool's lock (not re-entrant: `body` must not take it again).
+    func withLock<T>(_ body: () throws -> T) throws -> T {
+        let lockFD = try Sys.open(path + "/lock", O_RDWR | O_CREAT)
+        // Closing the descriptor releases the lock; it was only read from, nothing to report.
+        defer { Sys.closeQuietly(lockFD) }
+        try lock(lockFD)
+        return try body()
+    }
+
     /// Reads, changes and writes the manifest under the pool's lock.
     @discardableResult
     func withManifest<T>(_ body: (inout PoolManifest) throws -> T) throws -> T {
-        let lockFD = try Sys.open(path + "/lock", O_RDWR | O_CREAT)
-        defer { close(lockFD) }
-        try lock(lockFD)
-        defer { flock(lockFD, LOCK_UN) }
-        var m = try readManifest()
-        let before = m
-        let result = try body(&m)
-        if m != before { try writeManifest(m) }
-        return result
+        try withLock {
+            var m = try readManifest()
+            let before = m
+            let result = try body(&m)
+            if m != before { try writeManifest(m) }
+            return result
+        }
     }
 
     // MARK: Slots
@@ -230,17 +299,21 @@ public final class StoragePool: Sendable {
     /// never both fill the same gap).
     private func reserve(_ count: Int, in m: inout PoolManifest, reason: String) -> [Int] {
         guard count > 0 else { return [] }
-        let pid = getpid()
+        let me = ProcessIdentity.current
         var ids: [Int] = []
         for _ in 0..<count {
             ids.append(m.nextSlotID)
-            m.slots.append(.init(id: m.nextSlotID, state: "preparing", allocated: m.slotSize, owner: pid))
+            var slot = PoolManifest.Slot(id: m.nextSlotID, state: "preparing", allocated: m.slotSize)
+            slot.setOwner(me)
+            m.slots.append(slot)
             m.nextSlotID += 1
         }
-        if let i = m.operations.firstIndex(where: { $0.pid == pid && $0.reason == reason }) {
+        if let i = m.operations.firstIndex(where: { $0.identity.isCurrent && $0.reason == reason }) {
             m.operations[i].total += Int64(count) * m.slotSize
         } else {
-            m.operations.append(.init(reason: reason, pid: pid, done: 0, total: Int64(count) * m.slotSize))
+            var op = PoolManifest.Operation(reason: reason, pid: me.pid, done: 0, total: Int64(count) * m.slotSize)
+            op.setWorker(me)
+            m.operations.append(op)
         }
         return ids
     }
@@ -249,31 +322,33 @@ public final class StoragePool: Sendable {
     /// holds as `preparing`, syncs each, then marks it `free`, updating the operation's progress.
     /// A failure (no room) is kept in the manifest as `lastError` for `reel pool status`.
     public func fillReservedSlots(_ only: [Int]? = nil, progress: ((Double) -> Void)? = nil) throws {
-        let pid = getpid()
         let (ids, slotSize, prefill) = try withManifest { m in
-            (m.slots.filter { $0.state == "preparing" && $0.owner == pid && (only?.contains($0.id) ?? true) }.map(\.id), m.slotSize, m.prefill)
+            (m.slots.filter { $0.state == "preparing" && $0.isMine && (only?.contains($0.id) ?? true) }.map(\.id), m.slotSize, m.prefill)
         }
         defer {
+            // Ending the operation; should this fail, the next open drops it (this process is gone).
             try? withManifest { m in
-                if !m.slots.contains(where: { $0.state == "preparing" && $0.owner == pid }) { m.operations.removeAll { $0.pid == pid } }
+                if !m.slots.contains(where: { $0.state == "preparing" && $0.isMine }) { m.operations.removeAll { $0.identity.isCurrent } }
             }
         }
         do {
             for (k, id) in ids.enumerated() {
                 try prefillSlot(slotPath(id), size: slotSize, zero: prefill == "zero")
                 try withManifest { m in
-                    if let i = m.slots.firstIndex(where: { $0.id == id }) { m.slots[i].state = "free"; m.slots[i].owner = nil }
-                    for i in m.operations.indices where m.operations[i].pid == pid { m.operations[i].done += slotSize }
+                    if let i = m.slots.firstIndex(where: { $0.id == id }) { m.slots[i].state = "free"; m.slots[i].setOwner(nil) }
+                    for i in m.operations.indices where m.operations[i].identity.isCurrent { m.operations[i].done += slotSize }
                     m.lastError = nil
                 }
                 progress?(Double(k + 1) / Double(ids.count))
             }
         } catch {
             let text = (error as? any UserFacingError)?.description ?? "\(error)"
+            // Recording why; should the manifest itself fail now, the error below says why
+            // anyway, and the slots left `preparing` are redone once this process is gone.
             try? withManifest { m in
                 // What could not be prepared is given up, so the pool is consistent and says why.
-                let left = m.slots.filter { $0.state == "preparing" && $0.owner == pid && ids.contains($0.id) }.map(\.id)
-                for id in left { unlink(slotPath(id)) }
+                let left = m.slots.filter { $0.state == "preparing" && $0.isMine && ids.contains($0.id) }.map(\.id)
+                for id in left { try Sys.unlinkIfPresent(slotPath(id)) }
                 m.slots.removeAll { left.contains($0.id) }
                 m.lastError = text
             }
@@ -285,14 +360,14 @@ public final class StoragePool: Sendable {
     /// `reel pool create --background` hands its work to a detached process this way).
     /// Returns how many slots were taken over.
     public func adoptPreparation(from pid: Int32) throws -> Int {
-        let me = getpid()
+        let me = ProcessIdentity.current
         return try withManifest { m in
             var n = 0
             for i in m.slots.indices where m.slots[i].state == "preparing" && m.slots[i].owner == pid {
-                m.slots[i].owner = me
+                m.slots[i].setOwner(me)
                 n += 1
             }
-            for i in m.operations.indices where m.operations[i].pid == pid { m.operations[i].pid = me }
+            for i in m.operations.indices where m.operations[i].pid == pid { m.operations[i].setWorker(me) }
             return n
         }
     }
@@ -331,8 +406,14 @@ public final class StoragePool: Sendable {
     }
 
     private func prefillSlot(_ file: String, size: Int64, zero: Bool) throws {
+        do { try prefillSlotFile(file, size: size, zero: zero) } catch let e as SystemError {
+            throw PoolError.io(e)
+        }
+    }
+
+    private func prefillSlotFile(_ file: String, size: Int64, zero: Bool) throws {
         let fd = try Sys.open(file, O_WRONLY | O_CREAT | O_TRUNC)
-        defer { close(fd) }
+        defer { Sys.closeQuietly(fd) }
         if CLinux_fallocate(fd, 0, size) != 0 {
             let e = SystemError.last("fallocate", path: file)
             if e.isOutOfSpace { throw PoolError.full("no room for the pool on this filesystem: \(e.text) while preallocating \(file)") }
@@ -357,10 +438,11 @@ public final class StoragePool: Sendable {
     /// The O_DIRECT alignment this filesystem accepts (512 or 4096), or nil without direct I/O.
     public func directIOAlignment() -> Int? {
         let probe = path + "/.dio-probe"
-        defer { unlink(probe) }
+        // A probe file left behind is harmless (pool delete removes it).
+        defer { do { try Sys.unlinkIfPresent(probe) } catch {} }
         let fd = Glibc.open(probe, O_WRONLY | O_CREAT | O_TRUNC | CLinux_O_DIRECT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        defer { Sys.closeQuietly(fd) }
         let buf = Sys.alignedAlloc(4096)
         defer { free(buf) }
         for align in [512, 4096] where pwrite(fd, buf, align, 0) == align { return align }
@@ -374,7 +456,7 @@ public final class StoragePool: Sendable {
         var busy: [String] = []
         var progress: [String: Double] = [:]
         var operations: [PoolStatus.Operation] = []
-        for op in m.operations where Sys.isAlive(op.pid) {
+        for op in m.operations where op.isAlive {
             if !busy.contains(op.reason) { busy.append(op.reason) }
             let fraction = op.total > 0 ? Double(op.done) / Double(op.total) : 0
             progress[op.reason] = min(progress[op.reason] ?? 1, fraction)
@@ -399,6 +481,10 @@ public final class StoragePool: Sendable {
             throw PoolError.badSize("capacity \(formatBytes(capacity)) is below one slot (\(formatBytes(m.slotSize)))")
         }
         let wanted = Int(capacity / m.slotSize)
+        if wanted > m.slots.count {
+            let needed = Int64(wanted - m.slots.count) * m.slotSize
+            try StoragePool.checkFreeSpace(at: path, needed: needed, what: "\(wanted - m.slots.count) more slot(s) of \(formatBytes(m.slotSize))")
+        }
         let removed: [Int] = try withManifest { m in
             m.capacity = capacity
             var have = m.slots.count
@@ -410,7 +496,7 @@ public final class StoragePool: Sendable {
             }
             return gone
         }
-        for id in removed { unlink(slotPath(id)) }
+        for id in removed { try Sys.unlinkIfPresent(slotPath(id)) }
         try replenish(reason: "adjustingCapacity", preallocate: preallocate, progress: progress)
     }
 
@@ -429,10 +515,10 @@ public final class StoragePool: Sendable {
     public func replenish(reason: String = "replenishing", preallocate: Bool = true, progress: ((Double) -> Void)? = nil) throws {
         let ids = try withManifest { m -> [Int] in
             // Slots a dead process left half-prepared are redone.
-            let stale = m.slots.filter { $0.state == "preparing" && !($0.owner.map(Sys.isAlive) ?? false) }.map(\.id)
+            let stale = m.slots.filter { $0.state == "preparing" && !$0.ownerIsAlive }.map(\.id)
             m.slots.removeAll { stale.contains($0.id) }
-            for id in stale { unlink(slotPath(id)) }
-            m.operations.removeAll { !Sys.isAlive($0.pid) }
+            for id in stale { try Sys.unlinkIfPresent(slotPath(id)) }
+            m.operations.removeAll { !$0.isAlive }
             let missing = max(0, Int((m.capacity - m.allocatedBytes) / m.slotSize))
             return reserve(missing, in: &m, reason: reason)
         }
@@ -443,7 +529,7 @@ public final class StoragePool: Sendable {
     /// nobody alive is preparing them.
     public var needsReplenishing: Bool {
         guard let m = try? readManifest() else { return false }
-        let live = m.slots.filter { $0.state != "preparing" || ($0.owner.map(Sys.isAlive) ?? false) }
+        let live = m.slots.filter { $0.state != "preparing" || $0.ownerIsAlive }
         return m.capacity - live.reduce(0) { $0 + $1.allocated } >= m.slotSize
     }
 
@@ -499,23 +585,33 @@ public final class StoragePool: Sendable {
     }
 
     /// Deletes the pool: its slots, manifest and directory. Refuses while a live recorder uses
-    /// it or a live process is preparing slots.
+    /// it or a live process is preparing slots. What dead recorders left is recovered first;
+    /// the check and the removal are one locked step, so a recorder that claims a slot
+    /// meanwhile either makes this refuse or finds no pool.
     public func delete() throws {
-        let m = try readManifest()
-        if let op = m.operations.first(where: { Sys.isAlive($0.pid) }) {
-            throw PoolError.busy("\(op.reason) (pid \(op.pid)); `reel pool wait` waits until it is done")
+        func refuseIfBusy(_ m: PoolManifest) throws {
+            if let op = m.operations.first(where: { $0.isAlive }) {
+                throw PoolError.busy("\(op.reason) (pid \(op.pid)); `reel pool wait` waits until it is done")
+            }
+            if let busy = m.slots.first(where: { ($0.state == "active" || $0.state == "recovering") && $0.ownerIsAlive }) {
+                let doing = busy.state == "active" ? "is recording" : "is being recovered"
+                throw PoolError.busy("slot \(busy.id) \(doing) (pid \(busy.owner ?? 0))")
+            }
         }
-        if let busy = m.slots.first(where: { $0.state == "active" && ($0.owner.map(Sys.isAlive) ?? false) }) {
-            throw PoolError.busy("slot \(busy.id) is recording (pid \(busy.owner ?? 0))")
+        try refuseIfBusy(try readManifest())
+        _ = try recover()
+        try withLock {
+            let m = try readManifest()
+            try refuseIfBusy(m)
+            if let left = m.slots.first(where: { $0.state == "active" || $0.state == "recovering" }) {
+                throw PoolError.busy("slot \(left.id) still holds a dead recorder's clip; `reel pool recover` publishes it")
+            }
+            for s in m.slots { try Sys.unlinkIfPresent(slotPath(s.id)) }
+            try Sys.unlinkIfPresent(manifestPath)
+            try Sys.unlinkIfPresent(path + "/lock")
         }
-        if m.slots.contains(where: { $0.state == "active" }) {
-            _ = try recover()
-        }
-        for s in try readManifest().slots { unlink(slotPath(s.id)) }
-        unlink(path + "/lock")
-        unlink(manifestPath)
-        rmdir(slotsDirectory)
-        if rmdir(path) != 0 { throw PoolError.io(.last("rmdir", path: path)) }
+        try Sys.removeDirectory(slotsDirectory)
+        try Sys.removeDirectory(path)
     }
 
     // MARK: Recording into slots
@@ -524,7 +620,7 @@ public final class StoragePool: Sendable {
     /// - Throws: `PoolError.busy` while the pool is adjusting its capacity, `.full` without a free slot.
     func claimSlot(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: String) {
         try withManifest { m in
-            if let op = m.operations.first(where: { $0.reason == "adjustingCapacity" && Sys.isAlive($0.pid) }) {
+            if let op = m.operations.first(where: { $0.reason == "adjustingCapacity" && $0.isAlive }) {
                 let pct = op.total > 0 ? Int(100 * op.done / op.total) : 0
                 throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
             }
@@ -532,7 +628,7 @@ public final class StoragePool: Sendable {
                 throw PoolError.full("the storage pool at \(path) is full: no free slot (\(formatBytes(m.capacity)) capacity, \(m.slots.filter { $0.state == "active" }.count) slots recording)")
             }
             m.slots[i].state = "active"
-            m.slots[i].owner = getpid()
+            m.slots[i].setOwner(ProcessIdentity.current)
             m.slots[i].destination = destination
             m.slots[i].container = container
             m.slots[i].startedAt = Date().timeIntervalSince1970
@@ -548,7 +644,7 @@ public final class StoragePool: Sendable {
             let freeID = m.slots[free].id
             let extra = m.slots[free].allocated
             m.slots.remove(at: free)
-            unlink(slotPath(freeID))
+            try Sys.unlinkIfPresent(slotPath(freeID))
             guard let i = m.slots.firstIndex(where: { $0.id == id }) else { return nil }
             m.slots[i].allocated += extra
             return m.slots[i].allocated
@@ -560,7 +656,7 @@ public final class StoragePool: Sendable {
         try withManifest { m in
             guard let i = m.slots.firstIndex(where: { $0.id == id }) else { return }
             m.slots[i].state = "free"
-            m.slots[i].owner = nil
+            m.slots[i].setOwner(nil)
             m.slots[i].destination = nil
             m.slots[i].container = nil
             m.slots[i].startedAt = nil
@@ -575,58 +671,77 @@ public final class StoragePool: Sendable {
     public var remainingCapacity: Int64 { (try? readManifest().freeBytes) ?? 0 }
 
     /// Publishes what active slots of dead recorders hold, cut at the last complete fragment
-    /// (MOV/MP4) or at the last written byte (MKV; slots are zero-filled), and frees them.
+    /// (MOV/MP4) or cluster (MKV), and frees them. A slot with no complete fragment holds no
+    /// decodable frame: it is dropped (`lastDropped` says so), never published.
+    ///
+    /// The orphans are claimed under the lock (state `recovering`, owned by this process)
+    /// before any is touched, so processes opening the pool at once recover each exactly once;
+    /// a recovery whose process dies is taken up again by the next.
     public func recover() throws -> [RecoveredClip] {
         // Looking needs no lock (the manifest is replaced atomically); taking them does.
-        func dead(_ s: PoolManifest.Slot) -> Bool { s.state == "active" && !(s.owner.map(Sys.isAlive) ?? false) }
-        guard try readManifest().slots.contains(where: dead) else { return [] }
+        func orphan(_ s: PoolManifest.Slot) -> Bool { (s.state == "active" || s.state == "recovering") && !s.ownerIsAlive }
+        guard try readManifest().slots.contains(where: orphan) else { return [] }
+        let me = ProcessIdentity.current
         let orphans = try withManifest { m -> [PoolManifest.Slot] in
-            m.slots.filter { $0.state == "active" && !($0.owner.map(Sys.isAlive) ?? false) }
+            var taken: [PoolManifest.Slot] = []
+            for i in m.slots.indices where orphan(m.slots[i]) {
+                taken.append(m.slots[i])
+                m.slots[i].state = "recovering"
+                m.slots[i].setOwner(me)
+            }
+            return taken
         }
         var out: [RecoveredClip] = []
+        var gone: [DroppedClip] = []
         for slot in orphans {
             let file = slotPath(slot.id)
-            var length = lastWrittenByte(file)
-            if slot.container != "mkv", let playable = FragmentScanner.playableLength(of: file, limit: length) {
-                length = min(length, playable)
-            } else if slot.container != "mkv" {
-                length = 0
-            }
-            if length > 0, let dest = slot.destination {
+            let written = try lastWrittenByte(file)
+            let found = slot.container == "mkv"
+                ? FragmentScanner.completeClusters(of: file, limit: written)
+                : FragmentScanner.completeFragments(of: file, limit: written)
+            if let found, found.count > 0, let dest = slot.destination {
                 let fd = try Sys.open(file, O_WRONLY)
-                ftruncate(fd, off_t(length))
-                try? Sys.fdatasync(fd, path: file)
-                close(fd)
-                let target = Sys.fileExists(dest) ? uniqueName(dest, tag: "recovered") : dest
-                try? FileManager.default.createDirectory(atPath: parentDirectory(of: target), withIntermediateDirectories: true)
-                let published = try publishFile(from: file, to: target, progress: nil)
-                out.append(RecoveredClip(path: published, bytes: length, frames: nil))
+                do {
+                    try retryingInterrupts("ftruncate", path: file) { ftruncate(fd, off_t(found.length)) }
+                    try Sys.fdatasync(fd, path: file)
+                } catch { Sys.closeQuietly(fd); throw error }
+                try Sys.close(fd, path: file)
+                try FileStorage.makeDirectories(parentDirectory(of: dest))
+                let published = try publishFile(from: file, toFreeNameLike: dest, tag: "recovered")
+                out.append(RecoveredClip(path: published, bytes: found.length, fragments: found.count))
             } else {
-                unlink(file)
+                if let dest = slot.destination {
+                    let what = slot.container == "mkv" ? "cluster" : "fragment"
+                    let reason = written == 0 ? "nothing written, so no decodable frame"
+                        : "no complete \(what), so no decodable frame (\(formatBytes(written)) of headers or an unfinished \(what))"
+                    gone.append(DroppedClip(destination: dest, bytes: written, reason: reason))
+                }
+                try Sys.unlinkIfPresent(file)
             }
             try releaseSlot(slot.id)
         }
         if !orphans.isEmpty {
             recovered.withLock { $0 += out }
+            dropped.withLock { $0 += gone }
             try replenish()
         }
         return out
     }
 
-    /// The length of the file up to its last non-zero byte.
-    private func lastWrittenByte(_ file: String) -> Int64 {
-        let fd = Glibc.open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
+    /// The length of the file up to its last non-zero byte (0 when it is gone).
+    private func lastWrittenByte(_ file: String) throws -> Int64 {
+        let fd: Int32
+        do { fd = try Sys.open(file, O_RDONLY) } catch let e as SystemError where e.errno == ENOENT { return 0 }
+        defer { Sys.closeQuietly(fd) }
         var st = stat()
-        fstat(fd, &st)
+        try retryingInterrupts("fstat", path: file) { fstat(fd, &st) }
         var end = Int64(st.st_size)
         let chunk = 1 << 20
         let buf = Sys.alignedAlloc(chunk)
         defer { free(buf) }
         while end > 0 {
             let start = max(0, end - Int64(chunk))
-            let n = pread(fd, buf, Int(end - start), off_t(start))
+            let n = try retryingInterrupts("read", path: file) { pread(fd, buf, Int(end - start), off_t(start)) }
             guard n > 0 else { return 0 }
             let bytes = buf.assumingMemoryBound(to: UInt8.self)
             var i = n - 1
@@ -637,15 +752,15 @@ public final class StoragePool: Sendable {
         return 0
     }
 }
-
-/// `clip.mov` → `clip-recovered.mov`, `clip-recovered-2.mov`, … (whichever is free).
-func uniqueName(_ path: String, tag: String) -> String {
+/// `clip.mov` → `clip-recovered.mov`, `clip-recovered-2.mov`, … (whichever is free); with no
+/// tag, `clip-2.mov`, `clip-3.mov`, ….
+func uniqueName(_ path: String, tag: String?) -> String {
     let dir = parentDirectory(of: path), name = fileName(of: path)
     let dot = name.lastIndex(of: ".") ?? name.endIndex
     let stem = String(name[..<dot]), ext = String(name[dot...])
-    var k = 1
+    var k = tag == nil ? 2 : 1
     while true {
-        let candidate = dir + "/" + stem + "-" + tag + (k == 1 ? "" : "-\(k)") + ext
+        let candidate = dir + "/" + stem + (tag.map { "-" + $0 } ?? "") + (k == 1 ? "" : "-\(k)") + ext
         if !Sys.fileExists(candidate) { return candidate }
         k += 1
     }
@@ -660,7 +775,12 @@ func copyOut(_ input: Int32, length: Int64, from source: String, to destination:
         throw StorageError.exists(destination)
     }
     var ok = false
-    defer { close(output); if !ok { unlink(destination) } }
+    defer {
+        Sys.closeQuietly(output)
+        // Our own half-made copy (O_EXCL made it); a failure to remove it leaves a file
+        // named as the clip that the error already says is incomplete.
+        if !ok { do { try Sys.unlinkIfPresent(destination) } catch {} }
+    }
     var off: Int64 = 0
     while off < length {
         let n = CLinux_copy_range(input, off, output, off, min(length - off, 64 << 20))
@@ -691,6 +811,19 @@ func copyOut(_ input: Int32, length: Int64, from source: String, to destination:
     ok = true
 }
 
+/// Publishes `source` at `destination`, or — when another file has that name — at the first
+/// free `NAME-TAG.EXT`, `NAME-TAG-2.EXT`, …; never replaces a file. Returns the path used.
+func publishFile(from source: String, toFreeNameLike destination: String, tag: String?,
+                 progress: ((Int64, Int64) -> Void)? = nil) throws -> String {
+    var target = destination
+    for _ in 0..<1000 {
+        do { return try publishFile(from: source, to: target, progress: progress) } catch StorageError.exists {
+            target = uniqueName(destination, tag: tag)
+        }
+    }
+    throw StorageError.exists(target)
+}
+
 /// Moves `source` to `destination` without replacing anything (renameat2 RENAME_NOREPLACE),
 /// syncing the destination directory; across filesystems, copies (with progress), syncs and
 /// removes the source. Returns the path written.
@@ -704,11 +837,11 @@ func publishFile(from source: String, to destination: String, progress: ((Int64,
     guard e.errno == EXDEV || e.errno == EINVAL || e.errno == ENOSYS else { throw StorageError.io(e) }
     // Another filesystem (or no renameat2): copy, then sync, then drop the source.
     let input = try Sys.open(source, O_RDONLY)
-    defer { close(input) }
+    defer { Sys.closeQuietly(input) }
     var st = stat()
-    fstat(input, &st)
+    try retryingInterrupts("fstat", path: source) { fstat(input, &st) }
     try copyOut(input, length: Int64(st.st_size), from: source, to: destination, progress: progress)
-    unlink(source)
+    try Sys.unlinkIfPresent(source)
     return destination
 }
 

@@ -1,4 +1,5 @@
 import CLinux
+import Foundation
 import ReelCore
 #if canImport(Glibc)
 import Glibc
@@ -26,8 +27,35 @@ enum Sys {
     static func fsyncDirectory(of path: String) throws {
         let dir = parentDirectory(of: path)
         let fd = try open(dir, O_RDONLY | O_DIRECTORY)
-        defer { close(fd) }
+        defer { closeQuietly(fd) }
         try retryingInterrupts("fsync", path: dir) { fsync(fd) }
+    }
+
+    /// close(2), reporting a failure (after a write, close can report a writeback error).
+    /// EINTR is not retried: the descriptor is released whatever close returned.
+    static func close(_ fd: Int32, path: String) throws {
+        if Glibc.close(fd) != 0 && errno != EINTR { throw SystemError.last("close", path: path) }
+    }
+
+    /// close(2) of a descriptor only read from, or given up after an error already reported:
+    /// nothing its result could add.
+    static func closeQuietly(_ fd: Int32) {
+        if Glibc.close(fd) != 0 { return }
+    }
+
+    /// unlink(2); a file already gone is fine.
+    static func unlinkIfPresent(_ path: String) throws {
+        if Glibc.unlink(path) != 0 && errno != ENOENT { throw SystemError.last("unlink", path: path) }
+    }
+
+    /// rmdir(2); a directory already gone is fine.
+    static func removeDirectory(_ path: String) throws {
+        if Glibc.rmdir(path) != 0 && errno != ENOENT { throw SystemError.last("rmdir", path: path) }
+    }
+
+    /// rmdir(2) of a directory that may still hold files (then it stays).
+    static func removeDirectoryIfEmpty(_ path: String) {
+        if Glibc.rmdir(path) != 0 { return }
     }
 
     static func fileExists(_ path: String) -> Bool {
@@ -39,16 +67,57 @@ enum Sys {
     /// wait unreaped where PID 1 does not reap).
     static func isAlive(_ pid: Int32) -> Bool {
         guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return true }
-        let state = stat[stat.index(after: close)...].drop { $0 == " " }.first
+        guard let fields = procStatFields(pid) else { return true }
+        let state = fields.first
         return state != "Z" && state != "X"
+    }
+
+    /// Whether the process `owner` names is alive: the same pid, and — where the manifest
+    /// recorded them — the same start time and boot. A pid reused after a reboot or a wrap is
+    /// another process, so its slots are dead.
+    static func isAlive(_ owner: ProcessIdentity) -> Bool {
+        if let boot = owner.boot, let now = ProcessIdentity.currentBoot, boot != now { return false }
+        guard isAlive(owner.pid) else { return false }
+        if let start = owner.start, let now = processStartTime(owner.pid), now != start { return false }
+        return true
+    }
+
+    /// The fields of `/proc/PID/stat` after the command name (which may hold spaces and
+    /// parentheses, hence after the last ')'): the first is the state (field 3).
+    static func procStatFields(_ pid: Int32) -> [Substring]? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ", omittingEmptySubsequences: true)
+    }
+
+    /// Field 22 of `/proc/PID/stat`: when the process started, in clock ticks since boot.
+    static func processStartTime(_ pid: Int32) -> UInt64? {
+        guard let f = procStatFields(pid), f.count > 19 else { return nil }
+        return UInt64(f[19])
+    }
+
+    /// Bytes an unprivileged writer can still allocate on the filesystem holding `path` (or
+    /// its nearest existing parent): `f_bavail × f_frsize`; nil for a filesystem with no size
+    /// (ramfs reports 0 blocks in all: it grows until memory runs out).
+    static func freeSpace(at path: String) throws -> Int64? {
+        var p = path
+        while true {
+            var s = statvfs()
+            if statvfs(p, &s) == 0 {
+                guard s.f_blocks > 0 else { return nil }
+                let (bytes, overflow) = UInt64(s.f_bavail).multipliedReportingOverflow(by: UInt64(s.f_frsize))
+                return overflow ? .max : Int64(clamping: bytes)
+            }
+            let e = errno
+            guard e == ENOENT, p != "/", p != "." else { throw SystemError("statvfs", path: p, errno: e) }
+            p = parentDirectory(of: p)
+        }
     }
 
     static func filesystemName(_ path: String) -> String {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return "unknown" }
-        defer { close(fd) }
+        defer { closeQuietly(fd) }
         return String(cString: CLinux_filesystem_name(fd))
     }
 
@@ -58,6 +127,32 @@ enum Sys {
         precondition(posix_memalign(&p, 4096, size) == 0 && p != nil, "out of memory for I/O buffers")
         memset(p!, 0, size)
         return p!
+    }
+}
+
+/// A process as the manifest names it: pid, start time (`/proc/PID/stat` field 22, clock
+/// ticks since boot) and boot id (`/proc/sys/kernel/random/boot_id`). Manifests written
+/// before these were recorded have only the pid; such owners are judged by pid alone.
+public struct ProcessIdentity: Sendable, Equatable {
+    public var pid: Int32
+    public var start: UInt64?
+    public var boot: String?
+
+    /// This process.
+    static let current = ProcessIdentity(pid: getpid(), start: Sys.processStartTime(getpid()), boot: currentBoot)
+
+    /// This boot's id, or nil where /proc does not give it.
+    static let currentBoot: String? = {
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty ? nil : id
+    }()
+
+    /// Whether `self` (from a manifest) names this very process.
+    var isCurrent: Bool {
+        let me = ProcessIdentity.current
+        return pid == me.pid && (start == nil || me.start == nil || start == me.start)
+            && (boot == nil || me.boot == nil || boot == me.boot)
     }
 }
 

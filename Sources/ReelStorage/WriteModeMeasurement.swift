@@ -100,6 +100,9 @@ public struct WriteModeMeasurement: Codable, Sendable, Equatable {
         try? FileManager.default.createDirectory(atPath: parentDirectory(of: path), withIntermediateDirectories: true)
         let tmp = path + ".\(getpid()).tmp"
         guard FileManager.default.createFile(atPath: tmp, contents: data) else { return }
-        if rename(tmp, path) != 0 { unlink(tmp) }
+        if rename(tmp, path) != 0 {
+            // The cache is an optimisation: without it the next pool measures again.
+            do { try Sys.unlinkIfPresent(tmp) } catch {}
+        }
     }
 }

@@ -44,8 +44,9 @@ final class ClipRecorder: @unchecked Sendable {
                                          "com.reel.ratio": frame.ratio.rawValue,
                                          "com.reel.first_frame_index": String(frame.index)])
         } catch {
-            _ = try? file.publish()
-            unlinkQuietly(file.path)
+            // Nothing was written: throw the file away (never touching a file of that name
+            // that Reel did not make).
+            file.discard()
             throw error
         }
         indices.reserveCapacity(1024)
@@ -87,20 +88,31 @@ final class ClipRecorder: @unchecked Sendable {
     /// After a failed write: cuts the file back to its last complete fragment, publishes
     /// what is playable and returns it, or nil when nothing is.
     func salvage() -> ClipSummary? {
-        // Only the bytes that reached the file count: a pool slot is longer than its clip.
-        if container.isFragmented, let length = FragmentScanner.playableLength(of: file.workingPath, limit: file.writtenLength) {
-            try? file.truncate(to: length)
-        } else {
-            try? file.truncate(to: file.writtenLength)
+        // Only the bytes that reached the file count: a pool slot is longer than its clip,
+        // and after a writeback error only what was synced before it counts.
+        let written = file.writtenLength
+        let playable: Int64?
+        switch container {
+        case .mkv: playable = FragmentScanner.completeClusters(of: file.workingPath, limit: written)?.length
+        default: playable = container.isFragmented ? FragmentScanner.playableLength(of: file.workingPath, limit: written) : nil
         }
-        let bytes = (try? file.publish()) ?? file.size
+        do { try file.truncate(to: playable ?? written) } catch {
+            file.discard()
+            return nil
+        }
+        // Count what is there before publishing: the working file is this clip's own (a pool
+        // slot, or a file made with O_EXCL), whereas a file at the destination name may not be.
         var kept = 0
-        if let reader = try? MediaReader(path: file.path) {
-            try? reader.forEachPacket { _ in kept += 1 }
+        if let reader = try? MediaReader(path: file.workingPath) {
+            do { try reader.forEachPacket { _ in kept += 1 } } catch {}
         }
         kept = min(kept, indices.count)
-        if kept == 0 {
-            unlinkQuietly(file.path)
+        guard kept > 0 else {
+            file.discard()
+            return nil
+        }
+        guard let bytes = try? file.publish() else {
+            file.discard()
             return nil
         }
         return summary(frames: kept, bytes: bytes, salvaged: true)

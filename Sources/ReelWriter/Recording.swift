@@ -214,10 +214,16 @@ public final class Recording: Sendable {
         poolCreated = created
         if let pool {
             // Like isProVideoStorageSupported plus the busy check: refuse before recording.
-            let status = try pool.status()
+            var status = try pool.status()
             if status.busyReasons.contains("adjustingCapacity") {
                 let pct = Int(saturating: 100 * (status.progress["adjustingCapacity"] ?? 0))
                 throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
+            }
+            // No free slot and none being prepared, but slots missing (a preparation that
+            // failed, say): prepare them now, so a pool heals instead of refusing for ever.
+            if status.slotsFree == 0 && status.slotsPreparing == 0 && pool.needsReplenishing {
+                try pool.replenish()
+                status = try pool.status()
             }
             // No free slot and none being prepared: nothing to wait for. (While slots are
             // being prepared, the first clip waits for one.)
