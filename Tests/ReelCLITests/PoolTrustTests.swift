@@ -20,12 +20,6 @@ func faultEnvironment(_ rule: String, under: String, log: String) -> [String: St
 }
 
 /// Whether this machine lets the tests mount a small tmpfs (root in a container usually can).
-let canMountTmpfs: Bool = {
-    guard let dir = mountTmpfs(sizeKiB: 1024) else { return false }
-    unmount(dir)
-    return true
-}()
-
 /// `reel args…`, killed (and nil returned) when it takes longer than `seconds`.
 func reel(_ args: [String], within seconds: Double, environment: [String: String] = [:]) throws -> Run? {
     try launch(args, environment: environment).wait(within: seconds)
