@@ -220,13 +220,17 @@ struct PoolFaultTests {
     }
 
     /// A capacity far beyond the disk is refused at once (it used to try to reserve ~10¹⁰
-    /// manifest slots), before any write-mode measurement.
+    /// manifest slots), before any write-mode measurement: outside the option's range (64T)
+    /// as a usage error, within it but beyond the free space with what is free.
     @Test func aHugeCapacityIsRefusedAtOnce() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let run = try #require(try reel(["pool", "create", dir + "/huge", "--capacity", "8000000T"], within: 30),
-                               "pool create with 8000000T did not end within 30 s")
-        #expect(run.status == 73 && run.stderr.contains("8000000.0 TiB") && run.stderr.contains("free"), "\(run.stderr)")
+        let outside = try #require(try reel(["pool", "create", dir + "/huge", "--capacity", "8000000T"], within: 30),
+                                   "pool create with 8000000T did not end within 30 s")
+        #expect(outside.status == 64 && outside.stderr.hasPrefix("reel: ") && outside.stderr.contains("--capacity"), "\(outside.stderr)")
+        let run = try #require(try reel(["pool", "create", dir + "/huge", "--capacity", "64T", "--slot", "1G"], within: 30),
+                               "pool create with 64T did not end within 30 s")
+        #expect(run.status == 73 && run.stderr.contains("64.0 TiB") && run.stderr.contains("free"), "\(run.stderr)")
         #expect(!run.stderr.contains("measuring"))
         #expect(!FileManager.default.fileExists(atPath: dir + "/huge"))
     }
