@@ -1,5 +1,8 @@
 import CFFmpeg
 import ReelCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One compressed frame, valid only inside the callback it is passed to (the encoder
 /// reuses the packet afterwards); `~Copyable` so it cannot be stored by accident.
@@ -47,6 +50,11 @@ public final class VideoEncoder: @unchecked Sendable {
     private var converted: PixelBufferPool?
     public let settings: EncoderSettings
     public private(set) var framesSent = 0
+    /// Frames between keyframes (the GOP).
+    private let gop: Int
+    /// After `warmUp()`: keyframes are chosen per frame through `gop_size` (FFV1 makes frame
+    /// `n` a keyframe when `gop_size == 0 || n % gop_size == 0`, counting the warm-up frame).
+    private var keyframesByHand = false
 
     /// Opens the encoder (`avcodec_find_encoder_by_name`, `avcodec_open2`).
     /// - Parameter globalHeader: the container wants codec extradata in its header (MP4, MOV, MKV).
@@ -73,6 +81,7 @@ public final class VideoEncoder: @unchecked Sendable {
         ctx.pointee.thread_count = Int32(settings.threads)
         ctx.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
         let gop = settings.keyframeInterval > 0 ? settings.keyframeInterval : max(1, Int(settings.rate.perSecond.rounded()))
+        self.gop = gop
         ctx.pointee.gop_size = Int32(gop)
         if globalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
 
@@ -95,6 +104,36 @@ public final class VideoEncoder: @unchecked Sendable {
         let r = avcodec_open2(ctx, encoder, &options)
         // Every stored property is set: deinit frees the context if this throws.
         if r < 0 { throw MediaError("avcodec_open2(\(codec.encoderName) \(settings.size))", code: r) }
+    }
+
+    /// Does ahead of time the work an encoder would otherwise do on its first frame, so that
+    /// the first real frame costs what every other frame costs. Only FFV1 needs it: on its
+    /// first frame libavcodec allocates and zeroes its worst-case packet buffer (148 bytes a
+    /// pixel: 545 MB at 1920×1920, 300–600 ms here). A black frame is encoded and its packet
+    /// thrown away; from then on keyframes are placed by hand, at the same frames as before
+    /// (every `gop` frames from the first real one). Call before the first `encode`.
+    public func warmUp() throws {
+        guard case .ffv1 = settings.codec, framesSent == 0, !keyframesByHand else { return }
+        let black = try PixelBuffer(size: settings.size, format: settings.codec.inputFormat)
+        for i in 0..<3 {   // FFV1 is fed yuv420p
+            let (base, stride) = black.plane(i)
+            let rows = i == 0 ? settings.size.height : (settings.size.height + 1) / 2
+            memset(base, i == 0 ? 16 : 128, stride * rows)
+        }
+        av_frame_unref(view)
+        try check(av_frame_ref(view, black.frame), "av_frame_ref")
+        view.pointee.pts = -1
+        view.pointee.pkt_duration = 1
+        let r = avcodec_send_frame(context, view)
+        av_frame_unref(view)
+        try check(r, "avcodec_send_frame(\(settings.codec.encoderName) warm-up)")
+        while true {
+            let r = avcodec_receive_packet(context, packet)
+            if r == averrorEAGAIN { break }
+            try check(r, "avcodec_receive_packet(\(settings.codec.encoderName) warm-up)")
+            av_packet_unref(packet)
+        }
+        keyframesByHand = true
     }
 
     private func freeAll() {
@@ -138,6 +177,9 @@ public final class VideoEncoder: @unchecked Sendable {
         view.pointee.pts = pts
         view.pointee.pkt_duration = duration
         view.pointee.pict_type = forceKeyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        if keyframesByHand {
+            context.pointee.gop_size = forceKeyframe || framesSent % gop == 0 ? 0 : Int32.max
+        }
         let r = avcodec_send_frame(context, view)
         av_frame_unref(view)
         try check(r, "avcodec_send_frame(\(settings.codec.encoderName))")

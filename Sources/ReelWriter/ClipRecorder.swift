@@ -22,21 +22,28 @@ final class ClipRecorder: @unchecked Sendable {
     /// Capture indices of the frames appended, in order.
     private(set) var indices: [Int] = []
 
-    init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate) throws {
-        self.number = number
+    /// Opens the clip at `frame`: its file, encoder and muxer.
+    convenience init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate) throws {
+        let prepared = try PreparedClip(number: number, ratio: frame.ratio, size: frame.crop.size,
+                                        timescale: frame.pts.timescale, settings: settings, rate: rate)
+        try self.init(prepared: prepared, first: frame, settings: settings)
+    }
+
+    /// Starts a clip whose file and encoder were opened ahead (`PreparedClip`) at `frame`:
+    /// only the muxer, which writes the frame's place on the session clock into the header,
+    /// is opened now.
+    init(prepared: PreparedClip, first frame: CapturedFrame, settings: WriterSettings) throws {
+        precondition(prepared.fits(frame))
+        number = prepared.number
         ratio = frame.ratio
         size = frame.crop.size
         codec = settings.codec
         container = settings.container
         sessionStart = frame.pts
         frameDuration = frame.duration
-        let name = settings.clipName(number: number, ratio: frame.ratio)
-        file = try settings.storage.createClip(named: name)
+        file = prepared.file
+        encoder = prepared.encoder
         do {
-            encoder = try VideoEncoder(EncoderSettings(codec: settings.codec, size: frame.crop.size, rate: rate,
-                                                       timescale: frame.pts.timescale, threads: settings.threads,
-                                                       keyframeInterval: max(1, Int((rate.perSecond * settings.fragmentInterval).rounded()))),
-                                       globalHeader: Muxer.wantsGlobalHeader(settings.container))
             muxer = try Muxer(container: settings.container, sink: file, encoder: encoder,
                               fragmentInterval: settings.fragmentInterval,
                               metadata: ["com.reel.session_start": frame.pts.description,
@@ -44,8 +51,7 @@ final class ClipRecorder: @unchecked Sendable {
                                          "com.reel.ratio": frame.ratio.rawValue,
                                          "com.reel.first_frame_index": String(frame.index)])
         } catch {
-            _ = try? file.publish()
-            unlinkQuietly(file.path)
+            prepared.discard()
             throw error
         }
         indices.reserveCapacity(1024)
@@ -116,3 +122,47 @@ final class ClipRecorder: @unchecked Sendable {
                            salvaged: salvaged)
     }
 }
+
+/// A clip's file and encoder, opened before its first frame arrives: what makes opening a
+/// clip slow (claiming storage, opening the encoder and, for FFV1, its first-frame
+/// allocation) done ahead, off the capture path. `ClipRecorder(prepared:first:settings:)`
+/// starts it at its first frame.
+final class PreparedClip: @unchecked Sendable {
+    let number: Int
+    let ratio: AspectRatio
+    let size: Size
+    let timescale: Int32
+    let file: any ClipFile
+    let encoder: VideoEncoder
+    /// Seconds the opening took.
+    let openSeconds: Double
+
+    init(number: Int, ratio: AspectRatio, size: Size, timescale: Int32, settings: WriterSettings, rate: FrameRate) throws {
+        let t0 = MonotonicClock.now()
+        self.number = number
+        self.ratio = ratio
+        self.size = size
+        self.timescale = timescale
+        file = try settings.storage.createClip(named: settings.clipName(number: number, ratio: ratio))
+        do {
+            encoder = try VideoEncoder(EncoderSettings(codec: settings.codec, size: size, rate: rate,
+                                                       timescale: timescale, threads: settings.threads,
+                                                       keyframeInterval: max(1, Int((rate.perSecond * settings.fragmentInterval).rounded()))),
+                                       globalHeader: Muxer.wantsGlobalHeader(settings.container))
+            try encoder.warmUp()
+        } catch {
+            file.discard()
+            throw error
+        }
+        openSeconds = MonotonicClock.seconds(since: t0)
+    }
+
+    /// Whether `frame` can start this clip.
+    func fits(_ frame: CapturedFrame) -> Bool {
+        frame.ratio == ratio && frame.crop.size == size && frame.pts.timescale == timescale
+    }
+
+    /// Not used after all: the file goes (a pool slot goes back to the pool), nothing is published.
+    func discard() { file.discard() }
+}
+

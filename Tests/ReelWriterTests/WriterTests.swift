@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import ReelCapture
 import ReelCore
@@ -227,4 +228,159 @@ func runInBackground(_ session: CaptureSession, frames: Int?) -> DispatchSemapho
         #expect(keptCounts == keptCounts.sorted() && keptCounts.last! >= 60, "\(keptCounts)")
         #expect(FragmentScanner.playableLength(of: path) == Int64(whole.count))
     }
+}
+
+/// Runs `body` on a thread of its own and waits for it at most `seconds`: a call that hangs
+/// fails the test instead of hanging the suite.
+func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    let t = Thread { body(); done.signal() }
+    t.stackSize = 4 << 20
+    t.start()
+    return done.wait(timeout: .now() + seconds) == .success
+}
+
+/// Calls of the writer's API that used to wait forever.
+@Suite(.serialized) struct WriterNeverHangsTests {
+    @Test func finishOnAWriterThatNeverStartedReturns() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try makeWriter(dir)
+        // Polled without blocking a thread of the cooperative pool, which the call needs.
+        let done = Mutex(false)
+        Task { _ = await writer.finish(); done.withLock { $0 = true } }
+        var waited = 0
+        while !done.withLock({ $0 }) && waited < 1000 {
+            try await Task.sleep(nanoseconds: 10_000_000)
+            waited += 1
+        }
+        #expect(done.withLock { $0 }, "finish() on a writer that never started did not return")
+        #expect(writer.status == .completed)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+    }
+
+    @Test func cancelAfterAFailureReturns() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The first clip's name is taken: opening it fails, and the writer with it.
+        #expect(FileManager.default.createFile(atPath: dir + "/w-0001-16x9.mov", contents: Data("mine".utf8)))
+        let writer = try makeWriter(dir)
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
+        writer.start()
+        let batch = frames(3, from: source, ratio: .landscape16x9)
+        #expect(writer.offer(batch[0], waiting: true) == .taken)
+        let deadline = Date().addingTimeInterval(10)
+        while writer.status == .writing && Date() < deadline { usleep(5_000) }
+        guard case .failed(let e) = writer.status else { Issue.record("the writer did not fail: \(writer.status)"); return }
+        #expect(e.exitStatus == 73, "\(e)")
+        #expect(returns(within: 10) { writer.cancel() }, "cancel() after a failure did not return")
+        #expect(returns(within: 10) { _ = writer.finishAndWait() })
+        #expect(try String(contentsOfFile: dir + "/w-0001-16x9.mov", encoding: .utf8) == "mine")
+    }
+
+    @Test func aProducerWaitingInOfferIsRefusedOnceFinishIsAsked() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // A one-frame queue: the producer is nearly always waiting in offer(waiting: true).
+        let writer = try makeWriter(dir, codec: .prores(.hq), queue: 1)
+        let source = try SyntheticSource(size: 1920, rate: thirty, realtime: false, buffers: 64)
+        let batch = frames(60, from: source, ratio: .square)
+        writer.start()
+        final class Tally: @unchecked Sendable {
+            let lock = NSLock()
+            var taken = 0, closed = 0
+        }
+        let tally = Tally()
+        let producer = DispatchSemaphore(value: 0)
+        Thread {
+            for f in batch {
+                let r = writer.offer(f, waiting: true)
+                tally.lock.lock()
+                if r == .taken { tally.taken += 1 } else { tally.closed += 1 }
+                tally.lock.unlock()
+                if r == .closed { break }
+            }
+            producer.signal()
+        }.start()
+        // Finish while the producer waits for room.
+        while true {
+            tally.lock.lock(); let n = tally.taken; tally.lock.unlock()
+            if n >= 5 { break }
+            usleep(1_000)
+        }
+        let finishing = Mutex<WriterResult?>(nil)
+        #expect(returns(within: 30) { let r = writer.finishAndWait(); finishing.withLock { $0 = r } }, "finish did not return")
+        #expect(producer.wait(timeout: .now() + 10) == .success, "the producer is still waiting in offer")
+        let r = try #require(finishing.withLock { $0 })
+        // Every frame the writer said it took is in the clip; none was queued behind the finish.
+        #expect(r.framesLost == 0)
+        #expect(r.framesWritten == tally.taken, "took \(tally.taken), wrote \(r.framesWritten)")
+        #expect(tally.closed == 1)
+        #expect(try Inspector.probe(r.clips[0].path, frames: true).frameIndices == Array(0..<tally.taken))
+    }
+}
+
+/// Clips opened before their first frame: the first before capture, the next ones ahead of
+/// the ratio changes the session announces.
+@Suite(.serialized) struct OpeningAheadTests {
+    @Test func scheduledChangesAreOpenedAheadAndFFV1KeyframesStayInPlace() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
+        let session = try CaptureSession(source: source)
+        try session.scheduleAspectRatio(.portrait9x16, at: .frame(40))
+        try session.scheduleAspectRatio(.portrait9x16, at: .frame(45))   // no change: no clip
+        try session.scheduleAspectRatio(.square, at: .frame(80))
+        let writer = try makeWriter(dir, codec: .ffv1, container: .mkv)
+        session.addOutput(writer)
+        writer.start()
+        _ = try session.run(frameLimit: 120)
+        let result = writer.finishAndWait()
+        #expect(result.clips.map(\.ratio) == ["16x9", "9x16", "1x1"])
+        #expect(result.clips.map(\.frames) == [40, 40, 40])
+        #expect(result.clipsOpenedAhead == 3)
+        // Nothing opened ahead is left behind.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == result.clips.map { ($0.path as NSString).lastPathComponent })
+        let report = try Inspector.verify([dir])
+        #expect(report.ok, "\(report.violation ?? "")")
+        // The warm-up frame is not in the file, and keyframes come every 30 frames from each clip's first.
+        for clip in result.clips {
+            let keys = try keyframes(clip.path)
+            #expect(keys == Array(stride(from: 0, to: clip.frames, by: 30)), "\(clip.path): \(keys)")
+        }
+    }
+
+    @Test func aClipOpenedForAChangeThatDoesNotComeIsThrownAway() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
+        let session = try CaptureSession(source: source)
+        try session.scheduleAspectRatio(.square, at: .frame(20))
+        let writer = try makeWriter(dir, codec: .h264, container: .mp4)
+        session.addOutput(writer)
+        writer.start()
+        // Told 3x4 comes next, but 1x1 does: the 3x4 clip opened ahead does not fit and goes,
+        // the 1x1 clip opens when its frame comes, and the clip opened ahead after it goes at the end.
+        writer.expect(ratio: .portrait3x4, size: AspectRatio.portrait3x4.crop(in: source.format.size).size, timescale: 30)
+        _ = try session.run(frameLimit: 30)
+        let result = writer.finishAndWait()
+        #expect(result.clips.map(\.ratio) == ["16x9", "1x1"])
+        #expect(result.clips.map(\.frames) == [20, 10])
+        #expect(result.clipsOpenedAhead == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["w-0001-16x9.mp4", "w-0002-1x1.mp4"])
+        let report = try Inspector.verify([dir])
+        #expect(report.ok, "\(report.violation ?? "")")
+    }
+}
+
+/// Frame positions of the keyframes in `path`, from the packets' flags.
+func keyframes(_ path: String) throws -> [Int] {
+    let reader = try MediaReader(path: path)
+    var keys: [Int] = []
+    var n = 0
+    try reader.forEachPacket { p in
+        if p.isKeyframe { keys.append(n) }
+        n += 1
+    }
+    return keys
 }
