@@ -45,6 +45,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var preparedFirst: PreparedClip?
     /// The next clip, being opened ahead on the opener thread (`preparing`) or ready.
     private var preparing = false
+    /// What the opener is opening: clip number, ratio, size.
+    private var preparingFor: (Int, AspectRatio, Size)?
     private var preparedNext: PreparedClip?
     private var clipsOpenedAhead = 0
     private var openedClips = 0
@@ -190,14 +192,23 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         let (ratio, size, timescale) = upcoming.removeFirst()
         let number = openedClips + 1
         preparing = true
+        preparingFor = (number, ratio, size)
         lock.unlock()
         let t = Thread { [self] in
             let p = try? PreparedClip(number: number, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate)
             lock.lock()
             preparing = false
-            preparedNext = p
+            preparingFor = nil
+            // The encode thread went past this clip (it did not fit): it goes, and the next opens.
+            let stale = number <= openedClips
+            if stale { discarding += 1 } else { preparedNext = p }
             lock.broadcast()
             lock.unlock()
+            if stale {
+                p?.discard()
+                lock.lock(); discarding -= 1; lock.broadcast(); lock.unlock()
+                prepareAhead()
+            }
         }
         t.name = "reel.open"
         t.stackSize = 4 << 20
@@ -208,7 +219,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     /// (waiting for the opener when it is at work); one that does not fit is thrown away.
     private func takePrepared(number: Int, for frame: CapturedFrame) -> PreparedClip? {
         lock.lock()
-        while preparing { lock.wait() }
+        // Waiting for the opener is worth it only when it opens this very clip.
+        while preparing, let (n, r, z) = preparingFor, n == number, r == frame.ratio, z == frame.crop.size { lock.wait() }
         var candidates: [PreparedClip] = []
         if let p = preparedFirst { candidates.append(p); preparedFirst = nil }
         if let p = preparedNext { candidates.append(p); preparedNext = nil }
