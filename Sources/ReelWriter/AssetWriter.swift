@@ -195,7 +195,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         preparingFor = (number, ratio, size)
         lock.unlock()
         let t = Thread { [self] in
-            let p = try? PreparedClip(number: number, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate)
+            let p = try? PreparedClip(number: number, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate,
+                                      withFile: false)
             lock.lock()
             preparing = false
             preparingFor = nil

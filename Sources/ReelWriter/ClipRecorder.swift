@@ -29,9 +29,9 @@ final class ClipRecorder: @unchecked Sendable {
         try self.init(prepared: prepared, first: frame, settings: settings)
     }
 
-    /// Starts a clip whose file and encoder were opened ahead (`PreparedClip`) at `frame`:
-    /// only the muxer, which writes the frame's place on the session clock into the header,
-    /// is opened now.
+    /// Starts a clip whose encoder (and file, when it has one) were opened ahead
+    /// (`PreparedClip`) at `frame`: the file if need be and the muxer, which writes the
+    /// frame's place on the session clock into the header, are opened now.
     init(prepared: PreparedClip, first frame: CapturedFrame, settings: WriterSettings) throws {
         precondition(prepared.fits(frame))
         number = prepared.number
@@ -41,7 +41,11 @@ final class ClipRecorder: @unchecked Sendable {
         container = settings.container
         sessionStart = frame.pts
         frameDuration = frame.duration
-        file = prepared.file
+        if let f = prepared.file {
+            file = f
+        } else {
+            file = try settings.storage.createClip(named: settings.clipName(number: prepared.number, ratio: prepared.ratio))
+        }
         encoder = prepared.encoder
         do {
             muxer = try Muxer(container: settings.container, sink: file, encoder: encoder,
@@ -51,7 +55,7 @@ final class ClipRecorder: @unchecked Sendable {
                                          "com.reel.ratio": frame.ratio.rawValue,
                                          "com.reel.first_frame_index": String(frame.index)])
         } catch {
-            prepared.discard()
+            file.discard()
             throw error
         }
         indices.reserveCapacity(1024)
@@ -123,27 +127,29 @@ final class ClipRecorder: @unchecked Sendable {
     }
 }
 
-/// A clip's file and encoder, opened before its first frame arrives: what makes opening a
-/// clip slow (claiming storage, opening the encoder and, for FFV1, its first-frame
-/// allocation) done ahead, off the capture path. `ClipRecorder(prepared:first:settings:)`
-/// starts it at its first frame.
+/// A clip's encoder — and file, for the first clip — opened before its first frame arrives:
+/// what makes opening a clip slow (opening the encoder and, for FFV1, its first-frame
+/// allocation; claiming storage) done ahead, off the capture path.
+/// `ClipRecorder(prepared:first:settings:)` starts it at its first frame.
+///
+/// Later clips leave the file to the seam, so that a recording holds no more storage (pool
+/// slots) than before: the one recording and the one closing.
 final class PreparedClip: @unchecked Sendable {
     let number: Int
     let ratio: AspectRatio
     let size: Size
     let timescale: Int32
-    let file: any ClipFile
+    let file: (any ClipFile)?
     let encoder: VideoEncoder
-    /// Seconds the opening took.
-    let openSeconds: Double
 
-    init(number: Int, ratio: AspectRatio, size: Size, timescale: Int32, settings: WriterSettings, rate: FrameRate) throws {
-        let t0 = MonotonicClock.now()
+    init(number: Int, ratio: AspectRatio, size: Size, timescale: Int32, settings: WriterSettings, rate: FrameRate,
+         withFile: Bool = true) throws {
         self.number = number
         self.ratio = ratio
         self.size = size
         self.timescale = timescale
-        file = try settings.storage.createClip(named: settings.clipName(number: number, ratio: ratio))
+        let file = withFile ? try settings.storage.createClip(named: settings.clipName(number: number, ratio: ratio)) : nil
+        self.file = file
         do {
             encoder = try VideoEncoder(EncoderSettings(codec: settings.codec, size: size, rate: rate,
                                                        timescale: timescale, threads: settings.threads,
@@ -151,10 +157,9 @@ final class PreparedClip: @unchecked Sendable {
                                        globalHeader: Muxer.wantsGlobalHeader(settings.container))
             try encoder.warmUp()
         } catch {
-            file.discard()
+            file?.discard()
             throw error
         }
-        openSeconds = MonotonicClock.seconds(since: t0)
     }
 
     /// Whether `frame` can start this clip.
@@ -162,7 +167,6 @@ final class PreparedClip: @unchecked Sendable {
         frame.ratio == ratio && frame.crop.size == size && frame.pts.timescale == timescale
     }
 
-    /// Not used after all: the file goes (a pool slot goes back to the pool), nothing is published.
-    func discard() { file.discard() }
+    /// Not used after all: the file (if any) goes, a pool slot back to the pool; nothing is published.
+    func discard() { file?.discard() }
 }
-
