@@ -159,7 +159,7 @@ public struct RecordingSummary: Sendable, Codable {
     public var longestClipOpenMs: Double
     /// From the first frame's hand-over to the writer to its being encoded and muxed.
     public var firstFrameLatencyMs: Double
-    /// Clips whose file and encoder were opened before their first frame arrived.
+    /// Clips whose encoder was opened before their first frame arrived.
     public var clipsOpenedAhead: Int
     public var writerQueueHighWater: Int
     public var storage: StorageSummary

@@ -157,6 +157,6 @@ public struct WriterResult: Sendable {
     public var error: WriterError?
     /// Seconds from the first frame's hand-over to its being encoded and muxed (nil without frames).
     public var firstFrameLatency: Double?
-    /// Clips whose file and encoder were opened before their first frame arrived (`prepare`, `expect`).
+    /// Clips whose encoder was opened before their first frame arrived (`prepare`, `expect`).
     public var clipsOpenedAhead: Int
 }
