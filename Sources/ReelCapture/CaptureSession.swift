@@ -91,6 +91,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
         var schedule: [(RatioTrigger, AspectRatio)] = []
         var stats = CaptureStats()
         var running = false
+        /// `stopRunning()` came while this run was getting its outputs ready.
+        var stopRequested = false
     }
     private let state: Mutex<State>
 
@@ -154,6 +156,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
         // ratio changes scheduled so far (in the order they will come, repeats left out).
         let format = source.format
         let (first, outputs, coming) = state.withLock { s -> (AspectRatio, [any FrameOutput], [AspectRatio]) in
+            s.running = true
+            s.stopRequested = false
             func order(_ t: RatioTrigger) -> Double {
                 switch t {
                 case .frame(let n): return Double(n)
@@ -172,12 +176,12 @@ public final class CaptureSession: SourceDelegate, Sendable {
             o.prepare(ratio: first, size: first.crop(in: format.size).size, timescale: format.timescale)
             for r in coming { o.expect(ratio: r, size: r.crop(in: format.size).size, timescale: format.timescale) }
         }
-        state.withLock { $0.running = true }
         // Requests still pending when the run ends are answered with the time the next
         // frame would have had: their ratio applies from the next run.
         defer {
             let leftovers = state.withLock { s -> [(AspectRatio, CheckedContinuation<Timestamp, Never>)] in
                 s.running = false
+                s.stopRequested = false
                 let p = s.pending
                 s.pending = []
                 return p
@@ -188,11 +192,16 @@ public final class CaptureSession: SourceDelegate, Sendable {
             if let last = leftovers.last { state.withLock { $0.ratio = last.0 } }
             for (_, c) in leftovers { c.resume(returning: next) }
         }
+        // A stop asked while the outputs got ready ends the run before the source starts.
+        if state.withLock({ $0.stopRequested }) { return stats }
         try source.capture(frameLimit: frameLimit, delegate: self)
         return stats
     }
 
-    public func stopRunning() { source.stop() }
+    public func stopRunning() {
+        state.withLock { if $0.running { $0.stopRequested = true } }
+        source.stop()
+    }
 
     // MARK: SourceDelegate
 

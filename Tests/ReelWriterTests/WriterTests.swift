@@ -373,6 +373,37 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
     }
 }
 
+@Suite struct StopWhileOutputsPrepareTests {
+    /// An output that takes its time to get ready, and says when it started.
+    final class SlowToPrepare: FrameOutput, @unchecked Sendable {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let frames = Mutex(0)
+        func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult { frames.withLock { $0 += 1 }; return .taken }
+        func prepare(ratio: AspectRatio, size: Size, timescale: Int32) {
+            started.signal()
+            release.wait()
+        }
+    }
+
+    @Test func aStopWhileTheOutputsGetReadyEndsTheRunBeforeTheSourceStarts() throws {
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: true)
+        let session = try CaptureSession(source: source)
+        let output = SlowToPrepare()
+        session.addOutput(output)
+        let done = runInBackground(session, frames: 300)
+        #expect(output.started.wait(timeout: .now() + 10) == .success)
+        session.stopRunning()          // as SIGINT does, while the first clip opens
+        output.release.signal()
+        #expect(done.wait(timeout: .now() + 5) == .success, "the run went on after stopRunning()")
+        #expect(output.frames.withLock { $0 } == 0)
+        // The next run is not stopped by it.
+        output.release.signal()
+        _ = try session.run(frameLimit: 3)
+        #expect(output.frames.withLock { $0 } == 3)
+    }
+}
+
 @Suite struct WriterHoldTests {
     /// README: a recording's writer may hold the synthetic sensor's buffers less 4; the sensor
     /// has as many buffers (12–40) as 192 MiB holds.
