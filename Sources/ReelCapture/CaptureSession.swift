@@ -132,8 +132,12 @@ public final class CaptureSession: SourceDelegate, Sendable {
         return await withCheckedContinuation { continuation in
             let idle: Timestamp? = state.withLock { s in
                 if s.running {
+                    // Announced unless it repeats the ratio in force once the requests before it apply.
+                    let before = s.pending.last?.0 ?? s.ratio
                     s.pending.append((ratio, continuation))
-                    for o in s.outputs { o.expect(ratio: ratio, size: ratio.crop(in: format.size).size, timescale: format.timescale) }
+                    if ratio != before {
+                        for o in s.outputs { o.expect(ratio: ratio, size: ratio.crop(in: format.size).size, timescale: format.timescale) }
+                    }
                     return nil
                 }
                 s.ratio = ratio
