@@ -120,6 +120,16 @@ public final class VideoEncoder: @unchecked Sendable {
             let rows = i == 0 ? settings.size.height : (settings.size.height + 1) / 2
             memset(base, i == 0 ? 16 : 128, stride * rows)
         }
+        self.black = black
+        try encodeBlack()
+        keyframesByHand = true
+    }
+
+    /// A black frame of the encoder's own, encoded and thrown away (`warmUp`, `release`).
+    private var black: PixelBuffer?
+
+    private func encodeBlack() throws {
+        guard let black else { return }
         av_frame_unref(view)
         try check(av_frame_ref(view, black.frame), "av_frame_ref")
         view.pointee.pts = -1
@@ -133,7 +143,26 @@ public final class VideoEncoder: @unchecked Sendable {
             try check(r, "avcodec_receive_packet(\(settings.codec.encoderName) warm-up)")
             av_packet_unref(packet)
         }
-        keyframesByHand = true
+    }
+
+    /// Makes a restartable encoder let go of the last frame it was given (FFV1 keeps a
+    /// reference to it until the next): its own black frame is encoded in its place, so that
+    /// an idle encoder holds no sensor buffer.
+    public func releaseInput() throws {
+        guard canRestart else { return }
+        try encodeBlack()
+    }
+
+    /// Whether the encoder can start another clip (`restart()`): a warmed-up FFV1 encoder,
+    /// which holds no frames back (nothing to drain) and places its keyframes by hand.
+    public var canRestart: Bool { keyframesByHand }
+
+    /// Starts another clip of the same size on this encoder instead of opening a new one (and
+    /// zeroing a new packet buffer): the next frame is a keyframe, from which FFV1 starts its
+    /// contexts afresh. The clip before must not be flushed.
+    public func restart() {
+        precondition(canRestart)
+        framesSent = 0
     }
 
     private func freeAll() {

@@ -50,6 +50,10 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var preparedNext: PreparedClip?
     private var clipsOpenedAhead = 0
     private var openedClips = 0
+    /// Encoders of finished clips that can start another (`VideoEncoder.canRestart`: FFV1,
+    /// whose every new encoder zeroes a 300–545 MB buffer); the two most recent.
+    private var idleEncoders: [VideoEncoder] = []
+    private var encodersReused = 0
     private var discarding = 0
     /// When the first frame was handed over, and how long until it was encoded and muxed.
     private var firstOffered: UInt64?
@@ -91,6 +95,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         thread.name = "reel.encode"
         thread.stackSize = 4 << 20
         thread.start()
+        finaliser.recycle = { [weak self] encoder in self?.recycle(encoder) }
         finaliser.start()
     }
 
@@ -196,7 +201,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         lock.unlock()
         let t = Thread { [self] in
             let p = try? PreparedClip(number: number, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate,
-                                      withFile: false)
+                                      withFile: false, reusing: takeIdleEncoder(size, timescale, patience: 0.3))
             lock.lock()
             preparing = false
             preparingFor = nil
@@ -234,6 +239,33 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         lock.unlock()
         discardInBackground(unused)
         return chosen
+    }
+
+    /// Keeps the encoder of a finished clip for a later clip of its size.
+    private func recycle(_ encoder: VideoEncoder) {
+        lock.lock()
+        idleEncoders.append(encoder)
+        if idleEncoders.count > 2 { idleEncoders.removeFirst() }
+        lock.unlock()
+    }
+
+    /// An idle encoder of `size` on `timescale`, if one is kept. `patience`: seconds to wait
+    /// for one that a clip still closing will give back (the opener has time; the encode
+    /// thread does not).
+    private func takeIdleEncoder(_ size: Size, _ timescale: Int32, patience: Double = 0) -> VideoEncoder? {
+        let deadline = MonotonicClock.now() + UInt64(patience * 1e9)
+        while true {
+            lock.lock()
+            if let i = idleEncoders.lastIndex(where: { $0.settings.size == size && $0.settings.timescale == timescale }) {
+                encodersReused += 1
+                let e = idleEncoders.remove(at: i)
+                lock.unlock()
+                return e
+            }
+            lock.unlock()
+            guard MonotonicClock.now() < deadline, finaliser.isClosing(size: size) else { return nil }
+            usleep(2_000)
+        }
     }
 
     /// Throws prepared clips away off the encode thread (an encoder's memory, a pool slot).
@@ -328,7 +360,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             _status = .completed
             result = WriterResult(clips: [], framesWritten: 0, framesLost: 0, longestSeamWait: 0,
                                   longestClipOpen: 0, queueHighWater: 0, drops: DropCounts(), write: nil, error: nil,
-                                  firstFrameLatency: nil, clipsOpenedAhead: 0)
+                                  firstFrameLatency: nil, clipsOpenedAhead: 0, encodersReused: 0)
             lock.broadcast()
             return
         }
@@ -388,7 +420,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         if let ready = takePrepared(number: clipNumber, for: frame) {
                             c = try ClipRecorder(prepared: ready, first: frame, settings: settings)
                         } else {
-                            c = try ClipRecorder(number: clipNumber, first: frame, settings: settings, rate: rate)
+                            c = try ClipRecorder(number: clipNumber, first: frame, settings: settings, rate: rate,
+                                                 reusing: takeIdleEncoder(frame.crop.size, frame.pts.timescale))
                         }
                         current = c
                         try c.append(frame)
@@ -421,6 +454,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             if cancelling { c.discard() } else { finaliser.submit(c) }
         }
         let (clips, finalError, write) = finaliser.finishAll()
+        lock.lock(); idleEncoders = []; lock.unlock()
 
         lock.lock()
         let error = failure ?? finalError.map(classify)
@@ -442,7 +476,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                              longestSeamWait: Double(longestSeamWait) / 1e9,
                              longestClipOpen: Double(longestOpen) / 1e9,
                              queueHighWater: queueHighWater, drops: drops, write: write, error: finalErrorWithKept,
-                             firstFrameLatency: firstFrameLatency.map { Double($0) / 1e9 }, clipsOpenedAhead: clipsOpenedAhead)
+                             firstFrameLatency: firstFrameLatency.map { Double($0) / 1e9 }, clipsOpenedAhead: clipsOpenedAhead,
+                             encodersReused: encodersReused)
         result = r
         for w in asyncWaiters { w.resume() }
         asyncWaiters = []
@@ -491,6 +526,18 @@ private final class Finaliser: @unchecked Sendable {
     private var write: WriteStats?
     private var firstError: (any Error)?
 
+    /// Receives the encoder of each clip closed cleanly that can start another.
+    var recycle: (@Sendable (VideoEncoder) -> Void)?
+    /// The clip being closed now.
+    private var closingNow: ClipRecorder?
+
+    /// Whether a clip of `size` with a restartable encoder is waiting or being closed.
+    func isClosing(size: Size) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        let all = jobs.map(\.0) + (closingNow.map { [$0] } ?? [])
+        return all.contains { $0.size == size && $0.encoder.canRestart }
+    }
+
     func start() {
         let t = Thread { [self] in run() }
         t.name = "reel.finalise"
@@ -524,6 +571,7 @@ private final class Finaliser: @unchecked Sendable {
                 return
             }
             let (clip, salvage) = jobs.removeFirst()
+            closingNow = clip
             lock.unlock()
 
             var summary: ClipSummary? = nil
@@ -531,7 +579,10 @@ private final class Finaliser: @unchecked Sendable {
             if salvage {
                 summary = clip.salvage()
             } else {
-                do { summary = try clip.finalize() } catch let e {
+                do {
+                    summary = try clip.finalize()
+                    if clip.encoder.canRestart { recycle?(clip.encoder) }
+                } catch let e {
                     error = e
                     summary = clip.salvage()
                 }
@@ -543,6 +594,7 @@ private final class Finaliser: @unchecked Sendable {
             }
             if let summary { clips.append(summary) }
             if let error, firstError == nil { firstError = error }
+            closingNow = nil
             lock.unlock()
         }
     }

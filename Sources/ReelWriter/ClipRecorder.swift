@@ -23,9 +23,10 @@ final class ClipRecorder: @unchecked Sendable {
     private(set) var indices: [Int] = []
 
     /// Opens the clip at `frame`: its file, encoder and muxer.
-    convenience init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate) throws {
+    convenience init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate,
+                     reusing idle: VideoEncoder? = nil) throws {
         let prepared = try PreparedClip(number: number, ratio: frame.ratio, size: frame.crop.size,
-                                        timescale: frame.pts.timescale, settings: settings, rate: rate)
+                                        timescale: frame.pts.timescale, settings: settings, rate: rate, reusing: idle)
         try self.init(prepared: prepared, first: frame, settings: settings)
     }
 
@@ -85,7 +86,12 @@ final class ClipRecorder: @unchecked Sendable {
 
     /// Drains the encoder, writes the trailer, syncs and publishes the file.
     func finalize() throws -> ClipSummary {
-        try encoder.flush(duration: frameDuration) { packet in try muxer.write(packet) }
+        // An encoder that can start another clip holds nothing back: it is not flushed, so
+        // that it can be used again (`AssetWriter` keeps it for a clip of the same size).
+        if !encoder.canRestart {
+            try encoder.flush(duration: frameDuration) { packet in try muxer.write(packet) }
+        }
+        defer { try? encoder.releaseInput() }
         try muxer.finish()
         let bytes = try file.publish()
         return summary(frames: indices.count, bytes: bytes, salvaged: false)
@@ -142,14 +148,22 @@ final class PreparedClip: @unchecked Sendable {
     let file: (any ClipFile)?
     let encoder: VideoEncoder
 
+    /// - Parameter idle: an encoder of a finished clip of this size to start again
+    ///   (`VideoEncoder.restart`) instead of opening one.
     init(number: Int, ratio: AspectRatio, size: Size, timescale: Int32, settings: WriterSettings, rate: FrameRate,
-         withFile: Bool = true) throws {
+         withFile: Bool = true, reusing idle: VideoEncoder? = nil) throws {
         self.number = number
         self.ratio = ratio
         self.size = size
         self.timescale = timescale
         let file = withFile ? try settings.storage.createClip(named: settings.clipName(number: number, ratio: ratio)) : nil
         self.file = file
+        if let idle {
+            precondition(idle.settings.size == size && idle.settings.timescale == timescale)
+            idle.restart()
+            encoder = idle
+            return
+        }
         do {
             encoder = try VideoEncoder(EncoderSettings(codec: settings.codec, size: size, rate: rate,
                                                        timescale: timescale, threads: settings.threads,

@@ -159,4 +159,6 @@ public struct WriterResult: Sendable {
     public var firstFrameLatency: Double?
     /// Clips whose encoder was opened before their first frame arrived (`prepare`, `expect`).
     public var clipsOpenedAhead: Int
+    /// Clips that started on the encoder of an earlier clip of their size (FFV1).
+    public var encodersReused: Int
 }

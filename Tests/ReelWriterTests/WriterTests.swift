@@ -337,7 +337,7 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         _ = try session.run(frameLimit: 120)
         let result = writer.finishAndWait()
         #expect(result.clips.map(\.ratio) == ["16x9", "9x16", "1x1"])
-        #expect(result.clips.map(\.frames) == [40, 40, 40])
+        #expect(result.clips.map(\.frames) == [40, 40, 40], "\(String(describing: result.error)) \(result.clips.map(\.salvaged)) lost \(result.framesLost)")
         #expect(result.clipsOpenedAhead == 3)
         // Nothing opened ahead is left behind.
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == result.clips.map { ($0.path as NSString).lastPathComponent })
@@ -347,6 +347,31 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         for clip in result.clips {
             let keys = try keyframes(clip.path)
             #expect(keys == Array(stride(from: 0, to: clip.frames, by: 30)), "\(clip.path): \(keys)")
+        }
+    }
+
+    @Test func aRatioThatComesBackStartsOnItsEarlierFFV1Encoder() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
+        let session = try CaptureSession(source: source)
+        try session.scheduleAspectRatio(.portrait9x16, at: .frame(35))
+        try session.scheduleAspectRatio(.landscape16x9, at: .frame(70))
+        try session.scheduleAspectRatio(.portrait9x16, at: .frame(100))
+        let writer = try makeWriter(dir, codec: .ffv1, container: .mkv)
+        session.addOutput(writer)
+        writer.start()
+        _ = try session.run(frameLimit: 130)
+        let result = writer.finishAndWait()
+        #expect(result.clips.map(\.ratio) == ["16x9", "9x16", "16x9", "9x16"])
+        #expect(result.clips.map(\.frames) == [35, 35, 30, 30])
+        #expect(result.encodersReused == 2 && result.clipsOpenedAhead == 4)
+        // Each clip decodes on its own from its first frame, keyframes where a new encoder puts them.
+        let report = try Inspector.verify([dir])
+        #expect(report.ok, "\(report.violation ?? "")")
+        for clip in result.clips {
+            #expect(try keyframes(clip.path) == Array(stride(from: 0, to: clip.frames, by: 30)), "\(clip.path)")
+            #expect(try Inspector.probe(clip.path, frames: true).frameIndices == Array(clip.firstFrameIndex...clip.lastFrameIndex))
         }
     }
 
