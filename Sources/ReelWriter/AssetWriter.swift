@@ -415,6 +415,9 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         }
                         splitNext = false
                         clipNumber += 1
+                        // Not real time: clips still closing hold storage (a pool slot each);
+                        // let the finaliser catch up before claiming more (real time never waits).
+                        if !settings.dropWhenStorageIsBehind { finaliser.waitUntilBacklog(below: 2) }
                         let t0 = MonotonicClock.now()
                         let c: ClipRecorder
                         if let ready = takePrepared(number: clipNumber, for: frame) {
@@ -531,6 +534,12 @@ private final class Finaliser: @unchecked Sendable {
     /// The clip being closed now.
     private var closingNow: ClipRecorder?
 
+    /// Waits until fewer than `limit` clips wait to be closed or are being closed.
+    func waitUntilBacklog(below limit: Int) {
+        lock.lock(); defer { lock.unlock() }
+        while jobs.count + (closingNow == nil ? 0 : 1) >= limit { lock.wait() }
+    }
+
     /// Whether a clip of `size` with a restartable encoder is waiting or being closed.
     func isClosing(size: Size) -> Bool {
         lock.lock(); defer { lock.unlock() }
@@ -595,6 +604,7 @@ private final class Finaliser: @unchecked Sendable {
             if let summary { clips.append(summary) }
             if let error, firstError == nil { firstError = error }
             closingNow = nil
+            lock.broadcast()
             lock.unlock()
         }
     }
