@@ -35,6 +35,17 @@ public enum OfferResult: Sendable {
 public protocol FrameOutput: AnyObject, Sendable {
     /// Takes the frame or refuses it. `waiting`: block until there is room (not real time).
     func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult
+    /// Called before the source starts, with the ratio, crop size and clock of the first
+    /// frames: the output gets ready now (opens its first clip), so that no frame waits for it.
+    func prepare(ratio: AspectRatio, size: Size, timescale: Int32)
+    /// A ratio the session will switch to, after those announced before (scheduled changes
+    /// when a run starts, live requests when they are made): the output may get ready ahead.
+    func expect(ratio: AspectRatio, size: Size, timescale: Int32)
+}
+
+extension FrameOutput {
+    public func prepare(ratio: AspectRatio, size: Size, timescale: Int32) {}
+    public func expect(ratio: AspectRatio, size: Size, timescale: Int32) {}
 }
 
 /// A change of ratio, as the session applied it: the seam between two clips.
@@ -80,6 +91,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
         var schedule: [(RatioTrigger, AspectRatio)] = []
         var stats = CaptureStats()
         var running = false
+        /// `stopRunning()` came while this run was getting its outputs ready.
+        var stopRequested = false
     }
     private let state: Mutex<State>
 
@@ -119,7 +132,12 @@ public final class CaptureSession: SourceDelegate, Sendable {
         return await withCheckedContinuation { continuation in
             let idle: Timestamp? = state.withLock { s in
                 if s.running {
+                    // Announced unless it repeats the ratio in force once the requests before it apply.
+                    let before = s.pending.last?.0 ?? s.ratio
                     s.pending.append((ratio, continuation))
+                    if ratio != before {
+                        for o in s.outputs { o.expect(ratio: ratio, size: ratio.crop(in: format.size).size, timescale: format.timescale) }
+                    }
                     return nil
                 }
                 s.ratio = ratio
@@ -138,12 +156,36 @@ public final class CaptureSession: SourceDelegate, Sendable {
 
     /// Runs the source on the calling thread until `frameLimit` frames or `stopRunning()`.
     public func run(frameLimit: Int?) throws -> CaptureStats {
-        state.withLock { $0.running = true }
+        // The outputs get ready for the first frames before the source starts, and learn the
+        // ratio changes scheduled so far (in the order they will come, repeats left out).
+        let format = source.format
+        let (first, outputs, coming) = state.withLock { s -> (AspectRatio, [any FrameOutput], [AspectRatio]) in
+            s.running = true
+            s.stopRequested = false
+            func order(_ t: RatioTrigger) -> Double {
+                switch t {
+                case .frame(let n): return Double(n)
+                case .seconds(let x): return x * format.rate.perSecond
+                }
+            }
+            var coming: [AspectRatio] = []
+            var last = s.ratio
+            for (_, r) in s.schedule.enumerated().sorted(by: { (order($0.element.0), $0.offset) < (order($1.element.0), $1.offset) }).map(\.element) where r != last {
+                coming.append(r)
+                last = r
+            }
+            return (s.ratio, s.outputs, coming)
+        }
+        for o in outputs {
+            o.prepare(ratio: first, size: first.crop(in: format.size).size, timescale: format.timescale)
+            for r in coming { o.expect(ratio: r, size: r.crop(in: format.size).size, timescale: format.timescale) }
+        }
         // Requests still pending when the run ends are answered with the time the next
         // frame would have had: their ratio applies from the next run.
         defer {
             let leftovers = state.withLock { s -> [(AspectRatio, CheckedContinuation<Timestamp, Never>)] in
                 s.running = false
+                s.stopRequested = false
                 let p = s.pending
                 s.pending = []
                 return p
@@ -154,11 +196,16 @@ public final class CaptureSession: SourceDelegate, Sendable {
             if let last = leftovers.last { state.withLock { $0.ratio = last.0 } }
             for (_, c) in leftovers { c.resume(returning: next) }
         }
+        // A stop asked while the outputs got ready ends the run before the source starts.
+        if state.withLock({ $0.stopRequested }) { return stats }
         try source.capture(frameLimit: frameLimit, delegate: self)
         return stats
     }
 
-    public func stopRunning() { source.stop() }
+    public func stopRunning() {
+        state.withLock { if $0.running { $0.stopRequested = true } }
+        source.stop()
+    }
 
     // MARK: SourceDelegate
 

@@ -67,7 +67,21 @@ public final class SyntheticSource: VideoSource {
         isRealtime = realtime
         let pattern = TestPattern(sensor: sensor)
         self.pattern = pattern
-        pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { pattern.drawBackground($0) }
+        // The background is drawn once and copied into the other buffers (drawing it costs
+        // ~10 ms a buffer at 1920, and a recording's sensor has up to 40).
+        var first: PixelBuffer? = nil
+        pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { b in
+            guard let model = first else { pattern.drawBackground(b); first = b; return }
+            for plane in 0..<3 {
+                let (to, toStride) = b.plane(plane), (from, fromStride) = model.plane(plane)
+                let rows = plane == 0 ? size : size / 2
+                if toStride == fromStride {
+                    to.update(from: from, count: toStride * rows)
+                } else {
+                    for r in 0..<rows { (to + r * toStride).update(from: from + r * fromStride, count: min(toStride, fromStride)) }
+                }
+            }
+        }
     }
 
     public func stop() { stopping.store(true, ordering: .releasing) }

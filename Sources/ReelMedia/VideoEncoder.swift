@@ -1,5 +1,8 @@
 import CFFmpeg
 import ReelCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One compressed frame, valid only inside the callback it is passed to (the encoder
 /// reuses the packet afterwards); `~Copyable` so it cannot be stored by accident.
@@ -47,6 +50,11 @@ public final class VideoEncoder: @unchecked Sendable {
     private var converted: PixelBufferPool?
     public let settings: EncoderSettings
     public private(set) var framesSent = 0
+    /// Frames between keyframes (the GOP).
+    private let gop: Int
+    /// After `warmUp()`: keyframes are chosen per frame through `gop_size` (FFV1 makes frame
+    /// `n` a keyframe when `gop_size == 0 || n % gop_size == 0`, counting the warm-up frame).
+    private var keyframesByHand = false
 
     /// Opens the encoder (`avcodec_find_encoder_by_name`, `avcodec_open2`).
     /// - Parameter globalHeader: the container wants codec extradata in its header (MP4, MOV, MKV).
@@ -73,6 +81,7 @@ public final class VideoEncoder: @unchecked Sendable {
         ctx.pointee.thread_count = Int32(settings.threads)
         ctx.pointee.thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE
         let gop = settings.keyframeInterval > 0 ? settings.keyframeInterval : max(1, Int(settings.rate.perSecond.rounded()))
+        self.gop = gop
         ctx.pointee.gop_size = Int32(gop)
         if globalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
 
@@ -95,6 +104,65 @@ public final class VideoEncoder: @unchecked Sendable {
         let r = avcodec_open2(ctx, encoder, &options)
         // Every stored property is set: deinit frees the context if this throws.
         if r < 0 { throw MediaError("avcodec_open2(\(codec.encoderName) \(settings.size))", code: r) }
+    }
+
+    /// Does ahead of time the work an encoder would otherwise do on its first frame, so that
+    /// the first real frame costs what every other frame costs. Only FFV1 needs it: on its
+    /// first frame libavcodec allocates and zeroes its worst-case packet buffer (148 bytes a
+    /// pixel: 545 MB at 1920×1920, 300–600 ms here). A black frame is encoded and its packet
+    /// thrown away; from then on keyframes are placed by hand, at the same frames as before
+    /// (every `gop` frames from the first real one). Call before the first `encode`.
+    public func warmUp() throws {
+        guard case .ffv1 = settings.codec, framesSent == 0, !keyframesByHand else { return }
+        let black = try PixelBuffer(size: settings.size, format: settings.codec.inputFormat)
+        for i in 0..<3 {   // FFV1 is fed yuv420p
+            let (base, stride) = black.plane(i)
+            let rows = i == 0 ? settings.size.height : (settings.size.height + 1) / 2
+            memset(base, i == 0 ? 16 : 128, stride * rows)
+        }
+        self.black = black
+        try encodeBlack()
+        keyframesByHand = true
+    }
+
+    /// A black frame of the encoder's own, encoded and thrown away (`warmUp`, `release`).
+    private var black: PixelBuffer?
+
+    private func encodeBlack() throws {
+        guard let black else { return }
+        av_frame_unref(view)
+        try check(av_frame_ref(view, black.frame), "av_frame_ref")
+        view.pointee.pts = -1
+        view.pointee.pkt_duration = 1
+        let r = avcodec_send_frame(context, view)
+        av_frame_unref(view)
+        try check(r, "avcodec_send_frame(\(settings.codec.encoderName) warm-up)")
+        while true {
+            let r = avcodec_receive_packet(context, packet)
+            if r == averrorEAGAIN { break }
+            try check(r, "avcodec_receive_packet(\(settings.codec.encoderName) warm-up)")
+            av_packet_unref(packet)
+        }
+    }
+
+    /// Makes a restartable encoder let go of the last frame it was given (FFV1 keeps a
+    /// reference to it until the next): its own black frame is encoded in its place, so that
+    /// an idle encoder holds no sensor buffer.
+    public func releaseInput() throws {
+        guard canRestart else { return }
+        try encodeBlack()
+    }
+
+    /// Whether the encoder can start another clip (`restart()`): a warmed-up FFV1 encoder,
+    /// which holds no frames back (nothing to drain) and places its keyframes by hand.
+    public var canRestart: Bool { keyframesByHand }
+
+    /// Starts another clip of the same size on this encoder instead of opening a new one (and
+    /// zeroing a new packet buffer): the next frame is a keyframe, from which FFV1 starts its
+    /// contexts afresh. The clip before must not be flushed.
+    public func restart() {
+        precondition(canRestart)
+        framesSent = 0
     }
 
     private func freeAll() {
@@ -138,6 +206,9 @@ public final class VideoEncoder: @unchecked Sendable {
         view.pointee.pts = pts
         view.pointee.pkt_duration = duration
         view.pointee.pict_type = forceKeyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        if keyframesByHand {
+            context.pointee.gop_size = forceKeyframe || framesSent % gop == 0 ? 0 : Int32.max
+        }
         let r = avcodec_send_frame(context, view)
         av_frame_unref(view)
         try check(r, "avcodec_send_frame(\(settings.codec.encoderName))")

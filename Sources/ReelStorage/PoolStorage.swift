@@ -213,7 +213,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private let directFD: Int32
     private let mode: String
     private let blockSize = StoragePool.blockSize
-    private let blocks: [UnsafeMutableRawPointer]
+    private let blocks: RingBlocks
     private var allocated: Int64
 
     // Muxer side.
@@ -309,8 +309,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         // the clip is written buffered, and the summary says so.
         self.mode = directFD >= 0 ? "direct" : (mode == "direct" ? "buffered" : mode)
         let count = max(4, ringBytes / blockSize)
-        blocks = (0..<count).map { _ in Sys.alignedAlloc(StoragePool.blockSize) }
+        blocks = RingBlocks(count: count, size: StoragePool.blockSize)
         current = 0
+        blocks.allocate(0)
         freeBlocks = Array(1..<count)
         let t = Thread { [self] in writerLoop() }
         t.name = "reel.storage"
@@ -319,7 +320,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
 
     deinit {
         stopWriter()
-        for b in blocks { free(b) }
+        blocks.freeAll()
         // Synced (publish) or given up (discard) before: close has nothing left to report.
         Sys.closeQuietly(fd)
         if directFD >= 0 { Sys.closeQuietly(directFD) }
@@ -553,6 +554,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         if let e = writerError { lock.unlock(); throw e }
         current = freeBlocks.removeLast()
         lock.unlock()
+        blocks.allocate(current)
         lastHandOff = MonotonicClock.now()
         currentStart += Int64(blockSize)
         currentFill = 0
@@ -683,5 +685,33 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             lock.unlock()
             if stop { return }
         }
+    }
+}
+
+/// The ring's blocks, each allocated when the muxer first fills it: a clip that stays short
+/// (seams make many) touches a block or two, not the whole ring, so opening a clip does not
+/// page in 64 MiB. Only the muxer side allocates (`allocate`, before it hands the block over
+/// under the file's lock); the writer thread reads only blocks it was handed.
+final class RingBlocks: @unchecked Sendable {
+    private let pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    let count: Int
+    private let size: Int
+
+    init(count: Int, size: Int) {
+        self.count = count
+        self.size = size
+        pointers = .allocate(capacity: count)
+        pointers.initialize(repeating: nil, count: count)
+    }
+
+    func allocate(_ i: Int) {
+        if pointers[i] == nil { pointers[i] = Sys.alignedAlloc(size) }
+    }
+
+    subscript(_ i: Int) -> UnsafeMutableRawPointer { pointers[i]! }
+
+    func freeAll() {
+        for i in 0..<count { if let p = pointers[i] { free(p) } }
+        pointers.deallocate()
     }
 }

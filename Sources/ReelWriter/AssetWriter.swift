@@ -39,6 +39,25 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var bytesCurrent: Int64 = 0
     private var finishRequested = false
     private var cancelRequested = false
+    /// Ratios the session said it will switch to, in order (`expect`), not yet prepared.
+    private var upcoming: [(AspectRatio, Size, Int32)] = []
+    /// The first clip, opened before capture (`prepare`).
+    private var preparedFirst: PreparedClip?
+    /// The next clip, being opened ahead on the opener thread (`preparing`) or ready.
+    private var preparing = false
+    /// What the opener is opening: clip number, ratio, size.
+    private var preparingFor: (Int, AspectRatio, Size)?
+    private var preparedNext: PreparedClip?
+    private var clipsOpenedAhead = 0
+    private var openedClips = 0
+    /// Encoders of finished clips that can start another (`VideoEncoder.canRestart`: FFV1,
+    /// whose every new encoder zeroes a 300–545 MB buffer); the two most recent.
+    private var idleEncoders: [VideoEncoder] = []
+    private var encodersReused = 0
+    private var discarding = 0
+    /// When the first frame was handed over, and how long until it was encoded and muxed.
+    private var firstOffered: UInt64?
+    private var firstFrameLatency: UInt64?
 
     private let finaliser = Finaliser()
 
@@ -76,6 +95,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         thread.name = "reel.encode"
         thread.stackSize = 4 << 20
         thread.start()
+        finaliser.recycle = { [weak self] encoder in self?.recycle(encoder) }
         finaliser.start()
     }
 
@@ -90,11 +110,13 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         if queue.count >= settings.queueCapacity {
             guard waiting else { return .full }
             let t0 = MonotonicClock.now()
-            while queue.count >= settings.queueCapacity && _status == .writing { lock.wait() }
+            // Finishing (or cancelling) ends the wait too: nothing may queue behind `.finish`.
+            while queue.count >= settings.queueCapacity && _status == .writing && !finishRequested { lock.wait() }
             let waited = MonotonicClock.now() - t0
             if seamWindowOpen { longestSeamWait = max(longestSeamWait, waited) }
-            guard _status == .writing else { return .closed }
+            guard _status == .writing, !finishRequested else { return .closed }
         }
+        if firstOffered == nil { firstOffered = MonotonicClock.now() }
         enqueue(.frame(frame))
         return .taken
     }
@@ -117,6 +139,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         guard _status == .writing, !finishRequested else { throw errorForNotWriting() }
         guard queue.count < settings.queueCapacity else { return false }
         noteRatio(frame.ratio)
+        if firstOffered == nil { firstOffered = MonotonicClock.now() }
         enqueue(.frame(frame))
         return true
     }
@@ -131,6 +154,145 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         guard _status == .writing, !finishRequested else { return }
         enqueue(.split)
+    }
+
+    // MARK: Opening clips ahead
+
+    /// Opens the first clip (storage, encoder; FFV1's first-frame allocation) now, before
+    /// frames flow, for frames of `ratio` cropped to `size` on a clock of `timescale` — so
+    /// that the first frames wait for nothing. `CaptureSession.run` calls it before its
+    /// source starts. A failure here is not reported: the first frame opens the clip again
+    /// and reports it then. Frames of another ratio or size throw the prepared clip away.
+    public func prepare(ratio: AspectRatio, size: Size, timescale: Int32) {
+        lock.lock()
+        let open = (_status == .unknown || _status == .writing) && framesAccepted == 0 && preparedFirst == nil && !finishRequested
+        lock.unlock()
+        guard open else { return }
+        let p = try? PreparedClip(number: 1, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate)
+        lock.lock()
+        let keep = (_status == .unknown || _status == .writing) && !finishRequested && preparedFirst == nil
+        if keep { preparedFirst = p }
+        lock.unlock()
+        if !keep { p?.discard() }
+    }
+
+    /// The session will switch to `ratio` (frames cropped to `size`) after the ratios it
+    /// announced before: the writer opens that clip ahead, on its own thread, while the
+    /// current one records (one clip ahead at most). A change that comes otherwise is
+    /// opened when its first frame arrives.
+    public func expect(ratio: AspectRatio, size: Size, timescale: Int32) {
+        lock.lock()
+        upcoming.append((ratio, size, timescale))
+        lock.unlock()
+        prepareAhead()
+    }
+
+    /// Starts opening the next announced clip on an opener thread, unless one is open or
+    /// opening already.
+    private func prepareAhead() {
+        lock.lock()
+        guard _status == .writing, !finishRequested, openedClips > 0, !preparing, preparedNext == nil, !upcoming.isEmpty else {
+            lock.unlock(); return
+        }
+        let (ratio, size, timescale) = upcoming.removeFirst()
+        let number = openedClips + 1
+        preparing = true
+        preparingFor = (number, ratio, size)
+        lock.unlock()
+        let t = Thread { [self] in
+            let p = try? PreparedClip(number: number, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate,
+                                      withFile: false, reusing: takeIdleEncoder(size, timescale, patience: 0.3))
+            lock.lock()
+            preparing = false
+            preparingFor = nil
+            // The encode thread went past this clip (it did not fit): it goes, and the next opens.
+            let stale = number <= openedClips
+            if stale { discarding += 1 } else { preparedNext = p }
+            lock.broadcast()
+            lock.unlock()
+            if stale {
+                p?.discard()
+                lock.lock(); discarding -= 1; lock.broadcast(); lock.unlock()
+                prepareAhead()
+            }
+        }
+        t.name = "reel.open"
+        t.stackSize = 4 << 20
+        t.start()
+    }
+
+    /// The clip opened ahead for clip `number` starting at `frame`, if there is one that fits
+    /// (waiting for the opener when it is at work); one that does not fit is thrown away.
+    private func takePrepared(number: Int, for frame: CapturedFrame) -> PreparedClip? {
+        lock.lock()
+        // Waiting for the opener is worth it only when it opens this very clip.
+        while preparing, let (n, r, z) = preparingFor, n == number, r == frame.ratio, z == frame.crop.size { lock.wait() }
+        var candidates: [PreparedClip] = []
+        if let p = preparedFirst { candidates.append(p); preparedFirst = nil }
+        if let p = preparedNext { candidates.append(p); preparedNext = nil }
+        var chosen: PreparedClip? = nil
+        var unused: [PreparedClip] = []
+        for p in candidates {
+            if chosen == nil && p.number == number && p.fits(frame) { chosen = p } else { unused.append(p) }
+        }
+        if chosen != nil { clipsOpenedAhead += 1 }
+        lock.unlock()
+        discardInBackground(unused)
+        return chosen
+    }
+
+    /// Keeps the encoder of a finished clip for a later clip of its size.
+    private func recycle(_ encoder: VideoEncoder) {
+        lock.lock()
+        idleEncoders.append(encoder)
+        if idleEncoders.count > 2 { idleEncoders.removeFirst() }
+        lock.unlock()
+    }
+
+    /// An idle encoder of `size` on `timescale`, if one is kept. `patience`: seconds to wait
+    /// for one that a clip still closing will give back (the opener has time; the encode
+    /// thread does not).
+    private func takeIdleEncoder(_ size: Size, _ timescale: Int32, patience: Double = 0) -> VideoEncoder? {
+        let deadline = MonotonicClock.now() + UInt64(patience * 1e9)
+        while true {
+            lock.lock()
+            if let i = idleEncoders.lastIndex(where: { $0.settings.size == size && $0.settings.timescale == timescale }) {
+                encodersReused += 1
+                let e = idleEncoders.remove(at: i)
+                lock.unlock()
+                return e
+            }
+            lock.unlock()
+            guard MonotonicClock.now() < deadline, finaliser.isClosing(size: size) else { return nil }
+            usleep(2_000)
+        }
+    }
+
+    /// Throws prepared clips away off the encode thread (an encoder's memory, a pool slot).
+    private func discardInBackground(_ clips: [PreparedClip]) {
+        guard !clips.isEmpty else { return }
+        lock.lock(); discarding += 1; lock.unlock()
+        let t = Thread { [self] in
+            for c in clips { c.discard() }
+            lock.lock(); discarding -= 1; lock.broadcast(); lock.unlock()
+        }
+        t.name = "reel.discard"
+        t.start()
+    }
+
+    /// Waits for the opener, then throws away what was opened ahead and not used.
+    private func discardUnused() {
+        lock.lock()
+        while preparing { lock.wait() }
+        let unused = [preparedFirst, preparedNext].compactMap { $0 }
+        preparedFirst = nil
+        preparedNext = nil
+        upcoming = []
+        lock.unlock()
+        for c in unused { c.discard() }
+        lock.lock()
+        while discarding > 0 { lock.wait() }
+        lock.unlock()
     }
 
     /// Caller holds `lock`.
@@ -153,9 +315,10 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     public func finish() async -> WriterResult {
         await withCheckedContinuation { (c: CheckedContinuation<WriterResult, Never>) in
             lock.lock()
+            // A writer that never started has its result at once.
+            if result == nil { requestFinishLocked() }
             if let result { lock.unlock(); c.resume(returning: result); return }
             finishWaiters.append(c)
-            requestFinishLocked()
             lock.unlock()
         }
     }
@@ -165,13 +328,17 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     @discardableResult
     public func cancel() -> WriterResult {
         lock.lock(); defer { lock.unlock() }
-        if _status == .writing && !finishRequested {
+        switch _status {
+        case .writing where !finishRequested:
             cancelRequested = true
             queue.removeAll()
             requestFinishLocked()
-        } else if _status == .unknown {
+        case .unknown:
             requestFinishLocked()
             _status = .cancelled
+        default:
+            // Failed (the encode thread waits for `.finish` to close up) or already finishing.
+            requestFinishLocked()
         }
         while result == nil { lock.wait() }
         return result!
@@ -187,10 +354,13 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
 
     private func requestFinishLocked() {
         if _status == .unknown {
-            // Never started: nothing to write.
+            // Never started: nothing to write (a clip prepared ahead goes).
+            preparedFirst?.discard()
+            preparedFirst = nil
             _status = .completed
             result = WriterResult(clips: [], framesWritten: 0, framesLost: 0, longestSeamWait: 0,
-                                  longestClipOpen: 0, queueHighWater: 0, drops: DropCounts(), write: nil, error: nil)
+                                  longestClipOpen: 0, queueHighWater: 0, drops: DropCounts(), write: nil, error: nil,
+                                  firstFrameLatency: nil, clipsOpenedAhead: 0, encodersReused: 0)
             lock.broadcast()
             return
         }
@@ -198,6 +368,9 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             finishRequested = true
             queue.append(.finish)
             lock.broadcast()
+            // Producers suspended in `append` learn at once that the writer takes no more.
+            for w in asyncWaiters { w.resume() }
+            asyncWaiters = []
         }
     }
 
@@ -242,14 +415,25 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         }
                         splitNext = false
                         clipNumber += 1
+                        // Not real time: clips still closing hold storage (a pool slot each);
+                        // let the finaliser catch up before claiming more (real time never waits).
+                        if !settings.dropWhenStorageIsBehind { finaliser.waitUntilBacklog(below: 2) }
                         let t0 = MonotonicClock.now()
-                        let c = try ClipRecorder(number: clipNumber, first: frame, settings: settings, rate: rate)
+                        let c: ClipRecorder
+                        if let ready = takePrepared(number: clipNumber, for: frame) {
+                            c = try ClipRecorder(prepared: ready, first: frame, settings: settings)
+                        } else {
+                            c = try ClipRecorder(number: clipNumber, first: frame, settings: settings, rate: rate,
+                                                 reusing: takeIdleEncoder(frame.crop.size, frame.pts.timescale))
+                        }
                         current = c
                         try c.append(frame)
                         longestOpen = max(longestOpen, MonotonicClock.now() - t0)
-                        lock.lock(); seamWindowOpen = false; lock.unlock()
+                        lock.lock(); seamWindowOpen = false; openedClips = clipNumber; lock.unlock()
+                        prepareAhead()
                     }
                     lock.lock()
+                    if firstFrameLatency == nil, let t = firstOffered { firstFrameLatency = MonotonicClock.now() - t }
                     framesWritten += 1
                     bytesCurrent = current?.bytes ?? 0
                     lock.unlock()
@@ -267,11 +451,13 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                 }
             }
         }
+        discardUnused()
         lock.lock(); let cancelling = cancelRequested; lock.unlock()
         if let c = current {
             if cancelling { c.discard() } else { finaliser.submit(c) }
         }
         let (clips, finalError, write) = finaliser.finishAll()
+        lock.lock(); idleEncoders = []; lock.unlock()
 
         lock.lock()
         let error = failure ?? finalError.map(classify)
@@ -292,7 +478,9 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         let r = WriterResult(clips: clips, framesWritten: kept, framesLost: framesLostTotal,
                              longestSeamWait: Double(longestSeamWait) / 1e9,
                              longestClipOpen: Double(longestOpen) / 1e9,
-                             queueHighWater: queueHighWater, drops: drops, write: write, error: finalErrorWithKept)
+                             queueHighWater: queueHighWater, drops: drops, write: write, error: finalErrorWithKept,
+                             firstFrameLatency: firstFrameLatency.map { Double($0) / 1e9 }, clipsOpenedAhead: clipsOpenedAhead,
+                             encodersReused: encodersReused)
         result = r
         for w in asyncWaiters { w.resume() }
         asyncWaiters = []
@@ -341,6 +529,24 @@ private final class Finaliser: @unchecked Sendable {
     private var write: WriteStats?
     private var firstError: (any Error)?
 
+    /// Receives the encoder of each clip closed cleanly that can start another.
+    var recycle: (@Sendable (VideoEncoder) -> Void)?
+    /// The clip being closed now.
+    private var closingNow: ClipRecorder?
+
+    /// Waits until fewer than `limit` clips wait to be closed or are being closed.
+    func waitUntilBacklog(below limit: Int) {
+        lock.lock(); defer { lock.unlock() }
+        while jobs.count + (closingNow == nil ? 0 : 1) >= limit { lock.wait() }
+    }
+
+    /// Whether a clip of `size` with a restartable encoder is waiting or being closed.
+    func isClosing(size: Size) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        let all = jobs.map(\.0) + (closingNow.map { [$0] } ?? [])
+        return all.contains { $0.size == size && $0.encoder.canRestart }
+    }
+
     func start() {
         let t = Thread { [self] in run() }
         t.name = "reel.finalise"
@@ -374,6 +580,7 @@ private final class Finaliser: @unchecked Sendable {
                 return
             }
             let (clip, salvage) = jobs.removeFirst()
+            closingNow = clip
             lock.unlock()
 
             var summary: ClipSummary? = nil
@@ -381,7 +588,10 @@ private final class Finaliser: @unchecked Sendable {
             if salvage {
                 summary = clip.salvage()
             } else {
-                do { summary = try clip.finalize() } catch let e {
+                do {
+                    summary = try clip.finalize()
+                    if clip.encoder.canRestart { recycle?(clip.encoder) }
+                } catch let e {
                     error = e
                     summary = clip.salvage()
                 }
@@ -393,6 +603,8 @@ private final class Finaliser: @unchecked Sendable {
             }
             if let summary { clips.append(summary) }
             if let error, firstError == nil { firstError = error }
+            closingNow = nil
+            lock.broadcast()
             lock.unlock()
         }
     }

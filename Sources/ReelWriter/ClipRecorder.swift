@@ -22,21 +22,33 @@ final class ClipRecorder: @unchecked Sendable {
     /// Capture indices of the frames appended, in order.
     private(set) var indices: [Int] = []
 
-    init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate) throws {
-        self.number = number
+    /// Opens the clip at `frame`: its file, encoder and muxer.
+    convenience init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate,
+                     reusing idle: VideoEncoder? = nil) throws {
+        let prepared = try PreparedClip(number: number, ratio: frame.ratio, size: frame.crop.size,
+                                        timescale: frame.pts.timescale, settings: settings, rate: rate, reusing: idle)
+        try self.init(prepared: prepared, first: frame, settings: settings)
+    }
+
+    /// Starts a clip whose encoder (and file, when it has one) were opened ahead
+    /// (`PreparedClip`) at `frame`: the file if need be and the muxer, which writes the
+    /// frame's place on the session clock into the header, are opened now.
+    init(prepared: PreparedClip, first frame: CapturedFrame, settings: WriterSettings) throws {
+        precondition(prepared.fits(frame))
+        number = prepared.number
         ratio = frame.ratio
         size = frame.crop.size
         codec = settings.codec
         container = settings.container
         sessionStart = frame.pts
         frameDuration = frame.duration
-        let name = settings.clipName(number: number, ratio: frame.ratio)
-        file = try settings.storage.createClip(named: name)
+        if let f = prepared.file {
+            file = f
+        } else {
+            file = try settings.storage.createClip(named: settings.clipName(number: prepared.number, ratio: prepared.ratio))
+        }
+        encoder = prepared.encoder
         do {
-            encoder = try VideoEncoder(EncoderSettings(codec: settings.codec, size: frame.crop.size, rate: rate,
-                                                       timescale: frame.pts.timescale, threads: settings.threads,
-                                                       keyframeInterval: max(1, Int((rate.perSecond * settings.fragmentInterval).rounded()))),
-                                       globalHeader: Muxer.wantsGlobalHeader(settings.container))
             muxer = try Muxer(container: settings.container, sink: file, encoder: encoder,
                               fragmentInterval: settings.fragmentInterval,
                               metadata: ["com.reel.session_start": frame.pts.description,
@@ -76,7 +88,12 @@ final class ClipRecorder: @unchecked Sendable {
 
     /// Drains the encoder, writes the trailer, syncs and publishes the file.
     func finalize() throws -> ClipSummary {
-        try encoder.flush(duration: frameDuration) { packet in try muxer.write(packet) }
+        // An encoder that can start another clip holds nothing back: it is not flushed, so
+        // that it can be used again (`AssetWriter` keeps it for a clip of the same size).
+        if !encoder.canRestart {
+            try encoder.flush(duration: frameDuration) { packet in try muxer.write(packet) }
+        }
+        defer { try? encoder.releaseInput() }
         try muxer.finish()
         let bytes = try file.publish()
         return summary(frames: indices.count, bytes: bytes, salvaged: false)
@@ -127,4 +144,56 @@ final class ClipRecorder: @unchecked Sendable {
                            firstPTS: sessionStart.seconds, durationSeconds: seconds, bytes: bytes,
                            salvaged: salvaged)
     }
+}
+
+/// A clip's encoder — and file, for the first clip — opened before its first frame arrives:
+/// what makes opening a clip slow (opening the encoder and, for FFV1, its first-frame
+/// allocation; claiming storage) done ahead, off the capture path.
+/// `ClipRecorder(prepared:first:settings:)` starts it at its first frame.
+///
+/// Later clips leave the file to the seam, so that a recording holds no more storage (pool
+/// slots) than before: the one recording and the one closing.
+final class PreparedClip: @unchecked Sendable {
+    let number: Int
+    let ratio: AspectRatio
+    let size: Size
+    let timescale: Int32
+    let file: (any ClipFile)?
+    let encoder: VideoEncoder
+
+    /// - Parameter idle: an encoder of a finished clip of this size to start again
+    ///   (`VideoEncoder.restart`) instead of opening one.
+    init(number: Int, ratio: AspectRatio, size: Size, timescale: Int32, settings: WriterSettings, rate: FrameRate,
+         withFile: Bool = true, reusing idle: VideoEncoder? = nil) throws {
+        self.number = number
+        self.ratio = ratio
+        self.size = size
+        self.timescale = timescale
+        let file = withFile ? try settings.storage.createClip(named: settings.clipName(number: number, ratio: ratio)) : nil
+        self.file = file
+        if let idle {
+            precondition(idle.settings.size == size && idle.settings.timescale == timescale)
+            idle.restart()
+            encoder = idle
+            return
+        }
+        do {
+            encoder = try VideoEncoder(EncoderSettings(codec: settings.codec, size: size, rate: rate,
+                                                       timescale: timescale, threads: settings.threads,
+                                                       keyframeInterval: max(1, Int((rate.perSecond * settings.fragmentInterval).rounded()))),
+                                       globalHeader: Muxer.wantsGlobalHeader(settings.container))
+            try encoder.warmUp()
+        } catch {
+            file?.discard()
+            throw error
+        }
+    }
+
+    /// Whether `frame` can start this clip.
+    func fits(_ frame: CapturedFrame) -> Bool {
+        frame.ratio == ratio && frame.crop.size == size && frame.pts.timescale == timescale
+    }
+
+    /// Not used after all: the file (if any) goes, a pool slot back to the pool; nothing is published.
+    func discard() { file?.discard() }
 }

@@ -87,7 +87,9 @@ public struct RecordOptions: Sendable {
     public var namePrefix: String? = nil
     public var ratioChanges: [(RatioTrigger, AspectRatio)] = []
     public var fragmentInterval = 1.0
-    public var queueCapacity = 8
+    /// Frames the writer may hold while it is behind (a clip opening, a slow frame); nil:
+    /// as many as the sensor's buffers allow (`Recording.holdFrames`).
+    public var queueCapacity: Int? = nil
     public var storage: StorageChoice = .defaultPool
     /// Where `--report` writes the recording's write-latency plot (record.json, record.svg).
     public var reportDirectory: String? = nil
@@ -158,6 +160,10 @@ public struct RecordingSummary: Sendable, Codable {
     public var seams: [Seam]
     public var longestSeamWaitMs: Double
     public var longestClipOpenMs: Double
+    /// From the first frame's hand-over to the writer to its being encoded and muxed.
+    public var firstFrameLatencyMs: Double
+    /// Clips whose encoder was opened before their first frame arrived.
+    public var clipsOpenedAhead: Int
     public var writerQueueHighWater: Int
     public var storage: StorageSummary
     public var source: String
@@ -187,7 +193,8 @@ public final class Recording: Sendable {
         let source: any VideoSource
         switch options.source {
         case .synthetic(let size):
-            source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime)
+            source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime,
+                                         buffers: Recording.sensorBuffers(side: size))
         case .v4l2(let path, let size, let fps, let fourcc):
             source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc)
         }
@@ -240,12 +247,31 @@ public final class Recording: Sendable {
                                       storage: storage,
                                       namePrefix: options.namePrefix ?? Recording.defaultPrefix(),
                                       fragmentInterval: options.fragmentInterval,
-                                      queueCapacity: options.queueCapacity,
+                                      queueCapacity: options.queueCapacity ?? Recording.holdFrames(for: options.source),
                                       dropWhenStorageIsBehind: options.realtime)
         writer = try AssetWriter(settings: settings, rate: source.format.rate)
         session.addOutput(writer)
         frameCount = options.length.frameCount(at: source.format.rate)
         guard frameCount > 0 else { throw RecordingError.usage("nothing to record: the length is 0 frames") }
+    }
+
+    /// Memory the synthetic sensor's buffers may take: what lets the writer hold about a
+    /// second of 1920×1920 frames while a clip opens (FFV1 needs 300–600 ms here).
+    public static let sensorBudget = 192 << 20
+
+    /// Buffers of the synthetic sensor of side `side`: as many as `sensorBudget` holds, 12 to 40.
+    public static func sensorBuffers(side: Int) -> Int {
+        let frameBytes = side * side * 3 / 2
+        return min(40, max(12, sensorBudget / max(1, frameBytes)))
+    }
+
+    /// Frames the writer may hold: the sensor's buffers but 4 (capture keeps drawing while
+    /// the writer holds the rest). A V4L2 source has 12.
+    public static func holdFrames(for source: SourceSpec) -> Int {
+        switch source {
+        case .synthetic(let side): return sensorBuffers(side: side) - 4
+        case .v4l2: return 8
+        }
     }
 
     /// `reel-YYYYMMDD-HHMMSS` in local time.
@@ -321,7 +347,9 @@ public final class Recording: Sendable {
             clips: result.clips, framesCaptured: stats.framesCaptured, framesWritten: result.framesWritten,
             framesDropped: drops.total, dropReasons: drops.table, framesLost: result.framesLost,
             seams: stats.seams, longestSeamWaitMs: result.longestSeamWait * 1000,
-            longestClipOpenMs: result.longestClipOpen * 1000, writerQueueHighWater: result.queueHighWater,
+            longestClipOpenMs: result.longestClipOpen * 1000,
+            firstFrameLatencyMs: (result.firstFrameLatency ?? 0) * 1000, clipsOpenedAhead: result.clipsOpenedAhead,
+            writerQueueHighWater: result.queueHighWater,
             storage: storageSummary,
             // What the source actually delivers: a camera's rate is the one S_PARM settled on,
             // and a camera is always real time.

@@ -155,4 +155,10 @@ public struct WriterResult: Sendable {
     /// Write latency and ring use of every clip, merged.
     public var write: WriteStats?
     public var error: WriterError?
+    /// Seconds from the first frame's hand-over to its being encoded and muxed (nil without frames).
+    public var firstFrameLatency: Double?
+    /// Clips whose encoder was opened before their first frame arrived (`prepare`, `expect`).
+    public var clipsOpenedAhead: Int
+    /// Clips that started on the encoder of an earlier clip of their size (FFV1).
+    public var encodersReused: Int
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import ReelCapture
 import ReelCore
@@ -227,4 +228,232 @@ func runInBackground(_ session: CaptureSession, frames: Int?) -> DispatchSemapho
         #expect(keptCounts == keptCounts.sorted() && keptCounts.last! >= 60, "\(keptCounts)")
         #expect(FragmentScanner.playableLength(of: path) == Int64(whole.count))
     }
+}
+
+/// Runs `body` on a thread of its own and waits for it at most `seconds`: a call that hangs
+/// fails the test instead of hanging the suite.
+func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    let t = Thread { body(); done.signal() }
+    t.stackSize = 4 << 20
+    t.start()
+    return done.wait(timeout: .now() + seconds) == .success
+}
+
+/// Calls of the writer's API that used to wait forever.
+@Suite(.serialized) struct WriterNeverHangsTests {
+    @Test func finishOnAWriterThatNeverStartedReturns() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let writer = try makeWriter(dir)
+        // Polled without blocking a thread of the cooperative pool, which the call needs.
+        let done = Mutex(false)
+        Task { _ = await writer.finish(); done.withLock { $0 = true } }
+        var waited = 0
+        while !done.withLock({ $0 }) && waited < 1000 {
+            try await Task.sleep(nanoseconds: 10_000_000)
+            waited += 1
+        }
+        #expect(done.withLock { $0 }, "finish() on a writer that never started did not return")
+        #expect(writer.status == .completed)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+    }
+
+    @Test func cancelAfterAFailureReturns() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The first clip's name is taken: opening it fails, and the writer with it.
+        #expect(FileManager.default.createFile(atPath: dir + "/w-0001-16x9.mov", contents: Data("mine".utf8)))
+        let writer = try makeWriter(dir)
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
+        writer.start()
+        let batch = frames(3, from: source, ratio: .landscape16x9)
+        #expect(writer.offer(batch[0], waiting: true) == .taken)
+        let deadline = Date().addingTimeInterval(10)
+        while writer.status == .writing && Date() < deadline { usleep(5_000) }
+        guard case .failed(let e) = writer.status else { Issue.record("the writer did not fail: \(writer.status)"); return }
+        #expect(e.exitStatus == 73, "\(e)")
+        #expect(returns(within: 10) { writer.cancel() }, "cancel() after a failure did not return")
+        #expect(returns(within: 10) { _ = writer.finishAndWait() })
+        #expect(try String(contentsOfFile: dir + "/w-0001-16x9.mov", encoding: .utf8) == "mine")
+    }
+
+    @Test func aProducerWaitingInOfferIsRefusedOnceFinishIsAsked() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // A one-frame queue: the producer is nearly always waiting in offer(waiting: true).
+        let writer = try makeWriter(dir, codec: .prores(.hq), queue: 1)
+        let source = try SyntheticSource(size: 1920, rate: thirty, realtime: false, buffers: 64)
+        let batch = frames(60, from: source, ratio: .square)
+        writer.start()
+        final class Tally: @unchecked Sendable {
+            let lock = NSLock()
+            var taken = 0, closed = 0
+        }
+        let tally = Tally()
+        let producer = DispatchSemaphore(value: 0)
+        Thread {
+            for f in batch {
+                let r = writer.offer(f, waiting: true)
+                tally.lock.lock()
+                if r == .taken { tally.taken += 1 } else { tally.closed += 1 }
+                tally.lock.unlock()
+                if r == .closed { break }
+            }
+            producer.signal()
+        }.start()
+        // Finish while the producer waits for room.
+        while true {
+            tally.lock.lock(); let n = tally.taken; tally.lock.unlock()
+            if n >= 5 { break }
+            usleep(1_000)
+        }
+        let finishing = Mutex<WriterResult?>(nil)
+        #expect(returns(within: 30) { let r = writer.finishAndWait(); finishing.withLock { $0 = r } }, "finish did not return")
+        #expect(producer.wait(timeout: .now() + 10) == .success, "the producer is still waiting in offer")
+        let r = try #require(finishing.withLock { $0 })
+        // Every frame the writer said it took is in the clip; none was queued behind the finish.
+        #expect(r.framesLost == 0)
+        #expect(r.framesWritten == tally.taken, "took \(tally.taken), wrote \(r.framesWritten)")
+        #expect(tally.closed == 1)
+        #expect(try Inspector.probe(r.clips[0].path, frames: true).frameIndices == Array(0..<tally.taken))
+    }
+}
+
+/// Clips opened before their first frame: the first before capture, the next ones ahead of
+/// the ratio changes the session announces.
+@Suite(.serialized) struct OpeningAheadTests {
+    @Test func scheduledChangesAreOpenedAheadAndFFV1KeyframesStayInPlace() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
+        let session = try CaptureSession(source: source)
+        try session.scheduleAspectRatio(.portrait9x16, at: .frame(40))
+        try session.scheduleAspectRatio(.portrait9x16, at: .frame(45))   // no change: no clip
+        try session.scheduleAspectRatio(.square, at: .frame(80))
+        let writer = try makeWriter(dir, codec: .ffv1, container: .mkv)
+        session.addOutput(writer)
+        writer.start()
+        _ = try session.run(frameLimit: 120)
+        let result = writer.finishAndWait()
+        #expect(result.clips.map(\.ratio) == ["16x9", "9x16", "1x1"])
+        #expect(result.clips.map(\.frames) == [40, 40, 40], "\(String(describing: result.error)) \(result.clips.map(\.salvaged)) lost \(result.framesLost)")
+        #expect(result.clipsOpenedAhead == 3)
+        // Nothing opened ahead is left behind.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == result.clips.map { ($0.path as NSString).lastPathComponent })
+        let report = try Inspector.verify([dir])
+        #expect(report.ok, "\(report.violation ?? "")")
+        // The warm-up frame is not in the file, and keyframes come every 30 frames from each clip's first.
+        for clip in result.clips {
+            let keys = try keyframes(clip.path)
+            #expect(keys == Array(stride(from: 0, to: clip.frames, by: 30)), "\(clip.path): \(keys)")
+        }
+    }
+
+    @Test func aRatioThatComesBackStartsOnItsEarlierFFV1Encoder() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
+        let session = try CaptureSession(source: source)
+        try session.scheduleAspectRatio(.portrait9x16, at: .frame(35))
+        try session.scheduleAspectRatio(.landscape16x9, at: .frame(70))
+        try session.scheduleAspectRatio(.portrait9x16, at: .frame(100))
+        let writer = try makeWriter(dir, codec: .ffv1, container: .mkv)
+        session.addOutput(writer)
+        writer.start()
+        _ = try session.run(frameLimit: 130)
+        let result = writer.finishAndWait()
+        #expect(result.clips.map(\.ratio) == ["16x9", "9x16", "16x9", "9x16"])
+        #expect(result.clips.map(\.frames) == [35, 35, 30, 30])
+        #expect(result.encodersReused == 2 && result.clipsOpenedAhead == 4)
+        // Each clip decodes on its own from its first frame, keyframes where a new encoder puts them.
+        let report = try Inspector.verify([dir])
+        #expect(report.ok, "\(report.violation ?? "")")
+        for clip in result.clips {
+            #expect(try keyframes(clip.path) == Array(stride(from: 0, to: clip.frames, by: 30)), "\(clip.path)")
+            #expect(try Inspector.probe(clip.path, frames: true).frameIndices == Array(clip.firstFrameIndex...clip.lastFrameIndex))
+        }
+    }
+
+    @Test func aClipOpenedForAChangeThatDoesNotComeIsThrownAway() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
+        let session = try CaptureSession(source: source)
+        try session.scheduleAspectRatio(.square, at: .frame(20))
+        let writer = try makeWriter(dir, codec: .h264, container: .mp4)
+        session.addOutput(writer)
+        writer.start()
+        // Told 3x4 comes next, but 1x1 does: the 3x4 clip opened ahead does not fit and goes,
+        // the 1x1 clip opens when its frame comes, and the clip opened ahead after it goes at the end.
+        writer.expect(ratio: .portrait3x4, size: AspectRatio.portrait3x4.crop(in: source.format.size).size, timescale: 30)
+        _ = try session.run(frameLimit: 30)
+        let result = writer.finishAndWait()
+        #expect(result.clips.map(\.ratio) == ["16x9", "1x1"])
+        #expect(result.clips.map(\.frames) == [20, 10])
+        #expect(result.clipsOpenedAhead == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["w-0001-16x9.mp4", "w-0002-1x1.mp4"])
+        let report = try Inspector.verify([dir])
+        #expect(report.ok, "\(report.violation ?? "")")
+    }
+}
+
+@Suite struct StopWhileOutputsPrepareTests {
+    /// An output that takes its time to get ready, and says when it started.
+    final class SlowToPrepare: FrameOutput, @unchecked Sendable {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let frames = Mutex(0)
+        func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult { frames.withLock { $0 += 1 }; return .taken }
+        func prepare(ratio: AspectRatio, size: Size, timescale: Int32) {
+            started.signal()
+            release.wait()
+        }
+    }
+
+    @Test func aStopWhileTheOutputsGetReadyEndsTheRunBeforeTheSourceStarts() throws {
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: true)
+        let session = try CaptureSession(source: source)
+        let output = SlowToPrepare()
+        session.addOutput(output)
+        let done = runInBackground(session, frames: 300)
+        #expect(output.started.wait(timeout: .now() + 10) == .success)
+        session.stopRunning()          // as SIGINT does, while the first clip opens
+        output.release.signal()
+        #expect(done.wait(timeout: .now() + 5) == .success, "the run went on after stopRunning()")
+        #expect(output.frames.withLock { $0 } == 0)
+        // The next run is not stopped by it.
+        output.release.signal()
+        _ = try session.run(frameLimit: 3)
+        #expect(output.frames.withLock { $0 } == 3)
+    }
+}
+
+@Suite struct WriterHoldTests {
+    /// README: a recording's writer may hold the synthetic sensor's buffers less 4; the sensor
+    /// has as many buffers (12–40) as 192 MiB holds.
+    @Test func aRecordingHoldsAboutASecondOf1920Frames() throws {
+        #expect(Recording.sensorBuffers(side: 1920) == 36 && Recording.holdFrames(for: .synthetic(size: 1920)) == 32)
+        #expect(36 * 1920 * 1920 * 3 / 2 <= Recording.sensorBudget)
+        #expect(Recording.sensorBuffers(side: 1280) == 40 && Recording.sensorBuffers(side: 4032) == 12)
+        #expect(Recording.holdFrames(for: .v4l2(path: "/dev/video0", size: nil, fps: nil, fourcc: nil)) == 8)
+        var options = RecordOptions()
+        options.storage = .plain
+        options.outputDirectory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: options.outputDirectory) }
+        let recording = try Recording(options: options)
+        #expect(recording.writer.settings.queueCapacity == 32)
+    }
+}
+
+/// Frame positions of the keyframes in `path`, from the packets' flags.
+func keyframes(_ path: String) throws -> [Int] {
+    let reader = try MediaReader(path: path)
+    var keys: [Int] = []
+    var n = 0
+    try reader.forEachPacket { p in
+        if p.isKeyframe { keys.append(n) }
+        n += 1
+    }
+    return keys
 }
