@@ -122,34 +122,40 @@ public func pacedRun(_ sink: any PacedSink, options: JitterOptions) throws -> (d
 
 /// Plain file writes on the calling thread.
 final class PlainSink: PacedSink {
-    let fd: Int32
-    let path: String
+    let fd: FileDescriptor
+    var path: String { fd.path }
     let syncEverySecond: Bool
     var offset: Int64 = 0
     var lastSync = MonotonicClock.now()
 
     init(path: String, direct: Bool, syncEverySecond: Bool) throws {
-        self.path = path
         self.syncEverySecond = syncEverySecond
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? CLinux_O_DIRECT : 0), 0o644)
-        if fd < 0 { throw JitterError.io("cannot open \(path) for writing\(direct ? " with O_DIRECT" : ""): \(SystemError.last("open").text)") }
+        do { fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC | (direct ? CLinux_O_DIRECT : 0)) } catch let e as SystemError {
+            throw JitterError.io("cannot open \(path) for writing\(direct ? " with O_DIRECT" : ""): \(e.text)")
+        }
     }
-    deinit { close(fd); unlink(path) }
+    deinit {
+        // A scratch file: nothing left to report once the arm is measured.
+        fd.closeQuietly()
+        if unlink(path) != 0 { return }
+    }
 
     func write(_ block: UnsafeRawPointer, count: Int) throws {
-        var done = 0
-        while done < count {
-            let n = pwrite(fd, block + done, count - done, off_t(offset) + off_t(done))
-            if n < 0 { if errno == EINTR { continue }; throw JitterError.io("write \(path): \(SystemError.last("pwrite").text)") }
-            done += n
-        }
-        offset += Int64(count)
-        if syncEverySecond && MonotonicClock.now() - lastSync > 1_000_000_000 {
-            fdatasync(fd)
-            lastSync = MonotonicClock.now()
+        do {
+            try fd.writeAll(block, count: count, toAbsoluteOffset: offset)
+            offset += Int64(count)
+            if syncEverySecond && MonotonicClock.now() - lastSync > 1_000_000_000 {
+                try fd.dataSync()
+                lastSync = MonotonicClock.now()
+            }
+        } catch let e as SystemError {
+            throw JitterError.io("\(e.call == "pwrite" ? "write" : e.call) \(path): \(e.text)")
         }
     }
-    func complete() throws -> [UInt64]? { fdatasync(fd); return nil }
+    func complete() throws -> [UInt64]? {
+        do { try fd.dataSync() } catch let e as SystemError { throw JitterError.io("\(e.call) \(path): \(e.text)") }
+        return nil
+    }
 }
 
 /// The pool's own write path (`PoolSlotFile`): the ring and its writer thread.
@@ -259,37 +265,21 @@ public enum Jitter {
         usleep(300_000)
     }
 
+    /// Whether `dir` takes O_DIRECT writes of 4 KiB (the probe the pool makes).
     static func directIOWorks(_ dir: String) -> Bool {
-        let p = dir + "/.dio"
-        let fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | CLinux_O_DIRECT | O_CLOEXEC, 0o644)
-        defer { if fd >= 0 { close(fd) }; unlink(p) }
-        guard fd >= 0 else { return false }
-        let b = UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 4096)
-        defer { b.deallocate() }
-        memset(b, 0, 4096)
-        return pwrite(fd, b, 4096, 0) == 4096
+        directIOAlignment(inDirectory: dir, probeName: ".dio") != nil
     }
 
+    /// Makes `path` a file of `size` bytes the way a pool slot is made (see `prepareSlotFile`).
     static func prefill(_ path: String, size: Int64, zero: Bool) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw JitterError.io("cannot create \(path): \(SystemError.last("open").text)") }
-        defer { close(fd) }
-        if CLinux_fallocate(fd, 0, size) != 0 && errno != EOPNOTSUPP {
-            throw JitterError.io("cannot preallocate \(formatBytes(size)) in \(path): \(SystemError.last("fallocate").text)")
-        }
-        if zero {
-            let chunk = 4 << 20
-            let z = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 4096)
-            defer { z.deallocate() }
-            memset(z, 0, chunk)
-            var off: Int64 = 0
-            while off < size {
-                let n = pwrite(fd, z, Int(min(Int64(chunk), size - off)), off_t(off))
-                if n <= 0 { throw JitterError.io("cannot fill \(path): \(SystemError.last("pwrite").text)") }
-                off += Int64(n)
+        do { try prepareSlotFile(path, size: size, zero: zero, chunk: 4 << 20) } catch let e as SystemError {
+            switch e.call {
+            case "open": throw JitterError.io("cannot create \(path): \(e.text)")
+            case "fallocate": throw JitterError.io("cannot preallocate \(formatBytes(size)) in \(path): \(e.text)")
+            case "pwrite": throw JitterError.io("cannot fill \(path): \(e.text)")
+            default: throw JitterError.io("\(e.call) \(path): \(e.text)")
             }
         }
-        fdatasync(fd)
     }
 
     /// A report of a recording's own writes (service time of each), for `reel record --report`.

@@ -55,18 +55,9 @@ enum JitterCommand {
         }
         let scenarios = j.scenarios
         if let report {
-            do { try FileManager.default.createDirectory(atPath: report, withIntermediateDirectories: true) } catch {
+            guard canWriteInDirectory(report) else {
                 throw JitterError.io("cannot write the report to \(report): not a writable directory")
             }
-            guard access(report, W_OK) == 0, FileManager.default.isWritableFile(atPath: report) else {
-                throw JitterError.io("cannot write the report to \(report): not a writable directory")
-            }
-            // Root passes access(2): check by creating a file.
-            let probe = report + "/.probe"
-            guard FileManager.default.createFile(atPath: probe, contents: Data()) else {
-                throw JitterError.io("cannot write the report to \(report): not a writable directory")
-            }
-            try? FileManager.default.removeItem(atPath: probe)
         }
         let result = try Jitter.run(o, scenarios: scenarios) { line in writeStderr("jitter: " + line + "\n") }
         if let report {

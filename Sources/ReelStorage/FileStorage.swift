@@ -64,9 +64,14 @@ public struct FileStorage: ClipStorage {
     /// Creates the directory if needed and checks that it can be written.
     public init(directory: String) throws {
         destination = directory
-        try FileStorage.makeDirectories(directory)
-        if access(directory, W_OK | X_OK) != 0 {
-            throw StorageError.outputDirectory(directory, .last("access", path: directory))
+        try FileStorage.makeWritableDirectory(directory)
+    }
+
+    /// Creates `path` (and its parents) if needed and checks that files can be made in it.
+    static func makeWritableDirectory(_ path: String) throws {
+        try makeDirectories(path)
+        if access(path, W_OK | X_OK) != 0 {
+            throw StorageError.outputDirectory(path, .last("access", path: path))
         }
     }
 
@@ -93,7 +98,8 @@ public struct FileStorage: ClipStorage {
 /// Used by one thread at a time (the writer's encode thread, then its finaliser).
 public final class PlainFile: ClipFile, @unchecked Sendable {
     public let path: String
-    private var fd: Int32
+    /// Nil once published or discarded.
+    private var fd: FileDescriptor?
     public private(set) var position: Int64 = 0
     public private(set) var size: Int64 = 0
     private var histogram = LatencyHistogram()
@@ -102,25 +108,25 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     /// Creates `path`, refusing to replace an existing file (`O_EXCL`).
     public init(path: String) throws {
         self.path = path
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        if fd < 0 {
-            if errno == EEXIST { throw StorageError.exists(path) }
-            throw StorageError.outputDirectory(path, .last("open", path: path))
+        do { fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL) } catch let e as SystemError {
+            if e.errno == EEXIST { throw StorageError.exists(path) }
+            throw StorageError.outputDirectory(path, e)
         }
-        self.fd = fd
     }
 
-    deinit { if fd >= 0 { Sys.closeQuietly(fd) } }
+    deinit { fd?.closeQuietly() }
+
+    /// The open file; a write after publish or discard is EBADF, as it was for the closed descriptor.
+    private var openFile: FileDescriptor {
+        get throws {
+            guard let fd else { throw SystemError("pwrite", path: path, errno: EBADF) }
+            return fd
+        }
+    }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
-        var done = 0
         let t0 = MonotonicClock.now()
-        while done < bytes.count {
-            let n = try retryingInterrupts("write", path: path) {
-                pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(position) + off_t(done))
-            }
-            done += n
-        }
+        try openFile.writeAll(bytes, toAbsoluteOffset: position)
         let took = MonotonicClock.now() - t0
         histogram.record(nanos: took)
         if samples.count < WriteStats.sampleLimit { samples.append((t0, took)) }
@@ -134,7 +140,7 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     }
 
     public func truncate(to length: Int64) throws {
-        try retryingInterrupts("ftruncate", path: path) { ftruncate(fd, off_t(length)) }
+        try openFile.truncate(to: length)
         size = length
         position = min(position, length)
     }
@@ -153,19 +159,19 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     public var writtenLength: Int64 { size }
 
     public func discard() {
-        if fd >= 0 { Sys.closeQuietly(fd); fd = -1 }
+        fd?.closeQuietly()
+        fd = nil
         // Our own file (O_EXCL made it); should unlinking fail, the cancelled clip stays.
         do { try Sys.unlinkIfPresent(path) } catch {}
     }
 
     public func publish() throws -> Int64 {
-        guard fd >= 0 else { return size }
-        do { try retryingInterrupts("fdatasync", path: path) { fdatasync(fd) } } catch let e as SystemError {
+        guard let closing = fd else { return size }
+        do { try closing.dataSync() } catch let e as SystemError {
             throw StorageError.writeback(e, clip: fileName(of: path))
         }
-        let closing = fd
-        fd = -1
-        try Sys.close(closing, path: path)
+        fd = nil
+        try closing.close()
         return size
     }
 }

@@ -46,10 +46,7 @@ public struct PoolStorage: ClipStorage {
         self.pool = pool
         self.destination = directory
         self.ringBytes = ringBytes
-        try FileStorage.makeDirectories(directory)
-        if access(directory, W_OK | X_OK) != 0 {
-            throw StorageError.outputDirectory(directory, .last("access", path: directory))
-        }
+        try FileStorage.makeWritableDirectory(directory)
     }
 
     /// Claims a slot; when none is free but one is on its way — clips of this process still
@@ -103,12 +100,11 @@ final class Syncer: @unchecked Sendable {
     private var finished = false
     private var failure: SystemError?
     private var durable: Int64 = 0
-    let fd: Int32
-    let path: String
+    let fd: FileDescriptor
+    var path: String { fd.path }
 
-    init(fd: Int32, path: String) {
+    init(fd: FileDescriptor) {
         self.fd = fd
-        self.path = path
         let t = Thread { [self] in run() }
         t.name = "reel.sync"
         t.start()
@@ -162,7 +158,7 @@ final class Syncer: @unchecked Sendable {
             if due { dirty = false }
             lock.unlock()
             if a < b {
-                do { try retryingInterrupts("sync_file_range", path: path) { CLinux_start_writeback(fd, a, b - a) } } catch let e as SystemError {
+                do { try retryingInterrupts("sync_file_range", path: path) { CLinux_start_writeback(fd.rawValue, a, b - a) } } catch let e as SystemError {
                     failed(e)
                 } catch {}
                 synced = max(synced, b)
@@ -170,7 +166,7 @@ final class Syncer: @unchecked Sendable {
             if due {
                 let covered = synced
                 do {
-                    try Sys.fdatasync(fd, path: path)
+                    try fd.dataSync()
                     lock.lock(); durable = max(durable, covered); lock.unlock()
                 } catch let e as SystemError {
                     failed(e)
@@ -181,7 +177,7 @@ final class Syncer: @unchecked Sendable {
                 let end = synced - synced % Int64(1 << 20)
                 if end > dropped && error == nil {
                     // Advice only: where the kernel declines, the pages stay cached and nothing is lost.
-                    if CLinux_drop_cache(fd, dropped, end - dropped) == 0 { dropped = end }
+                    if CLinux_drop_cache(fd.rawValue, dropped, end - dropped) == 0 { dropped = end }
                 }
             }
             lock.lock()
@@ -209,8 +205,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     let pool: StoragePool?
     let slotID: Int
     let slotPath: String
-    private let fd: Int32
-    private let directFD: Int32
+    private let fd: FileDescriptor
+    /// The slot opened with O_DIRECT, in direct mode.
+    private let directFD: FileDescriptor?
     private let mode: String
     private let blockSize = StoragePool.blockSize
     private let blocks: RingBlocks
@@ -279,7 +276,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             currentFill = 0
         }
         try drain()
-        try Sys.fdatasync(fd, path: slotPath)
+        try fd.dataSync()
         stopWriter()
         lock.lock(); defer { lock.unlock() }
         let writes = writeSize > 0 ? Int(size / Int64(writeSize)) : 0
@@ -298,16 +295,12 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     init(pool: StoragePool?, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: String, ringBytes: Int) throws {
         self.pool = pool; self.slotID = slotID; self.slotPath = slotPath
         self.allocated = allocated; self.path = destination
-        fd = try Sys.open(slotPath, O_RDWR)
-        syncer = Syncer(fd: fd, path: slotPath)
-        if mode == "direct" {
-            directFD = Glibc.open(slotPath, O_WRONLY | CLinux_O_DIRECT | O_CLOEXEC)
-        } else {
-            directFD = -1
-        }
+        fd = try FileDescriptor.open(slotPath, O_RDWR)
+        syncer = Syncer(fd: fd)
         // Where O_DIRECT cannot be opened (the pool was moved to a filesystem without it),
         // the clip is written buffered, and the summary says so.
-        self.mode = directFD >= 0 ? "direct" : (mode == "direct" ? "buffered" : mode)
+        directFD = mode == "direct" ? try? FileDescriptor.open(slotPath, O_WRONLY | CLinux_O_DIRECT) : nil
+        self.mode = directFD != nil ? "direct" : (mode == "direct" ? "buffered" : mode)
         let count = max(4, ringBytes / blockSize)
         blocks = RingBlocks(count: count, size: StoragePool.blockSize)
         current = 0
@@ -322,8 +315,8 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         stopWriter()
         blocks.freeAll()
         // Synced (publish) or given up (discard) before: close has nothing left to report.
-        Sys.closeQuietly(fd)
-        if directFD >= 0 { Sys.closeQuietly(directFD) }
+        fd.closeQuietly()
+        directFD?.closeQuietly()
     }
 
     /// Bytes the ring can still take without the muxer waiting.
@@ -386,7 +379,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         salvaging = true
         currentFill = 0
         drain(ignoringErrors: true)
-        try retryingInterrupts("ftruncate", path: slotPath) { ftruncate(fd, off_t(length)) }
+        try fd.truncate(to: length)
         size = length
     }
 
@@ -417,7 +410,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             // is ready again at once instead of being replaced by a freshly prefilled one.
             var target = path
             while true {
-                do { try copyOut(fd, length: size, from: slotPath, to: target); break } catch StorageError.exists {
+                do { try copyOut(fd, length: size, to: target); break } catch StorageError.exists {
                     target = uniqueName(path, tag: nil)
                 }
             }
@@ -426,7 +419,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
             recycleSlot()
             return size
         }
-        try retryingInterrupts("ftruncate", path: slotPath) { ftruncate(fd, off_t(size)) }
+        try fd.truncate(to: size)
         try syncSlot()
         path = try publishFile(from: slotPath, toFreeNameLike: path, tag: nil)
         published = true
@@ -471,7 +464,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
 
     /// fdatasync of the slot; a failure is remembered (the kernel reports it only once).
     private func syncSlot() throws {
-        do { try Sys.fdatasync(fd, path: slotPath) } catch let e as SystemError {
+        do { try fd.dataSync() } catch let e as SystemError {
             ownSyncFailed = true
             throw StorageError.writeback(e, clip: fileName(of: path))
         }
@@ -489,12 +482,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private func zero(upTo length: Int64) throws {
         let zeros = blocks[0]
         memset(zeros, 0, blockSize)
-        var off: Int64 = 0
-        while off < length {
-            try Sys.pwriteAll(fd, zeros, blockSize, at: off, path: slotPath)
-            off += Int64(blockSize)
-        }
-        try Sys.fdatasync(fd, path: slotPath)
+        let rounded = (length + Int64(blockSize) - 1) / Int64(blockSize) * Int64(blockSize)
+        try fd.writeZeros(upTo: rounded, from: UnsafeRawBufferPointer(start: zeros, count: blockSize))
+        try fd.dataSync()
     }
 
     /// Figures for the summary.
@@ -567,9 +557,8 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         guard let grown = try pool?.growSlot(slotID) else {
             throw PoolError.full("the storage pool is full: no free slot to grow \(fileName(of: path)) past \(formatBytes(allocated))")
         }
-        if CLinux_fallocate(fd, 0, grown) != 0 {
-            let e = SystemError.last("fallocate", path: slotPath)
-            if e.errno != EOPNOTSUPP { throw e.isOutOfSpace ? PoolError.full("no space to grow the slot: \(e.text)") : PoolError.io(e) }
+        do { try fd.allocate(upTo: grown) } catch let e as SystemError where e.errno != EOPNOTSUPP {
+            throw e.isOutOfSpace ? PoolError.full("no space to grow the slot: \(e.text)") : PoolError.io(e)
         }
         allocated = grown
         lock.lock(); growths += 1; lock.unlock()
@@ -633,17 +622,17 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
                 do {
                     switch job {
                     case .block(let index, let offset, let length):
-                        if directFD >= 0 {
-                            try Sys.pwriteAll(directFD, blocks[index], length, at: offset, path: slotPath)
+                        if let directFD {
+                            try directFD.writeAll(blocks[index], count: length, toAbsoluteOffset: offset)
                         } else {
-                            try Sys.pwriteAll(fd, blocks[index], length, at: offset, path: slotPath)
+                            try fd.writeAll(blocks[index], count: length, toAbsoluteOffset: offset)
                             // Writeback is started by the syncer thread, never inline: under a
                             // competing writer, sync_file_range and fdatasync wait for the device.
                             syncer.written(offset, Int64(length))
                         }
                         written = length
                     case .patch(let buf, let offset, let length):
-                        try Sys.pwriteAll(fd, buf, length, at: offset, path: slotPath)
+                        try fd.writeAll(buf, count: length, toAbsoluteOffset: offset)
                         syncer.written(offset, Int64(length))
                         written = length
                     case .sync, .stop:

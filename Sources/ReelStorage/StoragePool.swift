@@ -243,12 +243,12 @@ public final class StoragePool: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(m)
         let tmp = manifestPath + ".tmp"
-        let fd = try Sys.open(tmp, O_WRONLY | O_CREAT | O_TRUNC)
+        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC)
         do {
-            try data.withUnsafeBytes { try Sys.pwriteAll(fd, $0.baseAddress!, $0.count, at: 0, path: tmp) }
-            try Sys.fdatasync(fd, path: tmp)
-        } catch { Sys.closeQuietly(fd); throw error }
-        try Sys.close(fd, path: tmp)
+            try data.withUnsafeBytes { try fd.writeAll($0, toAbsoluteOffset: 0) }
+            try fd.dataSync()
+        } catch { fd.closeQuietly(); throw error }
+        try fd.close()
         try retryingInterrupts("rename", path: manifestPath) { rename(tmp, manifestPath) }
         try Sys.fsyncDirectory(of: manifestPath)
     }
@@ -272,10 +272,10 @@ public final class StoragePool: Sendable {
 
     /// Runs `body` holding the pool's lock (not re-entrant: `body` must not take it again).
     func withLock<T>(_ body: () throws -> T) throws -> T {
-        let lockFD = try Sys.open(path + "/lock", O_RDWR | O_CREAT)
+        let lockFD = try FileDescriptor.open(path + "/lock", O_RDWR | O_CREAT)
         // Closing the descriptor releases the lock; it was only read from, nothing to report.
-        defer { Sys.closeQuietly(lockFD) }
-        try lock(lockFD)
+        defer { lockFD.closeQuietly() }
+        try lock(lockFD.rawValue)
         return try body()
     }
 
@@ -406,47 +406,17 @@ public final class StoragePool: Sendable {
     }
 
     private func prefillSlot(_ file: String, size: Int64, zero: Bool) throws {
-        do { try prefillSlotFile(file, size: size, zero: zero) } catch let e as SystemError {
+        do { try prepareSlotFile(file, size: size, zero: zero, chunk: StoragePool.blockSize) } catch let e as SystemError {
+            if e.isOutOfSpace && (e.call == "fallocate" || e.call == "pwrite") {
+                throw PoolError.full("no room for the pool on this filesystem: \(e.text) while preallocating \(file)")
+            }
             throw PoolError.io(e)
         }
     }
 
-    private func prefillSlotFile(_ file: String, size: Int64, zero: Bool) throws {
-        let fd = try Sys.open(file, O_WRONLY | O_CREAT | O_TRUNC)
-        defer { Sys.closeQuietly(fd) }
-        if CLinux_fallocate(fd, 0, size) != 0 {
-            let e = SystemError.last("fallocate", path: file)
-            if e.isOutOfSpace { throw PoolError.full("no room for the pool on this filesystem: \(e.text) while preallocating \(file)") }
-            // tmpfs and others without fallocate: fall through to writing zeros.
-            if e.errno != EOPNOTSUPP { throw PoolError.io(e) }
-        }
-        if zero {
-            let chunk = StoragePool.blockSize
-            let zeros = Sys.alignedAlloc(chunk)
-            defer { free(zeros) }
-            var off: Int64 = 0
-            while off < size {
-                do { try Sys.pwriteAll(fd, zeros, chunk, at: off, path: file) } catch let e as SystemError where e.isOutOfSpace {
-                    throw PoolError.full("no room for the pool on this filesystem: \(e.text) while preallocating \(file)")
-                }
-                off += Int64(chunk)
-            }
-        }
-        try Sys.fdatasync(fd, path: file)
-    }
-
     /// The O_DIRECT alignment this filesystem accepts (512 or 4096), or nil without direct I/O.
     public func directIOAlignment() -> Int? {
-        let probe = path + "/.dio-probe"
-        // A probe file left behind is harmless (pool delete removes it).
-        defer { do { try Sys.unlinkIfPresent(probe) } catch {} }
-        let fd = Glibc.open(probe, O_WRONLY | O_CREAT | O_TRUNC | CLinux_O_DIRECT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return nil }
-        defer { Sys.closeQuietly(fd) }
-        let buf = Sys.alignedAlloc(4096)
-        defer { free(buf) }
-        for align in [512, 4096] where pwrite(fd, buf, align, 0) == align { return align }
-        return nil
+        ReelStorage.directIOAlignment(inDirectory: path, probeName: ".dio-probe")
     }
 
     // MARK: Status and maintenance
@@ -700,12 +670,12 @@ public final class StoragePool: Sendable {
                 ? FragmentScanner.completeClusters(of: file, limit: written)
                 : FragmentScanner.completeFragments(of: file, limit: written)
             if let found, found.count > 0, let dest = slot.destination {
-                let fd = try Sys.open(file, O_WRONLY)
+                let fd = try FileDescriptor.open(file, O_WRONLY)
                 do {
-                    try retryingInterrupts("ftruncate", path: file) { ftruncate(fd, off_t(found.length)) }
-                    try Sys.fdatasync(fd, path: file)
-                } catch { Sys.closeQuietly(fd); throw error }
-                try Sys.close(fd, path: file)
+                    try fd.truncate(to: found.length)
+                    try fd.dataSync()
+                } catch { fd.closeQuietly(); throw error }
+                try fd.close()
                 try FileStorage.makeDirectories(parentDirectory(of: dest))
                 let published = try publishFile(from: file, toFreeNameLike: dest, tag: "recovered")
                 out.append(RecoveredClip(path: published, bytes: found.length, fragments: found.count))
@@ -730,18 +700,18 @@ public final class StoragePool: Sendable {
 
     /// The length of the file up to its last non-zero byte (0 when it is gone).
     private func lastWrittenByte(_ file: String) throws -> Int64 {
-        let fd: Int32
-        do { fd = try Sys.open(file, O_RDONLY) } catch let e as SystemError where e.errno == ENOENT { return 0 }
-        defer { Sys.closeQuietly(fd) }
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(file, O_RDONLY) } catch let e as SystemError where e.errno == ENOENT { return 0 }
+        defer { fd.closeQuietly() }
         var st = stat()
-        try retryingInterrupts("fstat", path: file) { fstat(fd, &st) }
+        try retryingInterrupts("fstat", path: file) { fstat(fd.rawValue, &st) }
         var end = Int64(st.st_size)
         let chunk = 1 << 20
         let buf = Sys.alignedAlloc(chunk)
         defer { free(buf) }
         while end > 0 {
             let start = max(0, end - Int64(chunk))
-            let n = try retryingInterrupts("read", path: file) { pread(fd, buf, Int(end - start), off_t(start)) }
+            let n = try fd.read(into: UnsafeMutableRawBufferPointer(start: buf, count: Int(end - start)), fromAbsoluteOffset: start)
             guard n > 0 else { return 0 }
             let bytes = buf.assumingMemoryBound(to: UInt8.self)
             var i = n - 1
@@ -768,22 +738,22 @@ func uniqueName(_ path: String, tag: String?) -> String {
 
 /// Copies the first `length` bytes of the open file `input` into a new file `destination`
 /// (copy_file_range: in the kernel, a reflink where the filesystem has them), then syncs it.
-func copyOut(_ input: Int32, length: Int64, from source: String, to destination: String,
+func copyOut(_ input: FileDescriptor, length: Int64, to destination: String,
              progress: ((Int64, Int64) -> Void)? = nil) throws {
-    let output: Int32
-    do { output = try Sys.open(destination, O_WRONLY | O_CREAT | O_EXCL) } catch let s as SystemError where s.errno == EEXIST {
+    let output: FileDescriptor
+    do { output = try FileDescriptor.open(destination, O_WRONLY | O_CREAT | O_EXCL) } catch let s as SystemError where s.errno == EEXIST {
         throw StorageError.exists(destination)
     }
     var ok = false
     defer {
-        Sys.closeQuietly(output)
+        output.closeQuietly()
         // Our own half-made copy (O_EXCL made it); a failure to remove it leaves a file
         // named as the clip that the error already says is incomplete.
         if !ok { do { try Sys.unlinkIfPresent(destination) } catch {} }
     }
     var off: Int64 = 0
     while off < length {
-        let n = CLinux_copy_range(input, off, output, off, min(length - off, 64 << 20))
+        let n = CLinux_copy_range(input.rawValue, off, output.rawValue, off, min(length - off, 64 << 20))
         if n < 0 {
             if errno == EINTR { continue }
             if errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL { break }
@@ -799,14 +769,14 @@ func copyOut(_ input: Int32, length: Int64, from source: String, to destination:
         let buf = Sys.alignedAlloc(chunk)
         defer { free(buf) }
         while off < length {
-            let n = try retryingInterrupts("read", path: source) { pread(input, buf, Int(min(Int64(chunk), length - off)), off_t(off)) }
+            let n = try input.read(into: UnsafeMutableRawBufferPointer(start: buf, count: Int(min(Int64(chunk), length - off))), fromAbsoluteOffset: off)
             if n == 0 { break }
-            try Sys.pwriteAll(output, buf, n, at: off, path: destination)
+            try output.writeAll(buf, count: n, toAbsoluteOffset: off)
             off += Int64(n)
             progress?(off, length)
         }
     }
-    try Sys.fdatasync(output, path: destination)
+    try output.dataSync()
     try Sys.fsyncDirectory(of: destination)
     ok = true
 }
@@ -836,11 +806,11 @@ func publishFile(from source: String, to destination: String, progress: ((Int64,
     if e.errno == EEXIST { throw StorageError.exists(destination) }
     guard e.errno == EXDEV || e.errno == EINVAL || e.errno == ENOSYS else { throw StorageError.io(e) }
     // Another filesystem (or no renameat2): copy, then sync, then drop the source.
-    let input = try Sys.open(source, O_RDONLY)
-    defer { Sys.closeQuietly(input) }
+    let input = try FileDescriptor.open(source, O_RDONLY)
+    defer { input.closeQuietly() }
     var st = stat()
-    try retryingInterrupts("fstat", path: source) { fstat(input, &st) }
-    try copyOut(input, length: Int64(st.st_size), from: source, to: destination, progress: progress)
+    try retryingInterrupts("fstat", path: source) { fstat(input.rawValue, &st) }
+    try copyOut(input, length: Int64(st.st_size), to: destination, progress: progress)
     try Sys.unlinkIfPresent(source)
     return destination
 }

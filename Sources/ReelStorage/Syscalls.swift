@@ -5,42 +5,15 @@ import ReelCore
 import Glibc
 #endif
 
-/// Small wrappers over the file calls the pool makes, each turning -1 into a `SystemError`.
+/// Small wrappers over the path and process calls the pool makes (calls on an open file are
+/// `FileDescriptor`'s).
 enum Sys {
-    static func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0o644) throws -> Int32 {
-        try retryingInterrupts("open", path: path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
-    }
-
-    static func pwriteAll(_ fd: Int32, _ base: UnsafeRawPointer, _ count: Int, at offset: Int64, path: String) throws {
-        var done = 0
-        while done < count {
-            let n = try retryingInterrupts("pwrite", path: path) { pwrite(fd, base + done, count - done, off_t(offset) + off_t(done)) }
-            if n == 0 { throw SystemError("pwrite", path: path, errno: EIO) }
-            done += n
-        }
-    }
-
-    static func fdatasync(_ fd: Int32, path: String) throws {
-        try retryingInterrupts("fdatasync", path: path) { Glibc.fdatasync(fd) }
-    }
-
+    /// fsync(2) of the directory holding `path`, so a rename or a new name in it is durable.
     static func fsyncDirectory(of path: String) throws {
         let dir = parentDirectory(of: path)
-        let fd = try open(dir, O_RDONLY | O_DIRECTORY)
-        defer { closeQuietly(fd) }
-        try retryingInterrupts("fsync", path: dir) { fsync(fd) }
-    }
-
-    /// close(2), reporting a failure (after a write, close can report a writeback error).
-    /// EINTR is not retried: the descriptor is released whatever close returned.
-    static func close(_ fd: Int32, path: String) throws {
-        if Glibc.close(fd) != 0 && errno != EINTR { throw SystemError.last("close", path: path) }
-    }
-
-    /// close(2) of a descriptor only read from, or given up after an error already reported:
-    /// nothing its result could add.
-    static func closeQuietly(_ fd: Int32) {
-        if Glibc.close(fd) != 0 { return }
+        let fd = try FileDescriptor.open(dir, O_RDONLY | O_DIRECTORY)
+        defer { fd.closeQuietly() }
+        try fd.sync()
     }
 
     /// unlink(2); a file already gone is fine.
@@ -115,10 +88,9 @@ enum Sys {
     }
 
     static func filesystemName(_ path: String) -> String {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "unknown" }
-        defer { closeQuietly(fd) }
-        return String(cString: CLinux_filesystem_name(fd))
+        guard let fd = try? FileDescriptor.open(path, O_RDONLY) else { return "unknown" }
+        defer { fd.closeQuietly() }
+        return String(cString: CLinux_filesystem_name(fd.rawValue))
     }
 
     /// 4096-byte aligned memory.
@@ -166,4 +138,45 @@ func parentDirectory(of path: String) -> String {
 func fileName(of path: String) -> String {
     guard let i = path.lastIndex(of: "/") else { return path }
     return String(path[path.index(after: i)...])
+}
+
+extension FileDescriptor {
+    /// Reserves bytes `0..<length` with `fallocate(2)` (mode 0: the file grows to `length`).
+    /// - Throws: ``SystemError`` for `fallocate` (EOPNOTSUPP where the filesystem has none).
+    func allocate(upTo length: Int64) throws {
+        try retryingInterrupts("fallocate", path: path) { CLinux_fallocate(rawValue, 0, length) }
+    }
+}
+
+/// Creates (or empties) `file` and prepares `size` bytes: preallocated with fallocate (where
+/// the filesystem has it), written with zeros `chunk` bytes at a time when `zero`, then synced.
+/// What a pool slot is made of; `reel jitter` prepares its files the same way.
+/// - Throws: ``SystemError`` for `open`, `fallocate`, `pwrite` or `fdatasync`.
+public func prepareSlotFile(_ file: String, size: Int64, zero: Bool, chunk: Int) throws {
+    let fd = try FileDescriptor.open(file, O_WRONLY | O_CREAT | O_TRUNC)
+    defer { fd.closeQuietly() }
+    do { try fd.allocate(upTo: size) } catch let e as SystemError where e.errno == EOPNOTSUPP {
+        // tmpfs and others without fallocate: the zeros below (if any) allocate the file.
+    }
+    if zero {
+        let zeros = Sys.alignedAlloc(chunk)
+        defer { free(zeros) }
+        try fd.writeZeros(upTo: size, from: UnsafeRawBufferPointer(start: zeros, count: chunk))
+    }
+    try fd.dataSync()
+}
+
+/// The O_DIRECT alignment the filesystem holding `directory` accepts (512 or 4096), or nil
+/// without direct I/O: opens `directory/probeName` with O_DIRECT and writes one block of each
+/// size; the probe file is removed.
+public func directIOAlignment(inDirectory directory: String, probeName: String) -> Int? {
+    let probe = directory + "/" + probeName
+    // A probe file left behind is harmless (pool delete removes it).
+    defer { do { try Sys.unlinkIfPresent(probe) } catch {} }
+    guard let fd = try? FileDescriptor.open(probe, O_WRONLY | O_CREAT | O_TRUNC | CLinux_O_DIRECT) else { return nil }
+    defer { fd.closeQuietly() }
+    let buf = Sys.alignedAlloc(4096)
+    defer { free(buf) }
+    for align in [512, 4096] where (try? fd.writeAll(buf, count: align, toAbsoluteOffset: 0)) != nil { return align }
+    return nil
 }
