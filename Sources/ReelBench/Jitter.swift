@@ -204,13 +204,13 @@ public enum Jitter {
             switch arm {
             case .pool, .poolDirect:
                 try prepareSlot()
-                sink = PoolSink(file: try PoolSlotFile(benchmarkFile: slot, allocated: total, mode: arm == .pool ? "buffered" : "direct",
+                sink = PoolSink(file: try PoolSlotFile(benchmarkFile: slot, allocated: total, mode: arm == .pool ? .buffered : .direct,
                                                        ringBytes: Int(o.ringBytes), traceCapacity: Int(total / ringBlock) + 1),
                                 blockSize: o.blockSize)
             case .poolFallocate:
                 let f = work + "/fallocated.bin"
                 try prefill(f, size: total, zero: false)
-                sink = PoolSink(file: try PoolSlotFile(benchmarkFile: f, allocated: total, mode: "buffered",
+                sink = PoolSink(file: try PoolSlotFile(benchmarkFile: f, allocated: total, mode: .buffered,
                                                        ringBytes: Int(o.ringBytes), traceCapacity: Int(total / ringBlock) + 1),
                                 blockSize: o.blockSize)
             case .buffered: sink = try PlainSink(path: work + "/plain.bin", direct: false, syncEverySecond: false)

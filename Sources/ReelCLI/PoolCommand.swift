@@ -80,7 +80,8 @@ enum PoolCommand {
             try StoragePool.checkFreeSpace(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize)
             let measurement = writeMode == "auto" ? try measureIfNeeded(p, seconds: seconds) : nil
             let pool = try StoragePool.create(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize,
-                                              writeMode: writeMode, measurement: measurement, prefill: prefill,
+                                              writeMode: writeMode == "auto" ? nil : WriteMode(rawValue: writeMode),
+                                              measurement: measurement, prefill: prefill,
                                               preallocate: !background, progress: progress)
             try done(pool, background: background, json: json, endProgressLine: showProgress)
         case "status":

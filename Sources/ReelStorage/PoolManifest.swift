@@ -13,8 +13,7 @@ public struct PoolManifest: Codable, Sendable, Equatable {
     public var capacity: Int64
     /// Bytes each slot is preallocated with.
     public var slotSize: Int64
-    /// `buffered` or `direct`.
-    public var writeMode: String
+    public var writeMode: WriteMode
     /// `measured`, `asked`, `only` or `default` (see `PoolStatus.writeModeSource`).
     public var writeModeSource: String?
     /// The measurement the write mode was taken from.
@@ -30,8 +29,7 @@ public struct PoolManifest: Codable, Sendable, Equatable {
 
     public struct Slot: Codable, Sendable, Equatable {
         public var id: Int
-        /// `preparing` (being preallocated), `free`, `active` (a recorder writes it).
-        public var state: String
+        public var state: SlotState
         /// Bytes allocated to the slot's file (grows when a clip outgrows one slot).
         public var allocated: Int64
         public var owner: Int32?
@@ -66,7 +64,40 @@ public struct PoolManifest: Codable, Sendable, Equatable {
     }
 
     public var allocatedBytes: Int64 { slots.reduce(0) { $0 + $1.allocated } }
-    public var freeBytes: Int64 { slots.filter { $0.state == "free" }.reduce(0) { $0 + $1.allocated } }
+    public var freeBytes: Int64 { slots.filter { $0.state == .free }.reduce(0) { $0 + $1.allocated } }
+}
+
+/// What a slot is doing, as the manifest spells it. A struct, not an enum (the swift-system
+/// `Errno` pattern): a state this version does not know, written by a newer one, survives a
+/// manifest round trip.
+public struct SlotState: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Being preallocated (and zero-filled) by its owner.
+    public static let preparing = SlotState(rawValue: "preparing")
+    /// Ready for a recorder to claim.
+    public static let free = SlotState(rawValue: "free")
+    /// A recorder (its owner) writes a clip into it.
+    public static let active = SlotState(rawValue: "active")
+    /// Its owner died; a process is publishing what it held.
+    public static let recovering = SlotState(rawValue: "recovering")
+
+    public var description: String { rawValue }
+}
+
+/// How a pool writes its slots, as the manifest spells it (a struct for the same reason as
+/// `SlotState`).
+public struct WriteMode: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Through the page cache, writeback started early by the pool's syncer thread.
+    public static let buffered = WriteMode(rawValue: "buffered")
+    /// With O_DIRECT, around the page cache.
+    public static let direct = WriteMode(rawValue: "direct")
+
+    public var description: String { rawValue }
 }
 
 /// Errors of the storage pool.

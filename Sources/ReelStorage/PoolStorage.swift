@@ -52,14 +52,14 @@ public struct PoolStorage: ClipStorage {
     /// Claims a slot; when none is free but one is on its way — clips of this process still
     /// closing (a burst of seams), or slots being prepared by a live process (replenishing) —
     /// waits for it (up to 30 s) rather than failing.
-    private func claimWaitingForOwnClips(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: String) {
+    private func claimWaitingForOwnClips(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: WriteMode) {
         let deadline = MonotonicClock.now() + 30_000_000_000
         while true {
             do {
                 return try pool.claimSlot(destination: destination, container: container)
             } catch PoolError.full(let why) {
                 let coming = (try? pool.readManifest().slots.contains {
-                    ($0.state == "active" && $0.isMine) || ($0.state == "preparing" && $0.ownerIsAlive)
+                    ($0.state == .active && $0.isMine) || ($0.state == .preparing && $0.ownerIsAlive)
                 }) ?? false
                 guard coming, MonotonicClock.now() < deadline else { throw PoolError.full(why) }
                 usleep(2_000)
@@ -208,7 +208,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private let fd: FileDescriptor
     /// The slot opened with O_DIRECT, in direct mode.
     private let directFD: FileDescriptor?
-    private let mode: String
+    private let mode: WriteMode
     private let blockSize = StoragePool.blockSize
     private let blocks: RingBlocks
     private var allocated: Int64
@@ -255,7 +255,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     /// A slot file outside any pool, for `reel jitter`: the same ring and writer thread,
     /// writing into a file that is already allocated (`allocated` bytes). `finishBenchmark()`
     /// drains and syncs; nothing is published.
-    public convenience init(benchmarkFile file: String, allocated: Int64, mode: String, ringBytes: Int, traceCapacity: Int) throws {
+    public convenience init(benchmarkFile file: String, allocated: Int64, mode: WriteMode, ringBytes: Int, traceCapacity: Int) throws {
         try self.init(pool: nil, slotID: 0, slotPath: file, allocated: allocated, destination: file, mode: mode, ringBytes: ringBytes)
         lock.lock()
         trace.reserveCapacity(traceCapacity)
@@ -292,15 +292,15 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         return done
     }
 
-    init(pool: StoragePool?, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: String, ringBytes: Int) throws {
+    init(pool: StoragePool?, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: WriteMode, ringBytes: Int) throws {
         self.pool = pool; self.slotID = slotID; self.slotPath = slotPath
         self.allocated = allocated; self.path = destination
         fd = try FileDescriptor.open(slotPath, O_RDWR)
         syncer = Syncer(fd: fd)
         // Where O_DIRECT cannot be opened (the pool was moved to a filesystem without it),
         // the clip is written buffered, and the summary says so.
-        directFD = mode == "direct" ? try? FileDescriptor.open(slotPath, O_WRONLY | CLinux_O_DIRECT) : nil
-        self.mode = directFD != nil ? "direct" : (mode == "direct" ? "buffered" : mode)
+        directFD = mode == .direct ? try? FileDescriptor.open(slotPath, O_WRONLY | CLinux_O_DIRECT) : nil
+        self.mode = directFD != nil ? .direct : (mode == .direct ? .buffered : mode)
         let count = max(4, ringBytes / blockSize)
         blocks = RingBlocks(count: count, size: StoragePool.blockSize)
         current = 0
@@ -490,7 +490,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     /// Figures for the summary.
     public var writeStats: WriteStats? {
         lock.lock(); defer { lock.unlock() }
-        var w = WriteStats(writeMode: mode)
+        var w = WriteStats(writeMode: mode.rawValue)
         w.histogram = histogram
         w.ringHighWater = ringHighWater
         w.ringBytes = Int64(blocks.count * blockSize)

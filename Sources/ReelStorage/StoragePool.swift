@@ -21,7 +21,7 @@ public struct PoolStatus: Sendable, Codable {
     public var filesystem: String
     /// The alignment O_DIRECT needs here, or nil when the filesystem has no direct I/O.
     public var directIOAlignment: Int?
-    public var writeMode: String
+    public var writeMode: WriteMode
     /// `measured` (taken from `writeModeMeasurement`), `asked` (`--write-mode`), `only` (no
     /// direct I/O here, so buffered) or `default` (auto with no measurement of this filesystem yet).
     public var writeModeSource: String
@@ -99,7 +99,7 @@ public final class StoragePool: Sendable {
     /// here, or `adoptPreparation(from:)` then `fillReservedSlots()` in another process, does
     /// the work, which is how `reel pool create --background` runs.
     public static func create(at path: String, capacity: Int64, slotSize: Int64 = StoragePool.defaultSlotSize,
-                              writeMode: String = "auto", measurement: WriteModeMeasurement? = nil,
+                              writeMode: WriteMode? = nil, measurement: WriteModeMeasurement? = nil,
                               prefill: String = "zero", preallocate: Bool = true,
                               progress: ((Double) -> Void)? = nil) throws -> StoragePool {
         guard slotSize >= 4 << 20, slotSize % Int64(blockSize) == 0 else {
@@ -108,7 +108,6 @@ public final class StoragePool: Sendable {
         guard capacity >= slotSize else {
             throw PoolError.badSize("capacity \(formatBytes(capacity)) is below one slot (\(formatBytes(slotSize)))")
         }
-        guard ["auto", "buffered", "direct"].contains(writeMode) else { throw PoolError.badSize("write mode must be auto, buffered or direct") }
         guard ["zero", "fallocate"].contains(prefill) else { throw PoolError.badSize("prefill must be zero or fallocate") }
         try checkCanCreate(at: path)
         let count = Int(capacity / slotSize)
@@ -133,25 +132,25 @@ public final class StoragePool: Sendable {
         return pool
     }
 
-    private func setUp(count: Int, capacity: Int64, slotSize: Int64, writeMode: String, measurement: WriteModeMeasurement?,
+    private func setUp(count: Int, capacity: Int64, slotSize: Int64, writeMode: WriteMode?, measurement: WriteModeMeasurement?,
                        prefill: String, preallocate: Bool, progress: ((Double) -> Void)?) throws {
         let pool = self
         let alignment = pool.directIOAlignment()
-        var mode = writeMode
+        var mode = writeMode ?? .buffered
         var source = "asked"
         var measured: WriteModeMeasurement? = nil
-        if mode == "auto" && alignment == nil {
-            mode = "buffered"
+        if writeMode == nil && alignment == nil {
+            mode = .buffered
             source = "only"
-        } else if mode == "auto" {
+        } else if writeMode == nil {
             // This filesystem's measurement (made now by the caller, or cached from an earlier
             // pool); without one, buffered with early writeback, which won on ext4 under a
             // competing writer (O_DIRECT p99.9 ≈ 210 ms against ≈ 12 ms).
             measured = measurement ?? WriteModeMeasurement.cached(for: path)
-            mode = measured?.chosen ?? "buffered"
+            mode = measured.map { WriteMode(rawValue: $0.chosen) } ?? .buffered
             source = measured == nil ? "default" : "measured"
         }
-        if mode == "direct" && alignment == nil {
+        if mode == .direct && alignment == nil {
             throw PoolError.unsupportedFilesystem("\(Sys.filesystemName(path)) at \(path) has no direct I/O: use --write-mode buffered")
         }
         var manifest = PoolManifest(capacity: capacity, slotSize: slotSize, writeMode: mode, prefill: prefill)
@@ -303,7 +302,7 @@ public final class StoragePool: Sendable {
         var ids: [Int] = []
         for _ in 0..<count {
             ids.append(m.nextSlotID)
-            var slot = PoolManifest.Slot(id: m.nextSlotID, state: "preparing", allocated: m.slotSize)
+            var slot = PoolManifest.Slot(id: m.nextSlotID, state: .preparing, allocated: m.slotSize)
             slot.setOwner(me)
             m.slots.append(slot)
             m.nextSlotID += 1
@@ -323,19 +322,19 @@ public final class StoragePool: Sendable {
     /// A failure (no room) is kept in the manifest as `lastError` for `reel pool status`.
     public func fillReservedSlots(_ only: [Int]? = nil, progress: ((Double) -> Void)? = nil) throws {
         let (ids, slotSize, prefill) = try withManifest { m in
-            (m.slots.filter { $0.state == "preparing" && $0.isMine && (only?.contains($0.id) ?? true) }.map(\.id), m.slotSize, m.prefill)
+            (m.slots.filter { $0.state == .preparing && $0.isMine && (only?.contains($0.id) ?? true) }.map(\.id), m.slotSize, m.prefill)
         }
         defer {
             // Ending the operation; should this fail, the next open drops it (this process is gone).
             try? withManifest { m in
-                if !m.slots.contains(where: { $0.state == "preparing" && $0.isMine }) { m.operations.removeAll { $0.identity.isCurrent } }
+                if !m.slots.contains(where: { $0.state == .preparing && $0.isMine }) { m.operations.removeAll { $0.identity.isCurrent } }
             }
         }
         do {
             for (k, id) in ids.enumerated() {
                 try prefillSlot(slotPath(id), size: slotSize, zero: prefill == "zero")
                 try withManifest { m in
-                    if let i = m.slots.firstIndex(where: { $0.id == id }) { m.slots[i].state = "free"; m.slots[i].setOwner(nil) }
+                    if let i = m.slots.firstIndex(where: { $0.id == id }) { m.slots[i].state = .free; m.slots[i].setOwner(nil) }
                     for i in m.operations.indices where m.operations[i].identity.isCurrent { m.operations[i].done += slotSize }
                     m.lastError = nil
                 }
@@ -347,7 +346,7 @@ public final class StoragePool: Sendable {
             // anyway, and the slots left `preparing` are redone once this process is gone.
             try? withManifest { m in
                 // What could not be prepared is given up, so the pool is consistent and says why.
-                let left = m.slots.filter { $0.state == "preparing" && $0.isMine && ids.contains($0.id) }.map(\.id)
+                let left = m.slots.filter { $0.state == .preparing && $0.isMine && ids.contains($0.id) }.map(\.id)
                 for id in left { try Sys.unlinkIfPresent(slotPath(id)) }
                 m.slots.removeAll { left.contains($0.id) }
                 m.lastError = text
@@ -363,7 +362,7 @@ public final class StoragePool: Sendable {
         let me = ProcessIdentity.current
         return try withManifest { m in
             var n = 0
-            for i in m.slots.indices where m.slots[i].state == "preparing" && m.slots[i].owner == pid {
+            for i in m.slots.indices where m.slots[i].state == .preparing && m.slots[i].owner == pid {
                 m.slots[i].setOwner(me)
                 n += 1
             }
@@ -402,7 +401,7 @@ public final class StoragePool: Sendable {
     /// Whether process `pid` still holds reserved work (it has not been adopted yet).
     public func holdsPreparation(_ pid: Int32) -> Bool {
         guard let m = try? readManifest() else { return false }
-        return m.operations.contains { $0.pid == pid } || m.slots.contains { $0.state == "preparing" && $0.owner == pid }
+        return m.operations.contains { $0.pid == pid } || m.slots.contains { $0.state == .preparing && $0.owner == pid }
     }
 
     private func prefillSlot(_ file: String, size: Int64, zero: Bool) throws {
@@ -432,11 +431,11 @@ public final class StoragePool: Sendable {
             progress[op.reason] = min(progress[op.reason] ?? 1, fraction)
             operations.append(.init(reason: op.reason, pid: op.pid, progress: fraction))
         }
-        let active = m.slots.filter { $0.state == "active" }
+        let active = m.slots.filter { $0.state == .active }
         if !active.isEmpty { busy.append("capturing") }
         return PoolStatus(path: path, capacity: m.capacity, remainingCapacity: m.freeBytes, slotSize: m.slotSize,
-                          slotsFree: m.slots.filter { $0.state == "free" }.count, slotsActive: active.count,
-                          slotsPreparing: m.slots.filter { $0.state == "preparing" }.count,
+                          slotsFree: m.slots.filter { $0.state == .free }.count, slotsActive: active.count,
+                          slotsPreparing: m.slots.filter { $0.state == .preparing }.count,
                           busyReasons: busy, progress: progress, operations: operations, filesystem: Sys.filesystemName(path),
                           directIOAlignment: directIOAlignment(), writeMode: m.writeMode,
                           writeModeSource: m.writeModeSource ?? "asked", writeModeMeasurement: m.writeModeMeasurement,
@@ -459,7 +458,7 @@ public final class StoragePool: Sendable {
             m.capacity = capacity
             var have = m.slots.count
             var gone: [Int] = []
-            while have > wanted, let i = m.slots.lastIndex(where: { $0.state == "free" }) {
+            while have > wanted, let i = m.slots.lastIndex(where: { $0.state == .free }) {
                 gone.append(m.slots[i].id)
                 m.slots.remove(at: i)
                 have -= 1
@@ -475,7 +474,8 @@ public final class StoragePool: Sendable {
     public func adopt(_ measurement: WriteModeMeasurement) throws {
         let direct = directIOAlignment() != nil
         try withManifest { m in
-            m.writeMode = measurement.chosen == "direct" && !direct ? "buffered" : measurement.chosen
+            let chosen = WriteMode(rawValue: measurement.chosen)
+            m.writeMode = chosen == .direct && !direct ? .buffered : chosen
             m.writeModeSource = "measured"
             m.writeModeMeasurement = measurement
         }
@@ -485,7 +485,7 @@ public final class StoragePool: Sendable {
     public func replenish(reason: String = "replenishing", preallocate: Bool = true, progress: ((Double) -> Void)? = nil) throws {
         let ids = try withManifest { m -> [Int] in
             // Slots a dead process left half-prepared are redone.
-            let stale = m.slots.filter { $0.state == "preparing" && !$0.ownerIsAlive }.map(\.id)
+            let stale = m.slots.filter { $0.state == .preparing && !$0.ownerIsAlive }.map(\.id)
             m.slots.removeAll { stale.contains($0.id) }
             for id in stale { try Sys.unlinkIfPresent(slotPath(id)) }
             m.operations.removeAll { !$0.isAlive }
@@ -499,7 +499,7 @@ public final class StoragePool: Sendable {
     /// nobody alive is preparing them.
     public var needsReplenishing: Bool {
         guard let m = try? readManifest() else { return false }
-        let live = m.slots.filter { $0.state != "preparing" || $0.ownerIsAlive }
+        let live = m.slots.filter { $0.state != .preparing || $0.ownerIsAlive }
         return m.capacity - live.reduce(0) { $0 + $1.allocated } >= m.slotSize
     }
 
@@ -563,8 +563,8 @@ public final class StoragePool: Sendable {
             if let op = m.operations.first(where: { $0.isAlive }) {
                 throw PoolError.busy("\(op.reason) (pid \(op.pid)); `reel pool wait` waits until it is done")
             }
-            if let busy = m.slots.first(where: { ($0.state == "active" || $0.state == "recovering") && $0.ownerIsAlive }) {
-                let doing = busy.state == "active" ? "is recording" : "is being recovered"
+            if let busy = m.slots.first(where: { ($0.state == .active || $0.state == .recovering) && $0.ownerIsAlive }) {
+                let doing = busy.state == .active ? "is recording" : "is being recovered"
                 throw PoolError.busy("slot \(busy.id) \(doing) (pid \(busy.owner ?? 0))")
             }
         }
@@ -573,7 +573,7 @@ public final class StoragePool: Sendable {
         try withLock {
             let m = try readManifest()
             try refuseIfBusy(m)
-            if let left = m.slots.first(where: { $0.state == "active" || $0.state == "recovering" }) {
+            if let left = m.slots.first(where: { $0.state == .active || $0.state == .recovering }) {
                 throw PoolError.busy("slot \(left.id) still holds a dead recorder's clip; `reel pool recover` publishes it")
             }
             for s in m.slots { try Sys.unlinkIfPresent(slotPath(s.id)) }
@@ -588,16 +588,16 @@ public final class StoragePool: Sendable {
 
     /// Claims a free slot for a clip that will be published at `destination`.
     /// - Throws: `PoolError.busy` while the pool is adjusting its capacity, `.full` without a free slot.
-    func claimSlot(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: String) {
+    func claimSlot(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: WriteMode) {
         try withManifest { m in
             if let op = m.operations.first(where: { $0.reason == "adjustingCapacity" && $0.isAlive }) {
                 let pct = op.total > 0 ? Int(100 * op.done / op.total) : 0
                 throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
             }
-            guard let i = m.slots.firstIndex(where: { $0.state == "free" }) else {
-                throw PoolError.full("the storage pool at \(path) is full: no free slot (\(formatBytes(m.capacity)) capacity, \(m.slots.filter { $0.state == "active" }.count) slots recording)")
+            guard let i = m.slots.firstIndex(where: { $0.state == .free }) else {
+                throw PoolError.full("the storage pool at \(path) is full: no free slot (\(formatBytes(m.capacity)) capacity, \(m.slots.filter { $0.state == .active }.count) slots recording)")
             }
-            m.slots[i].state = "active"
+            m.slots[i].state = .active
             m.slots[i].setOwner(ProcessIdentity.current)
             m.slots[i].destination = destination
             m.slots[i].container = container
@@ -610,7 +610,7 @@ public final class StoragePool: Sendable {
     /// new allocation, or nil when no slot is free.
     func growSlot(_ id: Int) throws -> Int64? {
         try withManifest { m in
-            guard let free = m.slots.firstIndex(where: { $0.state == "free" }) else { return nil }
+            guard let free = m.slots.firstIndex(where: { $0.state == .free }) else { return nil }
             let freeID = m.slots[free].id
             let extra = m.slots[free].allocated
             m.slots.remove(at: free)
@@ -625,7 +625,7 @@ public final class StoragePool: Sendable {
     func returnSlot(_ id: Int) throws {
         try withManifest { m in
             guard let i = m.slots.firstIndex(where: { $0.id == id }) else { return }
-            m.slots[i].state = "free"
+            m.slots[i].state = .free
             m.slots[i].setOwner(nil)
             m.slots[i].destination = nil
             m.slots[i].container = nil
@@ -649,14 +649,14 @@ public final class StoragePool: Sendable {
     /// a recovery whose process dies is taken up again by the next.
     public func recover() throws -> [RecoveredClip] {
         // Looking needs no lock (the manifest is replaced atomically); taking them does.
-        func orphan(_ s: PoolManifest.Slot) -> Bool { (s.state == "active" || s.state == "recovering") && !s.ownerIsAlive }
+        func orphan(_ s: PoolManifest.Slot) -> Bool { (s.state == .active || s.state == .recovering) && !s.ownerIsAlive }
         guard try readManifest().slots.contains(where: orphan) else { return [] }
         let me = ProcessIdentity.current
         let orphans = try withManifest { m -> [PoolManifest.Slot] in
             var taken: [PoolManifest.Slot] = []
             for i in m.slots.indices where orphan(m.slots[i]) {
                 taken.append(m.slots[i])
-                m.slots[i].state = "recovering"
+                m.slots[i].state = .recovering
                 m.slots[i].setOwner(me)
             }
             return taken

@@ -26,7 +26,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(created.status == 0, "\(created.stderr)")
         let s0 = try created.decode(PoolStatus.self)
         #expect(s0.capacity == 256 << 20 && s0.remainingCapacity == 256 << 20 && s0.slotsFree == 8 && s0.busyReasons.isEmpty)
-        #expect(s0.filesystem != "unknown" && s0.writeMode == "buffered" && s0.prefill == "zero")
+        #expect(s0.filesystem != "unknown" && s0.writeMode == .buffered && s0.prefill == "zero")
         // Slots are written through (zero-filled), not sparse.
         let slots = try FileManager.default.contentsOfDirectory(atPath: pool + "/slots")
         #expect(slots.count == 8)
@@ -146,7 +146,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(made.status == 0, "\(made.stderr)")
         #expect(!made.stderr.contains("measuring"), "nothing to choose between, nothing to measure")
         let s = try made.decode(PoolStatus.self)
-        #expect(s.directIOAlignment == nil && s.writeMode == "buffered" && s.writeModeSource == "only")
+        #expect(s.directIOAlignment == nil && s.writeMode == .buffered && s.writeModeSource == "only")
         let text = try reel(["pool", "status", mnt + "/pool"])
         #expect(text.stdout.contains("direct I/O not available"), "\(text.stdout)")
         let (run, summary) = try record(["--pool", mnt + "/pool", "--frames", "30", "--no-realtime", "--codec", "prores:proxy", "--name", "t"], out: mnt + "/out")
@@ -165,7 +165,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         defer { #expect(sh("umount \(mnt)") == 0) }
         let made = try createPool(mnt + "/pool", "64M", extra: ["--write-mode", "direct"])
         #expect(made.status == 0, "\(made.stderr)")
-        #expect(try made.decode(PoolStatus.self).writeMode == "direct")
+        #expect(try made.decode(PoolStatus.self).writeMode == .direct)
         // Direct writes on the image's ext4, then a copy to another filesystem (/tmp) at finish.
         let (run, summary) = try record(["--pool", mnt + "/pool", "--frames", "60", "--no-realtime", "--codec", "prores:hq", "--name", "l"], out: dir + "/out")
         #expect(run.status == 0, "\(run.stderr)")
@@ -290,7 +290,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(a.directIOAlignment != nil, "\(a.filesystem) at /tmp")
         #expect(first.stderr.contains("measuring the write modes"), "\(first.stderr)")
         let m = try #require(a.writeModeMeasurement)
-        #expect(a.writeModeSource == "measured" && a.writeMode == m.chosen)
+        #expect(a.writeModeSource == "measured" && a.writeMode.rawValue == m.chosen)
         #expect(m.modes.map(\.name).sorted() == ["buffered", "direct"])
         for mode in m.modes {
             #expect(mode.p50Ms > 0 && mode.p50Ms <= mode.p99Ms && mode.p99Ms <= mode.p999Ms && mode.p999Ms <= mode.maxMs * 1.02, "\(mode)")
@@ -306,7 +306,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         let again = try reel(["pool", "calibrate", dir + "/b", "--seconds", "1", "--json"], environment: env)
         #expect(again.status == 0, "\(again.stderr)")
         let b = try again.decode(PoolStatus.self)
-        #expect((b.writeModeMeasurement?.measuredAt ?? 0) > m.measuredAt && b.writeMode == b.writeModeMeasurement?.chosen)
+        #expect((b.writeModeMeasurement?.measuredAt ?? 0) > m.measuredAt && b.writeMode.rawValue == b.writeModeMeasurement?.chosen)
         // Without a cache, and asked for a mode, nothing is measured.
         let asked = try createPool(dir + "/c", "32M", extra: ["--write-mode", "direct"], environment: ["XDG_CACHE_HOME": dir + "/none"])
         #expect(asked.status == 0 && !asked.stderr.contains("measuring"))

@@ -10,6 +10,19 @@ import Testing
         return d
     }
 
+    /// A slot state this version does not know (a newer Reel wrote it) survives a decode and
+    /// an encode of the manifest unchanged; the known ones decode to their names.
+    @Test func unknownSlotStateSurvivesAManifestRoundTrip() throws {
+        let json = #"{"capacity":8388608,"format":"reel-pool","nextSlotID":3,"operations":[],"prefill":"zero","#
+            + #""slotSize":4194304,"slots":[{"allocated":4194304,"id":1,"state":"free"},"#
+            + #"{"allocated":4194304,"id":2,"state":"migrating"}],"version":1,"writeMode":"buffered"}"#
+        let m = try JSONDecoder().decode(PoolManifest.self, from: Data(json.utf8))
+        #expect(m.slots.map(\.state) == [.free, SlotState(rawValue: "migrating")])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        #expect(String(decoding: try encoder.encode(m), as: UTF8.self) == json)
+    }
+
     /// Slots left the pool (as published clips do); edits the manifest the way `releaseSlot` does.
     func removeFreeSlots(_ pool: String, count: Int) throws {
         let url = URL(fileURLWithPath: pool + "/manifest.json")
@@ -31,7 +44,7 @@ import Testing
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/pool"
-        _ = try StoragePool.create(at: path, capacity: 32 << 20, slotSize: 4 << 20, writeMode: "buffered", prefill: "fallocate")
+        _ = try StoragePool.create(at: path, capacity: 32 << 20, slotSize: 4 << 20, writeMode: .buffered, prefill: "fallocate")
         for round in 0..<5 {
             try removeFreeSlots(path, count: 4)
             // Each thread opens its own pool object (its own lock descriptor), as processes do.
@@ -64,7 +77,7 @@ import Testing
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/pool"
-        let pool = try StoragePool.create(at: path, capacity: 16 << 20, slotSize: 4 << 20, writeMode: "buffered", preallocate: false)
+        let pool = try StoragePool.create(at: path, capacity: 16 << 20, slotSize: 4 << 20, writeMode: .buffered, preallocate: false)
         let reserved = try pool.status()
         #expect(reserved.slotsPreparing == 4 && reserved.slotsFree == 0)
         #expect(reserved.busyReasons == ["adjustingCapacity"] && reserved.progress["adjustingCapacity"] == 0)
