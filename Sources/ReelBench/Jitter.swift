@@ -75,17 +75,13 @@ public struct JitterReport: Sendable, Codable {
     public var arms: [ArmResult]
 }
 
-/// Errors of `reel jitter`.
+/// Errors of `reel jitter` writing its files (bad options are a `UsageError`).
 public enum JitterError: UserFacingError {
-    case usage(String)
     case io(String)
-    public var exitStatus: Int32 {
-        if case .usage = self { return ExitStatus.usage }
-        return ExitStatus.ioError
-    }
+    public var exitStatus: Int32 { ExitStatus.ioError }
     public var description: String {
         switch self {
-        case .usage(let s), .io(let s): return s
+        case .io(let s): return s
         }
     }
 }
@@ -174,9 +170,9 @@ final class PoolSink: PacedSink {
 public enum Jitter {
     /// Runs every arm under every contention scenario (and the floor), one after another.
     public static func run(_ o: JitterOptions, scenarios: [[ContentionKind]], progress: (String) -> Void) throws -> JitterReport {
-        guard o.bytesPerSecond > 0 else { throw JitterError.usage("--rate must be more than 0") }
-        guard o.blockSize >= 4096, o.blockSize % 4096 == 0 else { throw JitterError.usage("--block must be a multiple of 4 KiB") }
-        guard o.seconds > 0 else { throw JitterError.usage("--duration must be more than 0") }
+        guard o.bytesPerSecond > 0 else { throw UsageError("--rate must be more than 0") }
+        guard o.blockSize >= 4096, o.blockSize % 4096 == 0 else { throw UsageError("--block must be a multiple of 4 KiB") }
+        guard o.seconds > 0 else { throw UsageError("--duration must be more than 0") }
         let work = o.directory + "/.reel-jitter-\(getpid())"
         guard mkdir(work, 0o755) == 0 || errno == EEXIST else {
             throw JitterError.io("cannot write in \(o.directory): \(SystemError.last("mkdir").text)")

@@ -1,5 +1,6 @@
 import Foundation
 import ReelCore
+import Synchronization
 
 /// Readings of /proc that say how the system fared during an arm.
 struct SystemSample {
@@ -34,20 +35,18 @@ struct SystemSample {
 }
 
 /// Samples Dirty and Writeback every 100 ms on its own thread and keeps the peaks.
-final class MeminfoPeaks: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var dirty: Int64 = 0, writeback: Int64 = 0
-    private var running = true
+final class MeminfoPeaks: Sendable {
+    private struct Peaks { var dirty: Int64 = 0, writeback: Int64 = 0, running = true }
+    private let peaks = Mutex(Peaks())
 
     init() {
         Thread { [self] in
             while true {
                 let s = SystemSample.read()
-                lock.lock()
-                dirty = max(dirty, s.dirtyKiB); writeback = max(writeback, s.writebackKiB)
-                let go = running
-                lock.unlock()
+                let go = peaks.withLock { p in
+                    p.dirty = max(p.dirty, s.dirtyKiB); p.writeback = max(p.writeback, s.writebackKiB)
+                    return p.running
+                }
                 if !go { return }
                 usleep(100_000)
             }
@@ -55,9 +54,10 @@ final class MeminfoPeaks: @unchecked Sendable {
     }
 
     func stop() -> (dirtyKiB: Int64, writebackKiB: Int64) {
-        lock.lock(); defer { lock.unlock() }
-        running = false
-        return (dirty, writeback)
+        peaks.withLock { p in
+            p.running = false
+            return (p.dirty, p.writeback)
+        }
     }
 }
 

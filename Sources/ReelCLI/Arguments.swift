@@ -2,13 +2,6 @@ import Foundation
 import ReelCore
 import ReelStorage
 
-/// A usage error: printed as one line, exit status 64.
-public struct UsageError: UserFacingError {
-    public let description: String
-    public init(_ message: String) { description = message }
-    public var exitStatus: Int32 { ExitStatus.usage }
-}
-
 /// An error of a command with its own exit status (one of the README's).
 struct CommandError: UserFacingError {
     let exitStatus: Int32

@@ -4,6 +4,14 @@ public protocol UserFacingError: Error, CustomStringConvertible {
     var exitStatus: Int32 { get }
 }
 
+/// A bad command line or option value: the message says which and what is allowed
+/// (exit status 64, `ExitStatus.usage`). The one usage error of every target.
+public struct UsageError: UserFacingError {
+    public let description: String
+    public init(_ message: String) { description = message }
+    public var exitStatus: Int32 { ExitStatus.usage }
+}
+
 /// Exit statuses of `reel` (sysexits.h).
 public enum ExitStatus {
     public static let usage: Int32 = 64        // EX_USAGE: bad command line

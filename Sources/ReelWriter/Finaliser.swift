@@ -1,0 +1,96 @@
+import Foundation
+import ReelCore
+import ReelMedia
+import ReelStorage
+
+/// Closes clips off the capture path, one after another, in the order they were handed over.
+final class Finaliser: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSCondition()
+    private var jobs: [(ClipRecorder, Bool)] = []
+    private var closing = false
+    private var done = false
+    private var clips: [ClipSummary] = []
+    private var write: WriteStats?
+    private var firstError: (any Error)?
+
+    /// Receives the encoder of each clip closed cleanly that can start another.
+    var recycle: (@Sendable (VideoEncoder) -> Void)?
+    /// The clip being closed now.
+    private var closingNow: ClipRecorder?
+
+    /// Waits until fewer than `limit` clips wait to be closed or are being closed.
+    func waitUntilBacklog(below limit: Int) {
+        lock.lock(); defer { lock.unlock() }
+        while jobs.count + (closingNow == nil ? 0 : 1) >= limit { lock.wait() }
+    }
+
+    /// Whether a clip of `size` with a restartable encoder is waiting or being closed.
+    func isClosing(size: Size) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        let all = jobs.map(\.0) + (closingNow.map { [$0] } ?? [])
+        return all.contains { $0.size == size && $0.encoder.canRestart }
+    }
+
+    func start() {
+        let t = Thread { [self] in run() }
+        t.name = "reel.finalise"
+        t.start()
+    }
+
+    func submit(_ clip: ClipRecorder, salvage: Bool = false) {
+        lock.lock()
+        jobs.append((clip, salvage))
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// Waits until every submitted clip is closed; returns them in order and the first error.
+    func finishAll() -> ([ClipSummary], (any Error)?, WriteStats?) {
+        lock.lock(); defer { lock.unlock() }
+        closing = true
+        lock.broadcast()
+        while !done { lock.wait() }
+        return (clips.sorted { $0.path < $1.path }, firstError, write)
+    }
+
+    private func run() {
+        while true {
+            lock.lock()
+            while jobs.isEmpty && !closing { lock.wait() }
+            if jobs.isEmpty && closing {
+                done = true
+                lock.broadcast()
+                lock.unlock()
+                return
+            }
+            let (clip, salvage) = jobs.removeFirst()
+            closingNow = clip
+            lock.unlock()
+
+            var summary: ClipSummary? = nil
+            var error: (any Error)? = nil
+            if salvage {
+                summary = clip.salvage()
+            } else {
+                do {
+                    summary = try clip.finalize()
+                    if clip.encoder.canRestart { recycle?(clip.encoder) }
+                } catch let e {
+                    error = e
+                    summary = clip.salvage()
+                }
+            }
+            let stats = clip.writeStats
+            lock.lock()
+            if let stats {
+                if write == nil { write = stats } else { write!.merge(stats) }
+            }
+            if let summary { clips.append(summary) }
+            if let error, firstError == nil { firstError = error }
+            closingNow = nil
+            lock.broadcast()
+            lock.unlock()
+        }
+    }
+}
