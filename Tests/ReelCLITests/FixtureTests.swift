@@ -21,7 +21,7 @@ struct MediaFixture: Decodable {
     }
     var clips: [Clip]
 
-    static let directory = PackageGraph.root + "/Fixtures/media"
+    static let directory = repositoryRoot + "/Fixtures/media"
     static let files = ["prores-proxy.mov", "h264.mp4", "hevc.mkv", "ffv1.mkv"]
 
     static func clip(_ file: String) throws -> Clip {
