@@ -34,7 +34,8 @@ public enum RecordingLength: Sendable, Equatable {
     }
 }
 
-/// Everything `reel record` can be asked.
+/// What a recording is asked to do, as typed values (`reel record` parses its options into
+/// these; `--json` and `--report` stay in the command line).
 public struct RecordOptions: Sendable {
     public var source: SourceSpec = .synthetic(size: SyntheticSource.defaultSize)
     public var rate: FrameRate = FrameRate(frames: 30)!
