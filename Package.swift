@@ -5,8 +5,15 @@ let package = Package(
     name: "Reel",
     products: [
         .executable(name: "reel", targets: ["reel"]),
+        // Everything a package needs to record with the library alone (Fixtures/OutsidePackage
+        // does): the writer and capture APIs and the types they expose.
+        .library(name: "Reel", targets: ["ReelCore", "ReelMetrics", "ReelMedia", "ReelStorage", "ReelCapture", "ReelWriter"]),
         .library(name: "ReelWriter", targets: ["ReelWriter"]),
         .library(name: "ReelCapture", targets: ["ReelCapture"]),
+        .library(name: "ReelStorage", targets: ["ReelStorage"]),
+        .library(name: "ReelMedia", targets: ["ReelMedia"]),
+        .library(name: "ReelMetrics", targets: ["ReelMetrics"]),
+        .library(name: "ReelCore", targets: ["ReelCore"]),
     ],
     targets: [
         // libavformat, libavcodec, libavutil and libswscale from Debian's -dev packages.
@@ -21,14 +28,16 @@ let package = Package(
         .target(name: "ReelCore", linkerSettings: [.linkedLibrary("m")]),
         // The only Swift code that touches libav*.
         .target(name: "ReelMedia", dependencies: ["CFFmpeg", "ReelCore"]),
-        // Where bytes go: plain files now, the storage pool later.
+        // Latency histograms: the storage layer's write times, the jitter report's figures.
         .target(name: "ReelMetrics", linkerSettings: [.linkedLibrary("m")]),
+        // Where bytes go: plain files (FileStorage) and the preallocated storage pool.
         .target(name: "ReelStorage", dependencies: ["CLinux", "ReelCore", "ReelMetrics"]),
         // Sources and the capture session.
         .target(name: "ReelCapture", dependencies: ["CLinux", "ReelCore", "ReelMedia"]),
         // AssetWriter, clip splitting, probe and verify.
-        .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics", "ReelBench"]),
-        // Measurements: `reel jitter`, its contention loads and its report.
+        .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics"]),
+        // Measurements: `reel jitter`, its contention loads and its report (also `reel record
+        // --report`). Above the product: only the CLI depends on it (scripts/check-architecture).
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
         .target(name: "ReelCLI", dependencies: ["ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia"]),

@@ -6,7 +6,8 @@ import ReelWriter
 /// A command line, parsed and checked: what `reel` will do, with typed options. Parsing has
 /// no side effects (no files, no processes, no terminal); `ReelCLI.run` does the work.
 public enum ParsedCommand: Sendable {
-    case record(RecordOptions, json: Bool)
+    /// `report`: the `--report` directory, where the recording's write-latency plot goes.
+    case record(RecordOptions, json: Bool, report: String?)
     case probe(files: [String], frames: Bool, json: Bool)
     case verify(paths: [String], json: Bool)
     case devices(json: Bool)
@@ -43,8 +44,8 @@ public enum ReelCLI {
         let rest = Array(argv.dropFirst())
         switch command {
         case "record":
-            let (o, json) = try RecordCommand.parse(rest)
-            return .record(o, json: json)
+            let (o, json, report) = try RecordCommand.parse(rest)
+            return .record(o, json: json, report: report)
         case "probe": return try ProbeCommand.parse(rest)
         case "verify": return try VerifyCommand.parse(rest)
         case "devices": return try DevicesCommand.parse(rest)
@@ -62,7 +63,7 @@ public enum ReelCLI {
     /// Does what `command` says; returns the exit status.
     public static func run(_ command: ParsedCommand) throws -> Int32 {
         switch command {
-        case .record(let o, let json): return try RecordCommand.run(o, json: json)
+        case .record(let o, let json, let report): return try RecordCommand.run(o, json: json, report: report)
         case .probe(let files, let frames, let json): return try ProbeCommand.run(files: files, frames: frames, json: json)
         case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)
         case .devices(let json): return DevicesCommand.run(json: json)

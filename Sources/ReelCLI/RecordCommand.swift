@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ReelBench
 import ReelCapture
 import ReelCore
 import ReelMedia
@@ -8,9 +9,10 @@ import ReelWriter
 
 enum RecordCommand {
     /// `reel record …` as options; no side effects.
-    static func parse(_ argv: [String]) throws -> (RecordOptions, json: Bool) {
+    static func parse(_ argv: [String]) throws -> (RecordOptions, json: Bool, report: String?) {
         var o = RecordOptions()
         var json = false
+        var report: String? = nil
         var sawDuration = false, sawFrames = false
         for (name, value) in try ScannedArguments(argv, spec: CommandTable.record).options {
             let v = value ?? ""
@@ -55,13 +57,13 @@ enum RecordCommand {
             case "--fragment": o.fragmentInterval = try parseSeconds(v, option: name, range: 0.1...600)
             case "--report":
                 guard !v.isEmpty else { throw UsageError("--report needs a directory") }
-                o.reportDirectory = v
+                report = v
             case "--json": json = true
             default: throw UsageError("record: unknown option '\(name)'")
             }
         }
         if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
-        return (o, json)
+        return (o, json, report)
     }
 
     /// `T:RATIO` (seconds of media time) or `#N:RATIO` (frame index).
@@ -76,8 +78,8 @@ enum RecordCommand {
         return (.seconds(try parseSeconds(String(t), option: "--ratio-at T", range: 0...86_400)), ratio)
     }
 
-    static func run(_ options: RecordOptions, json: Bool) throws -> Int32 {
-        if let dir = options.reportDirectory {
+    static func run(_ options: RecordOptions, json: Bool, report: String?) throws -> Int32 {
+        if let dir = report {
             // Refuse before recording, not after.
             let probe = dir + "/.reel-probe"
             guard (try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)) != nil,
@@ -113,6 +115,10 @@ enum RecordCommand {
             writeStderr("\r\u{1B}[K" + line)
         }
         let summary = recording.run(progress: showProgress ? progress : nil)
+        if let dir = report, let write = recording.writeStats {
+            writeReport(of: write, summary: summary, fps: recording.session.source.format.rate.perSecond,
+                        outputDirectory: options.outputDirectory, to: dir)
+        }
         keys.stop()
         if showProgress { writeStderr("\n") }
 
@@ -122,6 +128,20 @@ enum RecordCommand {
             return failure.exitStatus
         }
         return 0
+    }
+
+    /// `--report DIR`: the recording's own writes (service time of each) as record.json and
+    /// record.svg, drawn with the jitter report's code (ReelBench, above the library).
+    static func writeReport(of write: WriteStats, summary: RecordingSummary, fps: Double, outputDirectory: String, to dir: String) {
+        let report = Jitter.recordingReport(samples: write.samples, label: "\(summary.storage.mode) (\(write.writeMode))",
+                                            directory: outputDirectory, fps: fps,
+                                            ringBytes: write.ringBytes, bytesWritten: write.bytesWritten)
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try? enc.encode(report).write(to: URL(fileURLWithPath: dir + "/record.json"))
+        try? SVGReport.render(report, title: "Storage write latency of the recording (service time of each write)")
+            .write(toFile: dir + "/record.svg", atomically: true, encoding: .utf8)
     }
 
     static func printText(_ s: RecordingSummary) {

@@ -1,4 +1,4 @@
-/// Where a muxer's bytes go: a plain file now, a storage-pool slot later.
+/// Where a muxer's bytes go: a plain file (`PlainFile`) or a storage-pool slot (`PoolSlotFile`).
 ///
 /// A sink is used by one thread at a time. Offsets are bytes from the start of the clip;
 /// muxers seek back to patch headers, so a sink must support overwriting what it wrote.

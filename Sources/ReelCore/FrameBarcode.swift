@@ -3,7 +3,7 @@
 ///
 /// The grid sits inside the centre square that every ratio crop keeps, and its cells are
 /// large enough to survive lossy codecs at their default settings. The V4L2 emulation
-/// (`Sources/CFakeV4L2`) draws the same layout in C.
+/// (`scripts/fake-v4l2.d/fakev4l2.c`) draws the same layout in C.
 public enum FrameBarcode {
     public static let cell = 32
     public static let columns = 8

@@ -5,52 +5,12 @@ import ReelCore
 import ReelMedia
 import ReelStorage
 import ReelMetrics
-import ReelBench
 
 /// Where frames come from.
 public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
     case synthetic(size: Int)
     /// `v4l2:/dev/videoN[:WxH][@FPS][:FOURCC]`
     case v4l2(path: String, size: Size?, fps: Int?, fourcc: String?)
-
-    /// Parses `synthetic`, `synthetic:SIZE` or `v4l2:/dev/videoN[:WxH][@FPS][:FOURCC]`.
-    public init(parsing text: String) throws(RecordingError) {
-        let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
-        switch parts.first {
-        case "synthetic":
-            if parts.count == 1 { self = .synthetic(size: SyntheticSource.defaultSize); return }
-            guard let n = Int(parts[1]) else { throw .usage("--source synthetic:SIZE needs a number, not '\(parts[1])'") }
-            self = .synthetic(size: n)
-        case "v4l2":
-            guard parts.count == 2 else { throw .usage("--source v4l2 needs a device: v4l2:/dev/video0[:WxH][@FPS][:FOURCC]") }
-            let fields = parts[1].split(separator: ":").map(String.init)
-            guard let path = fields.first, path.hasPrefix("/") else { throw .usage("--source v4l2:PATH needs a device path like /dev/video0") }
-            var size: Size? = nil, fps: Int? = nil, fourcc: String? = nil
-            for f in fields.dropFirst() {
-                var mode = f
-                if let at = f.firstIndex(of: "@") {
-                    guard let n = Int(f[f.index(after: at)...]), (1...240).contains(n) else {
-                        throw .usage("--source: '\(f)' needs a frame rate from 1 to 240 after @")
-                    }
-                    fps = n
-                    mode = String(f[..<at])
-                }
-                if mode.isEmpty { continue }
-                let wh = mode.lowercased().split(separator: "x")
-                if wh.count == 2, let w = Int(wh[0]), let h = Int(wh[1]) {
-                    guard (1...16384).contains(w), (1...16384).contains(h) else { throw .usage("--source: '\(f)' needs a width and height from 1 to 16384") }
-                    size = Size(width: w, height: h)
-                } else if mode.count == 4, mode.allSatisfy({ $0.isLetter || $0.isNumber }) {
-                    fourcc = mode.uppercased()
-                } else {
-                    throw .usage("--source: '\(f)' is not WxH, @FPS or a FOURCC (YUYV, NV12, MJPG)")
-                }
-            }
-            self = .v4l2(path: path, size: size, fps: fps, fourcc: fourcc)
-        default:
-            throw .usage("unknown source '\(text)' (use synthetic[:SIZE] or v4l2:/dev/videoN[:WxH][@FPS][:FOURCC])")
-        }
-    }
 
     public var description: String {
         switch self {
@@ -74,7 +34,8 @@ public enum RecordingLength: Sendable, Equatable {
     }
 }
 
-/// Everything `reel record` can be asked.
+/// What a recording is asked to do, as typed values (`reel record` parses its options into
+/// these; `--json` and `--report` stay in the command line).
 public struct RecordOptions: Sendable {
     public var source: SourceSpec = .synthetic(size: SyntheticSource.defaultSize)
     public var rate: FrameRate = FrameRate(frames: 30)!
@@ -91,8 +52,6 @@ public struct RecordOptions: Sendable {
     /// as many as the sensor's buffers allow (`Recording.holdFrames`).
     public var queueCapacity: Int? = nil
     public var storage: StorageChoice = .defaultPool
-    /// Where `--report` writes the recording's write-latency plot (record.json, record.svg).
-    public var reportDirectory: String? = nil
 
     public init() {}
 }
@@ -126,7 +85,7 @@ public struct StorageSummary: Sendable, Codable {
     public var slotGrowths: Int
 }
 
-/// Errors of setting up a recording.
+/// Errors of setting up a recording (options that are well typed but cannot be recorded).
 public enum RecordingError: UserFacingError {
     case usage(String)
 
@@ -186,6 +145,7 @@ public final class Recording: Sendable {
     private let frameCount: Int
     private let stopped = NSLockedFlag()
     private let sourceFailure = Mutex<(any UserFacingError)?>(nil)
+    private let lastWrite = Mutex<WriteStats?>(nil)
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
     public init(options: RecordOptions) throws {
@@ -332,17 +292,7 @@ public final class Recording: Sendable {
         } else {
             reason = stopped.isSet ? "interrupted" : "completed"
         }
-        if let dir = options.reportDirectory {
-            let report = Jitter.recordingReport(samples: write.samples, label: "\(storageSummary.mode) (\(write.writeMode))",
-                                                directory: options.outputDirectory, fps: session.source.format.rate.perSecond,
-                                                ringBytes: write.ringBytes, bytesWritten: write.bytesWritten)
-            try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            let enc = JSONEncoder()
-            enc.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try? enc.encode(report).write(to: URL(fileURLWithPath: dir + "/record.json"))
-            try? SVGReport.render(report, title: "Storage write latency of the recording (service time of each write)")
-                .write(toFile: dir + "/record.svg", atomically: true, encoding: .utf8)
-        }
+        lastWrite.withLock { $0 = write }
         return RecordingSummary(
             clips: result.clips, framesCaptured: stats.framesCaptured, framesWritten: result.framesWritten,
             framesDropped: drops.total, dropReasons: drops.table, framesLost: result.framesLost,
@@ -365,6 +315,10 @@ public final class Recording: Sendable {
                                  fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
                                  framesDropped: stats.drops.total, bytesWritten: bytes, ratio: session.ratio)
     }
+
+    /// The storage layer's figures of the last `run` (every write's service time, the ring),
+    /// for reports drawn above the library (`reel record --report`); nil before `run` ends.
+    public var writeStats: WriteStats? { lastWrite.withLock { $0 } }
 
     /// The error a failed summary stands for, with its exit status.
     public var failure: (any UserFacingError)? {
