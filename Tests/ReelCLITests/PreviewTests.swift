@@ -220,6 +220,17 @@ struct RealtimePreviewTests {
         #expect(unparsable.status == 64)
     }
 
+    /// Port 0 (as `scripts/demo` runs it): a free port, printed in the page's address.
+    @Test func portZeroPicksAFreePort() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let run = try reel(["record", "--preview", "127.0.0.1:0", "--frames", "3", "--plain", "--out", dir])
+        #expect(run.status == 0, "\(run.stderr)")
+        let line = try #require(run.stderr.split(separator: "\n").first { $0.hasPrefix("preview: ") })
+        let port = try #require(line.wholeMatch(of: /preview: http:\/\/127\.0\.0\.1:([0-9]+)\//).flatMap { Int($0.1) })
+        #expect(port > 0)
+    }
+
     /// A client that opens the stream and never reads holds back nothing: 0 frames dropped.
     @Test func slowClientDropsNothing() throws {
         let dir = temporaryDirectory()
