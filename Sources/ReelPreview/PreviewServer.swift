@@ -14,11 +14,13 @@ public struct PreviewStatus: Codable, Sendable {
     /// Pictures the preview encoded, and its clients now streaming.
     public var previewFrames: Int
     public var previewClients: Int
+    /// Mean time to copy the crop out and encode it as JPEG, per picture, in milliseconds.
+    public var previewEncodeMs: Double
 
     public init(recording: Bool, elapsed: Double, frames: Int, fps: Double, drops: Int, ratio: String) {
         self.recording = recording; self.elapsed = elapsed; self.frames = frames
         self.fps = fps; self.drops = drops; self.ratio = ratio
-        previewFrames = 0; previewClients = 0
+        previewFrames = 0; previewClients = 0; previewEncodeMs = 0
     }
 }
 
@@ -118,7 +120,9 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
 
     func currentStatus() -> PreviewStatus {
         var s = status()
-        s.previewFrames = output.counters.encoded
+        let counters = output.counters
+        s.previewFrames = counters.encoded
+        s.previewEncodeMs = counters.meanEncodeMilliseconds
         s.previewClients = clients.value
         return s
     }

@@ -140,7 +140,7 @@ struct RealtimePreviewTests {
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
         let json = try #require(try JSONSerialization.jsonObject(with: status.body) as? [String: Any])
-        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients"])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs"])
         #expect(json["recording"] as? Bool == true)
         #expect(json["ratio"] as? String == "16x9")
         #expect((json["frames"] as? Int ?? 0) > 0)
