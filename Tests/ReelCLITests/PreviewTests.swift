@@ -220,6 +220,54 @@ struct RealtimePreviewTests {
         #expect(unparsable.status == 64)
     }
 
+    /// 200 connections that say nothing, and one request with 64 KiB of headers: the server
+    /// refuses what is over its limits, the recording drops nothing and ends on time.
+    @Test func manyConnectionsAndHugeHeaders() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let started = Date()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "3", "--source", "synthetic:1280",
+                              "--plain", "--json", "--out", dir])
+        try waitForServer("http://127.0.0.1:\(port)/")
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        func connectOne() -> Int32? {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { return nil }
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = port.bigEndian
+            a.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let ok = withUnsafePointer(to: &a) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            if !ok { close(fd); return nil }
+            return fd
+        }
+        let huge = try #require(connectOne())
+        sockets.append(huge)
+        let request = Array(("GET /status HTTP/1.1\r\nHost: x\r\n" + String(repeating: "X-Filler: " + String(repeating: "a", count: 1000) + "\r\n", count: 64) + "\r\n").utf8)
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { send(huge, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { break }
+            sent += n
+        }
+        var reply = [UInt8](repeating: 0, count: 4096)
+        let got = recv(huge, &reply, reply.count, 0)
+        let text = got > 0 ? String(decoding: reply[..<got], as: UTF8.self) : ""
+        #expect(got <= 0 || text.hasPrefix("HTTP/1.1 431"), "huge headers: \(text.prefix(40))")
+        for _ in 0..<200 { if let fd = connectOne() { sockets.append(fd) } }
+        let run = rec.wait()
+        let took = Date().timeIntervalSince(started)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(took < 9, "3 s recording with 200 idle connections ended after \(took) s")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.framesWritten == 90)
+    }
+
     /// Port 0 (as `scripts/demo` runs it): a free port, printed in the page's address.
     @Test func portZeroPicksAFreePort() throws {
         let dir = temporaryDirectory()
