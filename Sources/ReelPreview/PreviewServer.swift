@@ -158,10 +158,11 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         img{display:block;max-width:100vw;max-height:90vh;margin:auto}#s{padding:6px 12px}</style></head>
         <body><img id="p" src="/stream.mjpg\(q)" alt="live preview"><div id="s">connecting…</div>
         <script>
-        const s=document.getElementById('s');const e=new EventSource('/events\(q)');
-        e.onmessage=m=>{const j=JSON.parse(m.data);s.textContent=(j.recording?'● recording':'stopped')+
-        '  '+j.elapsed.toFixed(1)+' s  '+j.frames+' frames  '+j.fps.toFixed(1)+' fps  '+j.drops+' dropped  '+j.ratio;};
-        e.onerror=()=>{s.textContent='disconnected';};
+        const s=document.getElementById('s');const e=new EventSource('/events\(q)');let last='';
+        e.onmessage=m=>{const j=JSON.parse(m.data);last=(j.recording?'● recording':'stopped')+
+        '  '+j.elapsed.toFixed(1)+' s  '+j.frames+' frames  '+j.fps.toFixed(1)+' fps  '+j.drops+' dropped  '+j.ratio;
+        s.textContent=last;};
+        e.onerror=()=>{s.textContent=(last?last+'  ':'')+'(disconnected)';};
         </script></body></html>
         """
     }

@@ -312,4 +312,57 @@ struct RealtimePreviewTests {
         #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
         #expect(summary.framesWritten == 120)
     }
+
+    /// The page in a real browser (Debian's headless Chromium): the screenshot shows a frame
+    /// whose barcode reads back, and the state line follows `/events`. The screenshot stays in
+    /// a /tmp directory whose path the test prints.
+    @Test(.enabled(if: installedTool("chromium") != nil, "needs Debian's chromium (scripts/test installs it)"))
+    func pageInHeadlessChromium() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = temporaryDirectory("reel-preview-screenshot")
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "8", "--source", "synthetic:1280",
+                              "--plain", "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        @discardableResult func chromium(_ args: [String]) throws -> String {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: try #require(installedTool("chromium")))
+            p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900",
+                           "--timeout=2500", "--user-data-dir=\(shots)/profile"] + args + [base]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            let text = out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return String(decoding: text, as: UTF8.self)
+        }
+        let shot = shots + "/page.png"
+        try chromium(["--screenshot=\(shot)"])
+        print("preview screenshot: \(shot)")
+        let dom = try chromium(["--dump-dom"])
+        // `--timeout` stops loading after 2.5 s, while the recording still runs.
+        #expect(dom.contains("● recording") && dom.contains(" frames ") && dom.contains(" fps ") && dom.contains(" dropped "),
+                "the state line: \(dom.suffix(300))")
+
+        // The picture sits at the top left at its natural size (1280x720): read its barcode.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try #require(installedTool("ffmpeg")))
+        p.arguments = ["-v", "error", "-i", shot, "-vf", "crop=1280:720:0:0", "-f", "rawvideo", "-pix_fmt", "gray", "-"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let gray = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        try #require(gray.count == 1280 * 720)
+        let index = gray.withUnsafeBytes { raw in
+            FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: 1280, width: 1280, height: 720, depth: 8))
+        }
+        let shown = try #require(index, "no barcode in the screenshot \(shot)")
+        #expect((0..<240).contains(shown))
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+    }
 }
