@@ -22,6 +22,10 @@ let package = Package(
             pkgConfig: "libavformat libavcodec libavutil libswscale",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev"])]
         ),
+        // libmicrohttpd from Debian's -dev package: the preview's HTTP server.
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // libjpeg-turbo's TurboJPEG from Debian's -dev package: the preview's JPEG frames.
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         // Linux constants and calls Swift cannot import directly (O_DIRECT, renameat2, V4L2 codes).
         .target(name: "CLinux"),
         // Shared vocabulary: timestamps, ratios, the frame-index barcode, byte sinks, drop reasons.
@@ -39,8 +43,10 @@ let package = Package(
         // Measurements: `reel jitter`, its contention loads and its report (also `reel record
         // --report`). Above the product: only the CLI depends on it (scripts/check-architecture).
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
+        // The live preview: newest-frame JPEG output and its HTTP server (MJPEG, snapshot, status).
+        .target(name: "ReelPreview", dependencies: ["CMicroHTTPD", "CTurboJPEG", "ReelCore", "ReelMedia", "ReelCapture"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
-        .target(name: "ReelCLI", dependencies: ["ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia"]),
+        .target(name: "ReelCLI", dependencies: ["ReelPreview", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia"]),
         // `reel` itself: a thin entry into ReelCLI.
         .executableTarget(name: "reel", dependencies: ["ReelCLI"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),

@@ -23,6 +23,8 @@ public enum CommandTable {
         .value("--pool", "PATH", "write through the storage pool at PATH", sample: "pool"),
         .flag("--plain", "write straight into the output files, no pool"),
         .value("--report", "DIR", "write the storage-write latencies as DIR/record.json and record.svg", sample: "report"),
+        .value("--preview", "[HOST:]PORT", "serve the live preview over HTTP (HOST default 127.0.0.1; PORT 0 picks a free one)", sample: "127.0.0.1:0"),
+        .value("--preview-token", "TOKEN", "access token for the preview (letters, digits, - and _); generated when HOST is not loopback", sample: "secret"),
         json,
     ])
 

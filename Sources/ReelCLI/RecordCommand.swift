@@ -4,13 +4,16 @@ import ReelBench
 import ReelCapture
 import ReelCore
 import ReelMedia
+import ReelPreview
 import ReelStorage
 import ReelWriter
 
 enum RecordCommand {
     /// `reel record …` as options; no side effects.
-    static func parse(_ argv: [String]) throws -> (RecordOptions, json: Bool, report: String?) {
+    static func parse(_ argv: [String]) throws -> (RecordOptions, json: Bool, report: String?, preview: PreviewRequest?) {
         var o = RecordOptions()
+        var previewAddress: PreviewAddress? = nil
+        var previewToken: String? = nil
         var json = false
         var report: String? = nil
         var sawDuration = false, sawFrames = false
@@ -59,11 +62,22 @@ enum RecordCommand {
                 guard !v.isEmpty else { throw UsageError("--report needs a directory") }
                 report = v
             case "--json": json = true
+            case "--preview":
+                guard let a = PreviewAddress(parsing: v) else {
+                    throw UsageError("--preview: '\(printable(v))' is not [HOST:]PORT (PORT 0–65535, HOST an IP address)")
+                }
+                previewAddress = a
+            case "--preview-token":
+                guard !v.isEmpty, v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+                    throw UsageError("--preview-token: use letters, digits, '-' and '_'")
+                }
+                previewToken = v
             default: throw UsageError("record: unknown option '\(name)'")
             }
         }
         if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
-        return (o, json, report)
+        // --preview-token alone does nothing (README): the token belongs to a preview.
+        return (o, json, report, previewAddress.map { PreviewRequest(address: $0, token: previewToken) })
     }
 
     /// `T:RATIO` (seconds of media time) or `#N:RATIO` (frame index).
@@ -78,7 +92,7 @@ enum RecordCommand {
         return (.seconds(try parseSeconds(String(t), option: "--ratio-at T", range: 0...86_400)), ratio)
     }
 
-    static func run(_ options: RecordOptions, json: Bool, report: String?) throws -> Int32 {
+    static func run(_ options: RecordOptions, json: Bool, report: String?, preview request: PreviewRequest? = nil) throws -> Int32 {
         if let dir = report {
             // Refuse before recording, not after.
             let probe = dir + "/.reel-probe"
@@ -92,6 +106,9 @@ enum RecordCommand {
             printError("creating the default storage pool at \(StoragePool.defaultPath) (\(formatBytes(StoragePool.defaultCapacity)); see reel pool, or --plain to write files directly)")
         }
         let recording = try Recording(options: options)
+        // The preview listens before capture starts: a port in use ends the command here.
+        let preview = try request.map { try startPreview($0, recording: recording) }
+        defer { preview?.stop() }
 
         // SIGINT finishes the clip and keeps it; a second one quits at once (exit 130), with
         // the terminal put back first.
@@ -130,6 +147,42 @@ enum RecordCommand {
         return 0
     }
 
+    /// Binds the preview's server and adds its output to the session; prints the page's address.
+    static func startPreview(_ request: PreviewRequest, recording: Recording) throws -> PreviewServer {
+        let output = PreviewOutput()
+        let token = request.token ?? (request.address.isLoopback ? nil : PreviewServer.generateToken())
+        let session = recording.session
+        let started = DispatchTime.now().uptimeNanoseconds
+        let server: PreviewServer
+        do {
+            server = try PreviewServer(address: request.address, token: token, output: output) {
+                let stats = session.stats
+                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                let media: Double
+                if let first = stats.startPTS, let last = stats.lastPTS { media = last.seconds - first.seconds } else { media = 0 }
+                return PreviewStatus(recording: true, elapsed: media, frames: stats.framesCaptured,
+                                     fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
+                                     drops: stats.drops.total, ratio: session.ratio.description)
+            }
+            try output.start()
+        } catch let error as PreviewError {
+            throw CommandError(status: previewExitStatus(error), error.description)
+        }
+        recording.session.addOutput(output)
+        writeStderr("preview: \(server.pageURL)\n")
+        return server
+    }
+
+    /// Port in use: 75 (try another port, or later); no permission: 77; bad address: 64; else 69.
+    static func previewExitStatus(_ error: PreviewError) -> Int32 {
+        switch error {
+        case .listen(_, let e) where e == EADDRINUSE: return ExitStatus.busy
+        case .listen(_, let e) where e == EACCES: return ExitStatus.permission
+        case .badAddress: return ExitStatus.usage
+        default: return ExitStatus.unavailable
+        }
+    }
+
     /// `--report DIR`: the recording's own writes (service time of each) as record.json and
     /// record.svg, drawn with the jitter report's code (ReelBench, above the library).
     static func writeReport(of write: WriteStats, summary: RecordingSummary, fps: Double, outputDirectory: String, to dir: String) {
@@ -165,4 +218,10 @@ enum RecordCommand {
             print("  drops: " + s.dropReasons.filter { $0.value > 0 }.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", "))
         }
     }
+}
+
+/// `--preview [HOST:]PORT` and `--preview-token TOKEN`.
+public struct PreviewRequest: Sendable, Hashable {
+    public var address: PreviewAddress
+    public var token: String?
 }

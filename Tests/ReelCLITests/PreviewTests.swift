@@ -1,0 +1,368 @@
+import Foundation
+import ReelCore
+import ReelWriter
+import Testing
+
+/// A TCP port that was free a moment ago (bound to port 0, read back, closed).
+private func freePort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    defer { close(fd) }
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &a) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    try #require(ok)
+    return UInt16(bigEndian: a.sin_port)
+}
+
+/// `curl` on `url`: status code, response headers (lower-cased names) and body.
+private func curl(_ url: String, extra: [String] = [], seconds: Double = 10) throws -> (status: Int, headers: [String: String], body: Data) {
+    let dir = temporaryDirectory("reel-curl")
+    defer { removeTree(dir) }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: try #require(installedTool("curl")))
+    p.arguments = ["-s", "-m", String(seconds), "-D", dir + "/h", "-o", dir + "/b", "-w", "%{http_code}"] + extra + [url]
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    let code = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    var headers: [String: String] = [:]
+    for line in (try? String(contentsOfFile: dir + "/h", encoding: .utf8))?.split(separator: "\r\n") ?? [] {
+        if let colon = line.firstIndex(of: ":") {
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+    }
+    return (Int(String(decoding: code, as: UTF8.self)) ?? 0, headers,
+            (try? Data(contentsOf: URL(fileURLWithPath: dir + "/b"))) ?? Data())
+}
+
+/// Polls `/status` until the server answers (the recording is starting).
+private func waitForServer(_ base: String, query: String = "") throws {
+    for _ in 0..<100 {
+        if (try? curl(base + "status" + query, seconds: 1))?.status == 200 { return }
+        usleep(50_000)
+    }
+    Issue.record("the preview at \(base) never answered")
+}
+
+/// The frame-index barcode of a JPEG, decoded by ffmpeg (an independent decoder) to gray.
+private func barcode(ofJPEG jpeg: Data) throws -> Int? {
+    let dir = temporaryDirectory("reel-jpeg")
+    defer { removeTree(dir) }
+    let path = dir + "/f.jpg"
+    try jpeg.write(to: URL(fileURLWithPath: path))
+    let info = try #require(ffprobe(path))
+    #expect(info.codec == "mjpeg")
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: try #require(installedTool("ffmpeg")))
+    p.arguments = ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"]
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    let gray = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    try #require(gray.count == info.width * info.height)
+    return gray.withUnsafeBytes { raw in
+        FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: info.width, width: info.width, height: info.height, depth: 8))
+    }
+}
+
+/// The parts of a multipart/x-mixed-replace body: headers (lower-cased names) and JPEG bytes.
+private func parts(of body: Data, boundary: String) -> [(headers: [String: String], jpeg: Data)] {
+    var result: [(headers: [String: String], jpeg: Data)] = []
+    let bytes = [UInt8](body)
+    let marker = Array("--\(boundary)\r\n".utf8)
+    var i = 0
+    func find(_ needle: [UInt8], from: Int) -> Int? {
+        guard needle.count <= bytes.count else { return nil }
+        var k = from
+        while k + needle.count <= bytes.count {
+            if bytes[k] == needle[0] && Array(bytes[k..<k + needle.count]) == needle { return k }
+            k += 1
+        }
+        return nil
+    }
+    while let start = find(marker, from: i) {
+        let headStart = start + marker.count
+        guard let headEnd = find(Array("\r\n\r\n".utf8), from: headStart) else { break }
+        var headers: [String: String] = [:]
+        for line in String(decoding: bytes[headStart..<headEnd], as: UTF8.self).split(separator: "\r\n") {
+            if let colon = line.firstIndex(of: ":") {
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        guard let length = headers["content-length"].flatMap({ Int($0) }), headEnd + 4 + length <= bytes.count else { break }
+        result.append((headers, Data(bytes[(headEnd + 4)..<(headEnd + 4 + length)])))
+        i = headEnd + 4 + length
+    }
+    return result
+}
+
+private let haveTools = installedTool("curl") != nil && installedTool("ffmpeg") != nil && installedTool("ffprobe") != nil
+
+@Suite("RealtimePreviewTests", .serialized, .enabled(if: haveTools, "needs curl, ffmpeg and ffprobe"))
+struct RealtimePreviewTests {
+    /// The page, the snapshot, the MJPEG stream and the status while recording: every picture
+    /// shows the frame its `X-Frame-Index` names, and the index advances between parts.
+    @Test func streamSnapshotAndStatusWhileRecording() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "4", "--source", "synthetic:1280",
+                              "--plain", "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+
+        let page = try curl(base)
+        #expect(page.status == 200)
+        #expect(String(decoding: page.body, as: UTF8.self).contains("<img id=\"p\" src=\"/stream.mjpg\""))
+        #expect(String(decoding: page.body, as: UTF8.self).contains("EventSource('/events')"))
+
+        #expect(try curl(base + "status", extra: ["-X", "POST"]).status == 405)
+        #expect(try curl(base + "nothing-here").status == 404)
+
+        let snap = try curl(base + "snapshot.jpg")
+        #expect(snap.status == 200)
+        #expect(snap.headers["content-type"] == "image/jpeg")
+        let snapIndex = try #require(snap.headers["x-frame-index"].flatMap { Int($0) })
+        #expect(snap.headers["x-timestamp-us"].flatMap { Int64($0) } == Int64(snapIndex) * 1_000_000 / 30)
+        #expect(try barcode(ofJPEG: snap.body) == snapIndex)
+
+        // While it records (4 s): the stream, the status, the events; decoding comes after.
+        let stream = try curl(base + "stream.mjpg", seconds: 1.5)
+        #expect(stream.headers["content-type"] == "multipart/x-mixed-replace;boundary=reelframe")
+        let status = try curl(base + "status")
+        #expect(status.headers["content-type"] == "application/json")
+        let json = try #require(try JSONSerialization.jsonObject(with: status.body) as? [String: Any])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs"])
+        #expect(json["recording"] as? Bool == true)
+        #expect(json["ratio"] as? String == "16x9")
+        #expect((json["frames"] as? Int ?? 0) > 0)
+
+        let events = try curl(base + "events", seconds: 0.8)
+        let text = String(decoding: events.body, as: UTF8.self)
+        #expect(events.headers["content-type"] == "text/event-stream")
+        #expect(text.hasPrefix("data: {"), "\(text.prefix(80))")
+
+        let got = parts(of: stream.body, boundary: "reelframe")
+        #expect(got.count >= 10, "parts in 1.5 s at 30 fps: \(got.count)")
+        var previous = -1
+        for part in got {
+            let index = try #require(part.headers["x-frame-index"].flatMap { Int($0) })
+            #expect(part.headers["x-timestamp-us"] != nil)
+            #expect(index > previous, "the frame index advances between parts")
+            #expect(try barcode(ofJPEG: part.jpeg) == index, "the picture shows frame \(index)")
+            previous = index
+        }
+
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("preview: \(base)\n"))
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.framesWritten == 120)
+    }
+
+    /// Off loopback every request needs the token: 401 without it, 200 with `?token=` or a
+    /// bearer header.
+    @Test func tokenRequiredOffLoopback() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "0.0.0.0:\(port)", "--preview-token", "s3cret", "--duration", "3",
+                              "--source", "synthetic:1280", "--plain", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base, query: "?token=s3cret")
+        for path in ["", "status", "snapshot.jpg", "stream.mjpg", "events"] {
+            #expect(try curl(base + path, seconds: 2).status == 401, "/\(path) without a token")
+            #expect(try curl(base + path + "?token=wrong", seconds: 2).status == 401, "/\(path) with a wrong token")
+        }
+        #expect(try curl(base + "status?token=s3cret").status == 200)
+        #expect(try curl(base + "status", extra: ["-H", "Authorization: Bearer s3cret"]).status == 200)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("preview: http://0.0.0.0:\(port)/?token=s3cret\n"))
+    }
+
+    /// A port in use: one line, exit 75, and no clip (before capture starts). A bad address: 64.
+    @Test func portInUseAndBadAddress() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &a) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        try #require(bound)
+        let port = UInt16(bigEndian: a.sin_port)
+        let run = try reel(["record", "--preview", "127.0.0.1:\(port)", "--duration", "1", "--plain", "--out", dir])
+        #expect(run.status == 75)
+        #expect(run.stderr == "reel: preview: 127.0.0.1:\(port) is in use (choose another port with --preview)\n")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".mov") }.isEmpty)
+
+        let bad = try reel(["record", "--preview", "203.0.113.7:8080", "--duration", "1", "--plain", "--out", dir])
+        #expect(bad.status == 64, "\(bad.stderr)")
+        #expect(bad.stderr.hasPrefix("reel: preview: '203.0.113.7'") && bad.stderr.split(separator: "\n").count == 1)
+        let unparsable = try reel(["record", "--preview", "nohost:99999", "--duration", "1", "--plain", "--out", dir])
+        #expect(unparsable.status == 64)
+    }
+
+    /// 200 connections that say nothing, and one request with 64 KiB of headers: the server
+    /// refuses what is over its limits, the recording drops nothing and ends on time.
+    @Test func manyConnectionsAndHugeHeaders() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let started = Date()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "3", "--source", "synthetic:1280",
+                              "--plain", "--json", "--out", dir])
+        try waitForServer("http://127.0.0.1:\(port)/")
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        func connectOne() -> Int32? {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { return nil }
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = port.bigEndian
+            a.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let ok = withUnsafePointer(to: &a) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            if !ok { close(fd); return nil }
+            return fd
+        }
+        let huge = try #require(connectOne())
+        sockets.append(huge)
+        let request = Array(("GET /status HTTP/1.1\r\nHost: x\r\n" + String(repeating: "X-Filler: " + String(repeating: "a", count: 1000) + "\r\n", count: 64) + "\r\n").utf8)
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { send(huge, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { break }
+            sent += n
+        }
+        var reply = [UInt8](repeating: 0, count: 4096)
+        let got = recv(huge, &reply, reply.count, 0)
+        let text = got > 0 ? String(decoding: reply[..<got], as: UTF8.self) : ""
+        #expect(got <= 0 || text.hasPrefix("HTTP/1.1 431"), "huge headers: \(text.prefix(40))")
+        for _ in 0..<200 { if let fd = connectOne() { sockets.append(fd) } }
+        let run = rec.wait()
+        let took = Date().timeIntervalSince(started)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(took < 9, "3 s recording with 200 idle connections ended after \(took) s")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.framesWritten == 90)
+    }
+
+    /// Port 0 (as `scripts/demo` runs it): a free port, printed in the page's address.
+    @Test func portZeroPicksAFreePort() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let run = try reel(["record", "--preview", "127.0.0.1:0", "--frames", "3", "--plain", "--out", dir])
+        #expect(run.status == 0, "\(run.stderr)")
+        let line = try #require(run.stderr.split(separator: "\n").first { $0.hasPrefix("preview: ") })
+        let port = try #require(line.wholeMatch(of: /preview: http:\/\/127\.0\.0\.1:([0-9]+)\//).flatMap { Int($0.1) })
+        #expect(port > 0)
+    }
+
+    /// A client that opens the stream and never reads holds back nothing: 0 frames dropped.
+    @Test func slowClientDropsNothing() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "4", "--source", "synthetic:1280",
+                              "--plain", "--json", "--out", dir])
+        try waitForServer("http://127.0.0.1:\(port)/")
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var small: Int32 = 4096
+        #expect(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size)) == 0)
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = port.bigEndian
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &a) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        try #require(connected)
+        let request = Array("GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        #expect(write(fd, request, request.count) == request.count)
+        // Another client meanwhile still gets fresh pictures.
+        usleep(1_500_000)
+        let snap = try curl("http://127.0.0.1:\(port)/snapshot.jpg")
+        #expect(snap.status == 200)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.framesWritten == 120)
+    }
+
+    /// The page in a real browser (Debian's headless Chromium): the screenshot shows a frame
+    /// whose barcode reads back, and the state line follows `/events`. The screenshot stays in
+    /// a /tmp directory whose path the test prints.
+    @Test(.enabled(if: installedTool("chromium") != nil, "needs Debian's chromium (scripts/test installs it)"))
+    func pageInHeadlessChromium() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = temporaryDirectory("reel-preview-screenshot")
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "8", "--source", "synthetic:1280",
+                              "--plain", "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        @discardableResult func chromium(_ args: [String]) throws -> String {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: try #require(installedTool("chromium")))
+            p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900",
+                           "--timeout=2500", "--user-data-dir=\(shots)/profile"] + args + [base]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            let text = out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return String(decoding: text, as: UTF8.self)
+        }
+        let shot = shots + "/page.png"
+        try chromium(["--screenshot=\(shot)"])
+        print("preview screenshot: \(shot)")
+        let dom = try chromium(["--dump-dom"])
+        // `--timeout` stops loading after 2.5 s, while the recording still runs.
+        #expect(dom.contains("● recording") && dom.contains(" frames ") && dom.contains(" fps ") && dom.contains(" dropped "),
+                "the state line: \(dom.suffix(300))")
+
+        // The picture sits at the top left at its natural size (1280x720): read its barcode.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try #require(installedTool("ffmpeg")))
+        p.arguments = ["-v", "error", "-i", shot, "-vf", "crop=1280:720:0:0", "-f", "rawvideo", "-pix_fmt", "gray", "-"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let gray = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        try #require(gray.count == 1280 * 720)
+        let index = gray.withUnsafeBytes { raw in
+            FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: 1280, width: 1280, height: 720, depth: 8))
+        }
+        let shown = try #require(index, "no barcode in the screenshot \(shot)")
+        #expect((0..<240).contains(shown))
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+    }
+}
