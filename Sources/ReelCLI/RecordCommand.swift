@@ -95,12 +95,7 @@ enum RecordCommand {
     static func run(_ options: RecordOptions, json: Bool, report: String?, preview request: PreviewRequest? = nil) throws -> Int32 {
         if let dir = report {
             // Refuse before recording, not after.
-            let probe = dir + "/.reel-probe"
-            guard (try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)) != nil,
-                  FileManager.default.createFile(atPath: probe, contents: Data()) else {
-                throw UsageError("--report: cannot write to \(dir)")
-            }
-            try? FileManager.default.removeItem(atPath: probe)
+            guard canWriteInDirectory(dir) else { throw UsageError("--report: cannot write to \(dir)") }
         }
         if options.storage == .defaultPool && !FileManager.default.fileExists(atPath: StoragePool.defaultPath + "/manifest.json") {
             printError("creating the default storage pool at \(StoragePool.defaultPath) (\(formatBytes(StoragePool.defaultCapacity)); see reel pool, or --plain to write files directly)")

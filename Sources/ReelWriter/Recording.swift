@@ -143,7 +143,7 @@ public final class Recording: Sendable {
     public let poolCreated: Bool
     private let remainingBefore: Int64?
     private let frameCount: Int
-    private let stopped = NSLockedFlag()
+    private let stopped = SetOnceFlag()
     private let sourceFailure = Mutex<(any UserFacingError)?>(nil)
     private let lastWrite = Mutex<WriteStats?>(nil)
 
@@ -253,7 +253,7 @@ public final class Recording: Sendable {
     public func run(progress: (@Sendable (RecordingProgress) -> Void)? = nil) -> RecordingSummary {
         let start = MonotonicClock.now()
         writer.start()
-        let monitorDone = NSLockedFlag()
+        let monitorDone = SetOnceFlag()
         let monitor = Thread { [self] in
             while !monitorDone.isSet {
                 usleep(100_000)
@@ -334,8 +334,8 @@ struct SourceFailure: UserFacingError {
 }
 
 /// A flag set once, read from any thread.
-final class NSLockedFlag: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
+final class SetOnceFlag: Sendable {
+    private let value = Atomic(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }
