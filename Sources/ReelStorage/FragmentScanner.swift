@@ -22,13 +22,22 @@ public enum FragmentScanner {
         scanISO(path, limit: limit).map { (length: $0.length, count: $0.fragments) }
     }
 
-    private static func scanISO(_ path: String, limit: Int64?) -> (length: Int64, fragments: Int)? {
+    /// The file opened read-only and the length to scan (its size, or `limit` if smaller);
+    /// nil when it cannot be opened or stat'ed.
+    private static func openForScan(_ path: String, limit: Int64?) -> (fd: Int32, size: Int64)? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        defer { if close(fd) != 0 { /* only read from: nothing to report */ } }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { return nil }
-        let fileSize = min(Int64(st.st_size), limit ?? .max)
+        guard fstat(fd, &st) == 0 else {
+            if close(fd) != 0 { /* only read from: nothing to report */ }
+            return nil
+        }
+        return (fd, min(Int64(st.st_size), limit ?? .max))
+    }
+
+    private static func scanISO(_ path: String, limit: Int64?) -> (length: Int64, fragments: Int)? {
+        guard let (fd, fileSize) = openForScan(path, limit: limit) else { return nil }
+        defer { if close(fd) != 0 { /* only read from: nothing to report */ } }
         var offset: Int64 = 0
         var sawMoov = false
         var playable: Int64? = nil
@@ -72,12 +81,8 @@ public enum FragmentScanner {
     /// and a segment. Clusters are written whole (libavformat buffers each until it closes),
     /// so a complete cluster holds complete blocks starting with a keyframe.
     public static func completeClusters(of path: String, limit: Int64? = nil) -> (length: Int64, count: Int)? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard let (fd, fileSize) = openForScan(path, limit: limit) else { return nil }
         defer { if close(fd) != 0 { /* only read from: nothing to report */ } }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return nil }
-        let fileSize = min(Int64(st.st_size), limit ?? .max)
         var buf = [UInt8](repeating: 0, count: 12)
 
         /// An element header at `offset`: its id, the size of its payload (nil: unknown) and
