@@ -375,7 +375,10 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
 
     /// Salvage after a failure: waits for queued writes (whatever they returned), cuts the
     /// slot to `length`; `publish` then moves what is there.
+    /// Once published, the file is the user's clip: a later failure (giving the slot back,
+    /// say) never cuts it.
     public func truncate(to length: Int64) throws {
+        guard !published else { return }
         salvaging = true
         currentFill = 0
         drain(ignoringErrors: true)
