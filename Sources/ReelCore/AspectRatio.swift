@@ -1,21 +1,32 @@
 /// A frame size in pixels.
 public struct Size: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// Width in pixels.
     public var width: Int
+    /// Height in pixels.
     public var height: Int
+    /// A size of `width` × `height` pixels.
     public init(width: Int, height: Int) { self.width = width; self.height = height }
+    /// `WIDTHxHEIGHT` (`1920x1080`), as `--source` spells a sensor size.
     public var description: String { "\(width)x\(height)" }
 }
 
 /// A rectangle inside a sensor frame, in pixels.
 public struct CropRect: Hashable, Sendable, CustomStringConvertible {
+    /// Offset of the left edge from the sensor's left edge.
     public var x: Int
+    /// Offset of the top edge from the sensor's top edge.
     public var y: Int
+    /// Width in pixels.
     public var width: Int
+    /// Height in pixels.
     public var height: Int
+    /// The rectangle `width` × `height` whose top-left corner is at (`x`, `y`).
     public init(x: Int, y: Int, width: Int, height: Int) {
         self.x = x; self.y = y; self.width = width; self.height = height
     }
+    /// Width and height, without the offsets.
     public var size: Size { Size(width: width, height: height) }
+    /// `WxH+X+Y` (X11 geometry form: `1080x1080+420+0`).
     public var description: String { "\(width)x\(height)+\(x)+\(y)" }
 }
 
@@ -34,6 +45,7 @@ public enum AspectRatio: String, CaseIterable, Sendable, Codable, CustomStringCo
         self.init(rawValue: normal)
     }
 
+    /// The raw value: `16x9`, `1x1`, …
     public var description: String { rawValue }
 
     /// Width and height of the ratio (16 and 9 for 16x9).

@@ -4,8 +4,10 @@
 /// muxers seek back to patch headers, so a sink must support overwriting what it wrote.
 public protocol ByteSink: AnyObject {
     /// Writes all of `bytes` at the current position and advances it.
+    /// - Throws: the storage's error (a ``SystemError`` for a failed write; out of space included).
     func write(_ bytes: UnsafeRawBufferPointer) throws
     /// Moves the position to `offset` (0 ≤ offset ≤ size).
+    /// - Throws: a ``SystemError`` (`lseek`, EINVAL) for an offset the sink cannot seek to.
     func seek(to offset: Int64) throws
     /// The current position.
     var position: Int64 { get }
@@ -18,6 +20,8 @@ public protocol ByteSink: AnyObject {
 }
 
 extension ByteSink {
+    /// Default: unlimited (a sink that never makes its caller wait).
     public var headroom: Int64 { .max }
+    /// Default: nothing to do.
     public func packetWritten() {}
 }

@@ -13,10 +13,15 @@ public enum DropReason: String, CaseIterable, Sendable, Codable {
 
 /// Counts of dropped frames by reason.
 public struct DropCounts: Sendable, Equatable {
+    /// The count of each reason that has been added (a reason never added is absent).
     public private(set) var byReason: [DropReason: Int] = [:]
+    /// No drops.
     public init() {}
+    /// Counts `count` more drops for `reason`.
     public mutating func add(_ reason: DropReason, count: Int = 1) { byReason[reason, default: 0] += count }
+    /// Drops of every reason together.
     public var total: Int { byReason.values.reduce(0, +) }
+    /// Drops for `reason` (0 when none).
     public subscript(reason: DropReason) -> Int { byReason[reason] ?? 0 }
     /// Every reason, zeros included, keyed by its raw name: the `dropReasons` JSON object.
     public var table: [String: Int] {

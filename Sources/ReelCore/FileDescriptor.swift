@@ -40,6 +40,7 @@ public struct FileDescriptor: Sendable, Hashable {
     }
 
     /// Writes `count` bytes from `base` at `offset` (see ``writeAll(_:toAbsoluteOffset:)``).
+    /// - Throws: ``SystemError`` for `pwrite`.
     public func writeAll(_ base: UnsafeRawPointer, count: Int, toAbsoluteOffset offset: Int64) throws {
         try writeAll(UnsafeRawBufferPointer(start: base, count: count), toAbsoluteOffset: offset)
     }
@@ -57,7 +58,7 @@ public struct FileDescriptor: Sendable, Hashable {
     }
 
     /// Reads up to `buffer.count` bytes at `offset` with `pread(2)`; 0 at the end of the file.
-    /// - Throws: ``SystemError`` for `pread`.
+    /// - Throws: ``SystemError`` for `pread` (its `call` reads `read`).
     public func read(into buffer: UnsafeMutableRawBufferPointer, fromAbsoluteOffset offset: Int64) throws -> Int {
         try retryingInterrupts("read", path: path) { pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
     }

@@ -5,13 +5,19 @@
 /// large enough to survive lossy codecs at their default settings. The V4L2 emulation
 /// (`scripts/fake-v4l2.d/fakev4l2.c`) draws the same layout in C.
 public enum FrameBarcode {
+    /// Side of one square cell, in pixels.
     public static let cell = 32
+    /// Cells per row: 8 bits each.
     public static let columns = 8
+    /// Rows of cells: 4, for 32 bits.
     public static let rows = 4
+    /// Width of the grid in pixels (256).
     public static let width = cell * columns
+    /// Height of the grid in pixels (128).
     public static let height = cell * rows
-    /// Luma of a 0 bit and of a 1 bit (video range).
+    /// Luma of a 0 bit (video-range black).
     public static let dark: UInt8 = 16
+    /// Luma of a 1 bit (video-range white).
     public static let bright: UInt8 = 235
     /// The largest index the barcode can carry.
     public static let maxIndex = (1 << 24) - 1
@@ -82,13 +88,18 @@ public enum FrameBarcode {
 
 /// A read-only view of a luma plane of 8 or 16 bits per sample.
 public struct LumaPlane {
+    /// The first sample of the top row.
     public let base: UnsafeRawPointer
+    /// Bytes from one row to the next.
     public let stride: Int
+    /// Width in samples.
     public let width: Int
+    /// Height in rows.
     public let height: Int
     /// Bits of significance per sample (8, 10, 12, 16); samples over 8 bits are 16-bit little-endian.
     public let depth: Int
 
+    /// A view of `height` rows of `width` samples at `base`, rows `stride` bytes apart; the memory must outlive the view.
     public init(base: UnsafeRawPointer, stride: Int, width: Int, height: Int, depth: Int) {
         self.base = base; self.stride = stride; self.width = width; self.height = height; self.depth = depth
     }

@@ -4,17 +4,19 @@ import Glibc
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock frame schedules and latencies are measured on.
 public enum MonotonicClock {
+    /// Nanoseconds on `CLOCK_MONOTONIC` (`clock_gettime`).
     public static func now() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    /// Sleeps until the monotonic clock reads `deadline` (`clock_nanosleep`, absolute).
+    /// Sleeps until the monotonic clock reads `deadline` (`clock_nanosleep`, absolute; EINTR resumes the sleep).
     public static func sleep(until deadline: UInt64) {
         var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
 
+    /// Seconds elapsed since `start`, a reading of ``now()``.
     public static func seconds(since start: UInt64) -> Double { Double(now() &- start) / 1e9 }
 }

@@ -10,6 +10,7 @@ extension Int64 {
 }
 
 extension Int {
+    /// `x` rounded toward zero, NaN as 0, clamped to ±2⁶² (see `Int64.init(saturating:)`).
     public init(saturating x: Double) { self = Int(Int64(saturating: x)) }
 }
 

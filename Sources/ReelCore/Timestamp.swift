@@ -4,17 +4,22 @@
 /// source uses its frame rate, a V4L2 camera microseconds), so timestamps of one session
 /// compare exactly, without rounding.
 public struct Timestamp: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// Ticks of `timescale` since the clock's origin.
     public var value: Int64
+    /// Ticks per second (> 0).
     public var timescale: Int32
 
+    /// `value / timescale` seconds; traps (precondition) when `timescale` is not positive.
     public init(value: Int64, timescale: Int32) {
         precondition(timescale > 0, "timescale must be positive")
         self.value = value
         self.timescale = timescale
     }
 
+    /// Time 0 on `timescale`.
     public static func zero(timescale: Int32) -> Timestamp { Timestamp(value: 0, timescale: timescale) }
 
+    /// The time in seconds (a Double: inexact for large values).
     public var seconds: Double { Double(value) / Double(timescale) }
 
     /// This timestamp on another timescale, rounded to the nearest tick.
@@ -24,22 +29,27 @@ public struct Timestamp: Hashable, Sendable, Comparable, CustomStringConvertible
         return Timestamp(value: Int64(scaled), timescale: newScale)
     }
 
+    /// Exact comparison across timescales (128-bit cross-multiplication).
     public static func < (a: Timestamp, b: Timestamp) -> Bool {
         // Cross-multiplication is exact for the timescales a session uses.
         a.value.multipliedFullWidth(by: Int64(b.timescale)) < b.value.multipliedFullWidth(by: Int64(a.timescale))
     }
 
+    /// Exact equality across timescales: `1/2` equals `2/4`.
     public static func == (a: Timestamp, b: Timestamp) -> Bool {
         a.value.multipliedFullWidth(by: Int64(b.timescale)) == b.value.multipliedFullWidth(by: Int64(a.timescale))
     }
 
+    /// Hashes the time in seconds, so that equal timestamps on different timescales hash alike.
     public func hash(into hasher: inout Hasher) { hasher.combine(seconds) }
 
+    /// The sum on `a`'s timescale (`b` converted, rounded to the nearest tick).
     public static func + (a: Timestamp, b: Timestamp) -> Timestamp {
         let b2 = b.converted(to: a.timescale)
         return Timestamp(value: a.value + b2.value, timescale: a.timescale)
     }
 
+    /// The difference on `a`'s timescale (`b` converted, rounded to the nearest tick).
     public static func - (a: Timestamp, b: Timestamp) -> Timestamp {
         let b2 = b.converted(to: a.timescale)
         return Timestamp(value: a.value - b2.value, timescale: a.timescale)
@@ -58,9 +68,12 @@ public struct Timestamp: Hashable, Sendable, Comparable, CustomStringConvertible
 
 /// A frame rate as a fraction of frames per second (`30/1`, `30000/1001`).
 public struct FrameRate: Hashable, Sendable, CustomStringConvertible {
+    /// The numerator: frames per `seconds` seconds (30000 for 29.97 fps).
     public let frames: Int32
+    /// The denominator (1001 for 29.97 fps).
     public let seconds: Int32
 
+    /// `frames` frames every `seconds` seconds; nil unless both are positive.
     public init?(frames: Int32, seconds: Int32 = 1) {
         guard frames > 0, seconds > 0 else { return nil }
         self.frames = frames
@@ -84,6 +97,7 @@ public struct FrameRate: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Frames per second as a Double (29.97…).
     public var perSecond: Double { Double(frames) / Double(seconds) }
     /// Seconds per frame.
     public var interval: Double { Double(seconds) / Double(frames) }
@@ -91,5 +105,6 @@ public struct FrameRate: Hashable, Sendable, CustomStringConvertible {
     public var timescale: Int32 { frames }
     /// One frame on `timescale`.
     public var frameDuration: Int64 { Int64(seconds) }
+    /// `30` for whole rates, `30000/1001` otherwise (the form ``init(parsing:)`` takes).
     public var description: String { seconds == 1 ? "\(frames)" : "\(frames)/\(seconds)" }
 }
