@@ -2,7 +2,9 @@ import CFFmpeg
 import ReelCore
 
 extension PixelBuffer {
-    /// Copies a camera image (YUYV or NV12, rows `bytesPerLine` apart) into this buffer.
+    /// Copies a camera image (YUYV or NV12, rows `bytesPerLine` apart) into this buffer
+    /// (`reel_copy_camera_image`: `av_image_copy`).
+    /// - Throws: ``MediaError`` (EINVAL) when `byteCount` is short of a whole picture.
     public func copyCameraImage(from source: UnsafeRawPointer, bytesPerLine: Int, byteCount: Int) throws(MediaError) {
         try check(reel_copy_camera_image(frame, source.assumingMemoryBound(to: UInt8.self), Int32(bytesPerLine), byteCount),
                   "copy camera image (\(bytesPerLine) bytes per line, \(byteCount) bytes)")
@@ -18,6 +20,8 @@ public final class JPEGDecoder: @unchecked Sendable {
     private var decoded: UnsafeMutablePointer<AVFrame>?
     private var scaler: OpaquePointer?
 
+    /// Opens libavcodec's MJPEG decoder (`avcodec_find_decoder`, `avcodec_open2`).
+    /// - Throws: ``MediaError`` when this libavcodec has no MJPEG decoder or it cannot be opened.
     public init() throws(MediaError) {
         guard let codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG) else { throw MediaError("avcodec_find_decoder", message: "no MJPEG decoder") }
         context = avcodec_alloc_context3(codec)
@@ -34,7 +38,9 @@ public final class JPEGDecoder: @unchecked Sendable {
         if let scaler { sws_freeContext(scaler) }
     }
 
-    /// Decodes one JPEG image into `buffer` (which has the camera's size).
+    /// Decodes one JPEG image into `buffer` (which has the camera's size): `avcodec_send_packet`,
+    /// `avcodec_receive_frame`, then `sws_scale` into the buffer's format.
+    /// - Throws: ``MediaError`` when the JPEG does not decode or is not the camera's size.
     public func decode(_ bytes: UnsafeRawPointer, count: Int, into buffer: PixelBuffer) throws(MediaError) {
         guard let packet, let decoded else { return }
         packet.pointee.data = UnsafeMutablePointer(mutating: bytes.assumingMemoryBound(to: UInt8.self))

@@ -3,10 +3,14 @@ import ReelCore
 
 /// A libav call that failed: the call's name, its negative error code and `av_strerror` text.
 public struct MediaError: Error, Sendable, CustomStringConvertible {
+    /// The libav call (or the step, such as `open PATH`) that failed.
     public let call: String
+    /// The negative `AVERROR` code (`AVERROR(EINVAL)` for errors not from libav).
     public let code: Int32
+    /// What went wrong: `av_strerror` of `code`, or the message.
     public let text: String
 
+    /// A failure of `call` with libav error `code`; `text` comes from `av_strerror`.
     public init(_ call: String, code: Int32) {
         self.call = call
         self.code = code
@@ -20,6 +24,7 @@ public struct MediaError: Error, Sendable, CustomStringConvertible {
         self.text = message
     }
 
+    /// `CALL: TEXT`.
     public var description: String { "\(call): \(text)" }
 
     /// `av_strerror` of a libav error code.
@@ -40,7 +45,8 @@ func check(_ ret: Int32, _ call: @autoclosure () -> String) throws(MediaError) -
 let averrorEAGAIN = reel_averror_eagain()
 let averrorEOF = reel_averror_eof()
 
-/// libav prints to stderr by default; Reel reports errors itself.
+/// Lowers libav's log level to errors (`av_log_set_level(AV_LOG_ERROR)`): libav's warnings and
+/// notes stop reaching stderr, since Reel reports failures itself.
 public func quietLibav() {
     av_log_set_level(AV_LOG_ERROR)
 }

@@ -3,13 +3,19 @@ import ReelCore
 
 /// What a file's video stream says about itself.
 public struct StreamInfo: Sendable {
+    /// The demuxer's name (`iformat->name`: `mov,mp4,m4a,3gp,3g2,mj2` or `matroska,webm`).
     public var formatName: String
+    /// The codec's short name (`avcodec_get_name`: `prores`, `h264`, …).
     public var codecName: String
+    /// Width in pixels, from the stream's codec parameters.
     public var width: Int
+    /// Height in pixels, from the stream's codec parameters.
     public var height: Int
+    /// The pixel format's name (`av_get_pix_fmt_name`: `yuv422p10le`, …), or `unknown`.
     public var pixelFormat: String
     /// The stream's time base as (num, den).
     public var timeBase: (num: Int32, den: Int32)
+    /// `avg_frame_rate` in frames per second, or nil when the file does not say.
     public var averageFrameRate: Double?
     /// Container-level tags.
     public var metadata: [String: String]
@@ -17,10 +23,15 @@ public struct StreamInfo: Sendable {
 
 /// One demuxed packet's timing.
 public struct PacketInfo: Sendable {
+    /// Presentation time on the stream's time base, nil when unset (`AV_NOPTS_VALUE`).
     public var pts: Int64?
+    /// Decoding time on the stream's time base, nil when unset (`AV_NOPTS_VALUE`).
     public var dts: Int64?
+    /// Duration on the stream's time base (0 when unknown).
     public var duration: Int64
+    /// The packet is a keyframe (`AV_PKT_FLAG_KEY`).
     public var isKeyframe: Bool
+    /// Payload bytes.
     public var size: Int
 }
 
@@ -28,8 +39,11 @@ public struct PacketInfo: Sendable {
 public struct DecodedPicture: ~Copyable {
     /// Presentation time on the stream's time base.
     public let pts: Int64?
+    /// Width of the decoded frame in pixels (it may differ from the stream header's).
     public let width: Int
+    /// Height of the decoded frame in pixels.
     public let height: Int
+    /// The frame's luma plane (plane 0), valid only inside the callback.
     public let luma: LumaPlane
 }
 
@@ -38,12 +52,15 @@ public struct DecodedPicture: ~Copyable {
 public final class MediaReader {
     private var format: UnsafeMutablePointer<AVFormatContext>?
     private let streamIndex: Int32
+    /// What the video stream says about itself.
     public let info: StreamInfo
+    /// The file opened.
     public let path: String
     /// The demuxer stopped at damaged or missing data rather than a clean end of file.
     public private(set) var stoppedEarly: MediaError?
 
-    /// Opens `path` (`avformat_open_input`, `avformat_find_stream_info`).
+    /// Opens `path` (`avformat_open_input`, `avformat_find_stream_info`, `av_find_best_stream`).
+    /// - Throws: ``MediaError`` when the file cannot be opened or probed, or has no video stream.
     public init(path: String) throws(MediaError) {
         self.path = path
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
@@ -82,7 +99,9 @@ public final class MediaReader {
         stoppedEarly = nil
     }
 
-    /// Calls `body` for every packet of the video stream, in file order.
+    /// Calls `body` for every packet of the video stream, in file order (`av_read_frame`).
+    /// A read error ends the loop and is kept in ``stoppedEarly``, not thrown.
+    /// - Throws: ``MediaError`` when no packet can be allocated; whatever `body` throws.
     public func forEachPacket(_ body: (PacketInfo) throws -> Void) throws {
         rewind()
         guard let pkt = av_packet_alloc() else { throw MediaError("av_packet_alloc", code: reel_averror(ENOMEM)) }
@@ -105,7 +124,9 @@ public final class MediaReader {
     }
 
     /// Decodes every frame of the video stream in presentation order and calls `body` with
-    /// each. Packets that fail to decode are counted, not fatal; returns that count.
+    /// each (`avcodec_send_packet`, `avcodec_receive_frame`). Packets that fail to decode are
+    /// counted, not fatal; returns that count. A read error ends the loop (``stoppedEarly``).
+    /// - Throws: ``MediaError`` when the decoder cannot be found or opened; whatever `body` throws.
     @discardableResult
     public func forEachFrame(_ body: (borrowing DecodedPicture) throws -> Void) throws -> Int {
         rewind()

@@ -54,8 +54,11 @@ public final class Muxer: @unchecked Sendable {
     private let io: UnsafeMutablePointer<AVIOContext>
     private let box: Unmanaged<SinkBox>
     private let encoderTimeBase: AVRational
+    /// The container being written.
     public let container: Container
+    /// Packets written so far.
     public private(set) var packetsWritten = 0
+    /// Bytes of packet payload written so far (without the container's own bytes).
     public private(set) var bytesOfPackets = 0
 
     /// Whether `container` wants codec extradata in its header (`AVFMT_GLOBALHEADER`).
@@ -68,6 +71,8 @@ public final class Muxer: @unchecked Sendable {
     /// - Parameters:
     ///   - fragmentInterval: seconds per fragment for MOV/MP4 (and per cluster for MKV).
     ///   - metadata: container-level tags (written as `mdta` keys in MOV/MP4).
+    /// - Throws: the sink's error when it failed while the header was written; otherwise a
+    ///   ``MediaError`` (`avformat_alloc_output_context2`, `avio_alloc_context`, `avformat_write_header`, …).
     public init(container: Container, sink: ByteSink, encoder: VideoEncoder,
                 fragmentInterval: Double = 1.0, metadata: [String: String] = [:]) throws {
         self.container = container
@@ -140,7 +145,9 @@ public final class Muxer: @unchecked Sendable {
     /// The error the sink threw, if any: more useful than libavformat's generic EIO.
     public func sinkError() -> (any Error)? { box.takeUnretainedValue().error }
 
-    /// Writes one packet (`av_write_frame`), its timestamps moved to the stream's time base.
+    /// Writes one packet (`av_write_frame`), its timestamps moved to the stream's time base,
+    /// then tells the sink (`packetWritten`).
+    /// - Throws: the sink's error if it failed, else a ``MediaError`` for `av_write_frame`.
     public func write(_ packet: borrowing EncodedPacket) throws {
         let pkt = packet.packet
         av_packet_rescale_ts(pkt, encoderTimeBase, stream.pointee.time_base)
@@ -153,7 +160,8 @@ public final class Muxer: @unchecked Sendable {
         bytesOfPackets += size
     }
 
-    /// Writes the trailer and flushes every byte into the sink (`av_write_trailer`).
+    /// Writes the trailer and flushes every byte into the sink (`av_write_trailer`, `avio_flush`).
+    /// - Throws: the sink's error if it failed, else a ``MediaError`` for `av_write_trailer`.
     public func finish() throws {
         let r = av_write_trailer(format)
         avio_flush(io)

@@ -10,10 +10,13 @@ import Synchronization
 /// type safe to send between threads.
 public final class PixelBuffer: @unchecked Sendable {
     let frame: UnsafeMutablePointer<AVFrame>
+    /// Width and height in pixels.
     public let size: Size
+    /// The pixel format of the planes.
     public let format: PixelFormat
 
-    /// Allocates the planes (`av_frame_get_buffer`, 64-byte aligned).
+    /// Allocates the planes (`av_frame_alloc`, `av_frame_get_buffer`, 64-byte aligned).
+    /// - Throws: ``MediaError`` when allocation fails.
     public init(size: Size, format: PixelFormat) throws(MediaError) {
         guard let f = av_frame_alloc() else { throw MediaError("av_frame_alloc", code: reel_averror(ENOMEM)) }
         f.pointee.width = Int32(size.width)
@@ -54,6 +57,7 @@ public final class PixelBufferPool: Sendable {
 
     /// Allocates `count` buffers and runs `prepare` once on each (a test pattern's static
     /// background, say).
+    /// - Throws: ``MediaError`` when a buffer cannot be allocated.
     public init(count: Int, size: Size, format: PixelFormat, prepare: (PixelBuffer) -> Void = { _ in }) throws(MediaError) {
         var made: [PixelBuffer] = []
         for _ in 0..<count {
@@ -65,6 +69,7 @@ public final class PixelBufferPool: Sendable {
         leased = Mutex([Bool](repeating: false, count: count))
     }
 
+    /// Buffers in the pool, leased or not.
     public var count: Int { buffers.count }
 
     /// A free buffer, or nil when all are in use.
@@ -94,6 +99,7 @@ public final class PixelBufferPool: Sendable {
 public final class PixelBufferLease: Sendable {
     private let pool: PixelBufferPool
     private let slot: Int
+    /// The leased buffer: write its pixels only while holding the lease, before handing it on.
     public let buffer: PixelBuffer
 
     fileprivate init(pool: PixelBufferPool, slot: Int, buffer: PixelBuffer) {

@@ -12,11 +12,16 @@ public struct LatencyHistogram: Sendable, Equatable {
     private static let logGrowth = log(growth)
 
     private var counts: [UInt64]
+    /// Samples recorded.
     public private(set) var count: UInt64 = 0
+    /// The largest sample, exact (0 when empty).
     public private(set) var maxNanos: UInt64 = 0
+    /// The smallest sample, exact (`UInt64.max` when empty).
     public private(set) var minNanos: UInt64 = .max
+    /// The sum of the samples, for the mean.
     public private(set) var sumNanos: Double = 0
 
+    /// An empty histogram (1,400 buckets, allocated once).
     public init() { counts = [UInt64](repeating: 0, count: Self.bucketCount) }
 
     @inline(__always)
@@ -33,6 +38,7 @@ public struct LatencyHistogram: Sendable, Equatable {
         return lo * sqrt(growth)
     }
 
+    /// Counts one sample of `nanos` nanoseconds.
     public mutating func record(nanos: UInt64) {
         counts[Self.bucket(nanos)] += 1
         count += 1
@@ -41,6 +47,7 @@ public struct LatencyHistogram: Sendable, Equatable {
         sumNanos += Double(nanos)
     }
 
+    /// Adds every sample of `other` (the histograms of several clips or threads into one).
     public mutating func merge(_ other: LatencyHistogram) {
         for i in counts.indices { counts[i] += other.counts[i] }
         count += other.count
@@ -62,6 +69,7 @@ public struct LatencyHistogram: Sendable, Equatable {
         return Double(maxNanos)
     }
 
+    /// The exact mean in nanoseconds (0 when empty).
     public var meanNanos: Double { count == 0 ? 0 : sumNanos / Double(count) }
 
     /// Samples above `nanos`.
@@ -80,12 +88,20 @@ public struct LatencyHistogram: Sendable, Equatable {
 
 /// Percentiles of a latency histogram, in milliseconds (the JSON form).
 public struct LatencySummary: Sendable, Codable, Equatable {
+    /// Samples.
     public var count: Int
+    /// Median.
     public var p50: Double
+    /// 90th percentile.
     public var p90: Double
+    /// 99th percentile.
     public var p99: Double
+    /// 99.9th percentile.
     public var p999: Double
+    /// 99.99th percentile.
     public var p9999: Double
+    /// The largest sample, exact.
     public var max: Double
+    /// The mean.
     public var mean: Double
 }
