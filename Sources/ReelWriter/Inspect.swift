@@ -4,19 +4,31 @@ import ReelMedia
 
 /// What `reel probe` reports of one file.
 public struct ProbeResult: Sendable, Codable {
+    /// The file probed.
     public var path: String
+    /// The demuxer's name (`mov,mp4,m4a,3gp,3g2,mj2` for MOV and MP4, `matroska,webm` for MKV).
     public var container: String
+    /// The codec's short name (`prores`, `h264`, `hevc`, `ffv1`).
     public var codec: String
+    /// Width in pixels, as the stream header gives it.
     public var width: Int
+    /// Height in pixels, as the stream header gives it.
     public var height: Int
+    /// The pixel format's name (`yuv422p10le`, …).
     public var pixelFormat: String
+    /// Packets of the video stream: one per frame.
     public var frames: Int
+    /// From the first packet's presentation time to the end of the last packet, in seconds.
     public var durationSeconds: Double
+    /// The earliest presentation time in seconds (null without timestamps).
     @EncodedNull public var firstPTS: Double?
+    /// The latest presentation time in seconds (null without timestamps).
     @EncodedNull public var lastPTS: Double?
+    /// The stream's average frame rate (null when the file does not say).
     @EncodedNull public var frameRate: Double?
     /// Where the clip starts on the recording's session clock (`com.reel.session_start`).
     @EncodedNull public var sessionStart: String?
+    /// The aspect ratio the clip was recorded at (`com.reel.ratio`), null for a file Reel did not write.
     @EncodedNull public var ratio: String?
     /// With `--frames`: the barcode read from each decoded frame, in presentation order (-1: unreadable).
     public var frameIndices: [Int]?
@@ -28,10 +40,14 @@ public struct ProbeResult: Sendable, Codable {
 
 /// Errors of probe and verify.
 public enum InspectError: UserFacingError {
+    /// The file cannot be opened or read as media (exit status 66).
     case unreadable(String, MediaError)
+    /// No clip files in the paths given (exit status 66).
     case noClips(String)
+    /// A `verify` violation (exit status 65); `verify` itself reports violations in ``VerifyReport`` and does not throw this.
     case violation(String)
 
+    /// 66 for a missing or unreadable file, 65 for a violation.
     public var exitStatus: Int32 {
         switch self {
         case .unreadable, .noClips: return ExitStatus.noInput
@@ -39,6 +55,7 @@ public enum InspectError: UserFacingError {
         }
     }
 
+    /// One line saying what could not be read or what is wrong.
     public var description: String {
         switch self {
         case .unreadable(let path, let e): return "cannot read \(path): \(e.text)"
@@ -48,9 +65,11 @@ public enum InspectError: UserFacingError {
     }
 }
 
+/// Reads clips back and checks them: `reel probe` and `reel verify`.
 public enum Inspector {
     /// Reads a file's stream, counts its frames (packets) and, with `frames`, decodes every
-    /// frame and reads its barcode.
+    /// frame and reads its barcode (``MediaReader``: libavformat and libavcodec).
+    /// - Throws: ``InspectError/unreadable(_:_:)`` when the file cannot be opened or read.
     public static func probe(_ path: String, frames readFrames: Bool = false) throws(InspectError) -> ProbeResult {
         try probeDecoding(path, frames: readFrames).result
     }
@@ -110,8 +129,11 @@ public enum Inspector {
         return (result, odd)
     }
 
-    /// The clip files in `paths` (files, or directories searched one level deep), in
-    /// recording order: by session-clock start, then by name.
+    /// The clip files in `paths`: files as given, and the `.mov`, `.mp4` and `.mkv` files of
+    /// directories (one level deep, hidden files skipped) sorted by name. (``verify(_:)`` then
+    /// puts the clips in recording order by session-clock start.)
+    /// - Throws: ``InspectError/unreadable(_:_:)`` for a path that does not exist,
+    ///   ``InspectError/noClips(_:)`` when no clip file is found.
     public static func clipPaths(_ paths: [String]) throws(InspectError) -> [String] {
         var files: [String] = []
         let fm = FileManager.default
@@ -135,18 +157,30 @@ public enum Inspector {
 
 /// What `reel verify` found.
 public struct VerifyReport: Sendable, Codable {
+    /// One clip as `verify` read it.
     public struct Clip: Sendable, Codable {
+        /// The clip file.
         public var path: String
+        /// Width in pixels (stream header).
         public var width: Int
+        /// Height in pixels (stream header).
         public var height: Int
+        /// The recorded aspect ratio (`com.reel.ratio`), null when the file has none.
         @EncodedNull public var ratio: String?
+        /// Frames decoded.
         public var frames: Int
+        /// Barcode of the first decoded frame (-1: unreadable), null without frames.
         @EncodedNull public var firstFrameIndex: Int?
+        /// Barcode of the last decoded frame (-1: unreadable), null without frames.
         @EncodedNull public var lastFrameIndex: Int?
+        /// Where the clip starts on the session clock (`com.reel.session_start`, `value/timescale`).
         @EncodedNull public var sessionStart: String?
     }
+    /// No violation was found.
     public var ok: Bool
+    /// The clips in recording order, up to the one with the first violation.
     public var clips: [Clip]
+    /// Frames whose index was checked before the first violation (all of them when `ok`).
     public var framesChecked: Int
     /// Session-clock frame indices where one clip ends and the next begins.
     public var seams: [Int]
@@ -159,6 +193,8 @@ extension Inspector {
     /// exactly once and in order across clips; that each clip has one size, matching its
     /// ratio; that its timestamps rise by one frame at a time; and that on the session clock
     /// each clip starts exactly where the previous one ended (the seam the recording noted).
+    /// A violation stops the check and is reported in the result (`ok` false), not thrown.
+    /// - Throws: ``InspectError`` when a path is missing, holds no clips, or a clip cannot be read.
     public static func verify(_ paths: [String]) throws(InspectError) -> VerifyReport {
         let files = try clipPaths(paths)
         var probes: [ProbeResult] = []

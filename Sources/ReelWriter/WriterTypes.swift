@@ -6,8 +6,11 @@ import ReelMetrics
 
 /// How an `AssetWriter` encodes, muxes and stores its clips.
 public struct WriterSettings: Sendable {
+    /// The video codec of every clip.
     public var codec: VideoCodec
+    /// The file format of every clip.
     public var container: Container
+    /// Where clips are written: a directory (`FileStorage`) or a storage pool (`PoolStorage`).
     public var storage: any ClipStorage
     /// Clips are named `PREFIX-0001-16x9.mov`, `PREFIX-0002-9x16.mov`, ….
     public var namePrefix: String
@@ -21,6 +24,7 @@ public struct WriterSettings: Sendable {
     /// drop the frame (`outOfBuffers`) rather than make the encode thread wait.
     public var dropWhenStorageIsBehind: Bool
 
+    /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,
                 namePrefix: String, fragmentInterval: Double = 1.0, queueCapacity: Int = 8, threads: Int = 0,
                 dropWhenStorageIsBehind: Bool = true) {
@@ -31,6 +35,7 @@ public struct WriterSettings: Sendable {
     }
 
     /// Checks that the codec exists and the container can carry it.
+    /// - Throws: ``WriterError/encoderUnavailable(_:)`` or ``WriterError/unsupportedPair(_:_:)``.
     public func validate() throws(WriterError) {
         guard codec.isAvailable else { throw .encoderUnavailable(codec) }
         guard container.supports(codec) else { throw .unsupportedPair(codec, container) }
@@ -44,9 +49,12 @@ public struct WriterSettings: Sendable {
 
 /// The writer's state, as `AVAssetWriter.status`.
 public enum WriterStatus: Sendable, Equatable {
+    /// `unknown`: not started; `writing`: started; `completed` and `cancelled`: finished.
     case unknown, writing, completed, cancelled
+    /// Stopped by an error; what was kept is in the error.
     case failed(WriterError)
 
+    /// Equal when the cases match; two `failed` states are equal whatever their errors.
     public static func == (a: WriterStatus, b: WriterStatus) -> Bool {
         switch (a, b) {
         case (.unknown, .unknown), (.writing, .writing), (.completed, .completed), (.cancelled, .cancelled), (.failed, .failed): return true
@@ -57,16 +65,21 @@ public enum WriterStatus: Sendable, Equatable {
 
 /// Errors of the writer.
 public enum WriterError: UserFacingError, Sendable {
+    /// The container cannot carry the codec (exit status 64).
     case unsupportedPair(VideoCodec, Container)
+    /// This libavcodec has no encoder for the codec (exit status 69).
     case encoderUnavailable(VideoCodec)
+    /// A frame was appended while the writer was not writing: before start, after finish or a failure (exit status 70).
     case notWriting
     /// The disk (or pool) filled while recording; what was kept is published and playable.
     case outOfSpace(SystemError, kept: KeptSummary)
     /// Storage failed in another way (the clip so far is kept as far as it is playable);
     /// `status` is the exit status of the storage error (73 for a clip name that exists).
     case storage(String, kept: KeptSummary, status: Int32)
+    /// The encoder or muxer failed (exit status 70); the clip so far is kept as far as it is playable.
     case media(MediaError, kept: KeptSummary)
 
+    /// The `reel` exit status of this error (see the cases).
     public var exitStatus: Int32 {
         switch self {
         case .unsupportedPair: return ExitStatus.usage
@@ -77,6 +90,7 @@ public enum WriterError: UserFacingError, Sendable {
         }
     }
 
+    /// The one-line message (the CLI adds `reel: `); failures while recording end with what was kept.
     public var description: String {
         switch self {
         case .unsupportedPair(let c, let k):
@@ -93,13 +107,20 @@ public enum WriterError: UserFacingError, Sendable {
 
 /// What survived a failed recording.
 public struct KeptSummary: Sendable, CustomStringConvertible {
+    /// Frames in the clips that were published.
     public var frames: Int
+    /// Seconds of video in those clips.
     public var seconds: Double
+    /// Bytes of those clips.
     public var bytes: Int64
+    /// Clips published (salvaged ones included).
     public var clips: Int
+    /// The last clip published, if any.
     public var lastPath: String?
+    /// Frames the writer took in that no published clip holds.
     public var framesLost: Int
 
+    /// `kept N frames (S s, M MB) in C clips, last PATH; L frames were not written`.
     public var description: String {
         let mb = Double(bytes) / 1_000_000
         var s = "kept \(frames) frames (\(formatted(seconds)) s, \(formatted(mb)) MB) in \(clips) clip\(clips == 1 ? "" : "s")"
@@ -120,18 +141,29 @@ func formatted(_ x: Double, digits: Int = 2) -> String {
 
 /// One finished clip, as the JSON summary lists it.
 public struct ClipSummary: Sendable, Codable, Equatable {
+    /// Where the clip was published.
     public var path: String
+    /// Width in pixels.
     public var width: Int
+    /// Height in pixels.
     public var height: Int
+    /// The aspect ratio it was recorded at (`16x9`).
     public var ratio: String
+    /// The codec's short name (`prores`, `h264`, `hevc`, `ffv1`).
     public var codec: String
+    /// `mov`, `mp4` or `mkv`.
     public var container: String
+    /// Frames in the clip.
     public var frames: Int
+    /// Source index of its first frame (the barcode `verify` reads), -1 when empty.
     public var firstFrameIndex: Int
+    /// Source index of its last frame, -1 when empty.
     public var lastFrameIndex: Int
     /// Session-clock time of the clip's first frame, in seconds (the clip's own timeline starts at 0).
     public var firstPTS: Double
+    /// Seconds of video: frames × the nominal frame duration.
     public var durationSeconds: Double
+    /// Size of the published file in bytes.
     public var bytes: Int64
     /// The clip was cut short by a failure and holds only its complete fragments.
     public var salvaged: Bool
@@ -139,7 +171,9 @@ public struct ClipSummary: Sendable, Codable, Equatable {
 
 /// What the writer did.
 public struct WriterResult: Sendable {
+    /// Every published clip, in recording order.
     public var clips: [ClipSummary]
+    /// Frames in the published clips.
     public var framesWritten: Int
     /// Frames the writer accepted but could not write (after a failure).
     public var framesLost: Int
@@ -154,6 +188,7 @@ public struct WriterResult: Sendable {
     public var drops: DropCounts
     /// Write latency and ring use of every clip, merged.
     public var write: WriteStats?
+    /// Why the writer stopped early (with what was kept), or nil.
     public var error: WriterError?
     /// Seconds from the first frame's hand-over to its being encoded and muxed (nil without frames).
     public var firstFrameLatency: Double?
