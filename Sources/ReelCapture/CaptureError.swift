@@ -2,11 +2,16 @@ import ReelCore
 
 /// Errors of capture sources and sessions.
 public enum CaptureError: UserFacingError {
+    /// A synthetic sensor size that is odd or out of range (exit status 64); the message says which.
     case invalidSensorSize(String)
+    /// The session was asked for a ratio its source does not support (exit status 64).
     case unsupportedRatio(AspectRatio, supported: [AspectRatio], format: String)
+    /// The camera stopped sending or was lost (exit status 74); the message says which.
     case sourceFailed(String)
+    /// Not thrown today (exit status 70).
     case sessionNotRunning
 
+    /// 64 for bad settings, 74 for a failed source, 70 otherwise.
     public var exitStatus: Int32 {
         switch self {
         case .invalidSensorSize, .unsupportedRatio: return ExitStatus.usage
@@ -15,6 +20,7 @@ public enum CaptureError: UserFacingError {
         }
     }
 
+    /// One line saying what went wrong.
     public var description: String {
         switch self {
         case .invalidSensorSize(let why): return why

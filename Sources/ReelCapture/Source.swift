@@ -4,13 +4,18 @@ import ReelMedia
 /// What a source produces: sensor size, pixel format, frame rate, clock timescale, and the
 /// dynamic aspect ratios it supports (Apple's `supportedDynamicAspectRatios`).
 public struct SourceFormat: Sendable, Hashable {
+    /// The sensor's size: every frame is the whole sensor picture.
     public var size: Size
+    /// The pixel format of the frames' buffers.
     public var pixelFormat: PixelFormat
+    /// The nominal frame rate.
     public var rate: FrameRate
     /// Ticks per second of the timestamps the source stamps its frames with.
     public var timescale: Int32
+    /// The ratios the session may crop this sensor to.
     public var supportedRatios: [AspectRatio]
 
+    /// A format of `size` frames in `pixelFormat` at `rate`, stamped on `timescale`.
     public init(size: Size, pixelFormat: PixelFormat, rate: FrameRate, timescale: Int32, supportedRatios: [AspectRatio]) {
         self.size = size; self.pixelFormat = pixelFormat; self.rate = rate
         self.timescale = timescale; self.supportedRatios = supportedRatios
@@ -24,9 +29,11 @@ public struct SourceFormat: Sendable, Hashable {
 
 /// A frame as a source hands it to the session: the whole sensor picture.
 public struct SourceFrame: Sendable {
+    /// The frame's pixels: the buffer returns to the source's pool when the last holder lets go.
     public let lease: PixelBufferLease
     /// Index of the frame since the source started (gaps where frames were dropped).
     public let index: Int
+    /// Capture time on the session clock (the source's `timescale`), 0 at the first frame.
     public let pts: Timestamp
 }
 
@@ -42,11 +49,13 @@ public protocol SourceDelegate: AnyObject, Sendable {
 
 /// A camera: synthetic, or V4L2.
 public protocol VideoSource: AnyObject, Sendable {
+    /// What the source produces.
     var format: SourceFormat { get }
     /// Real-time pacing: frames come at the sensor's rate whether or not they are taken.
     var isRealtime: Bool { get }
     /// Runs the capture loop on the calling thread until `frameLimit` frames have been
     /// produced (or dropped), or `stop()` is called.
+    /// - Throws: what the camera failed with (``CaptureError``, ``V4L2Error``); the synthetic source does not throw.
     func capture(frameLimit: Int?, delegate: any SourceDelegate) throws
     /// Ends `capture` after the frame in progress. Safe from any thread.
     func stop()

@@ -6,32 +6,52 @@ import Synchronization
 
 /// What a V4L2 device says about itself (`reel devices`).
 public struct V4L2DeviceInfo: Sendable, Codable {
+    /// One pixel format the device offers (`VIDIOC_ENUM_FMT`).
     public struct Format: Sendable, Codable {
+        /// The format's FourCC (`YUYV`, `NV12`, `MJPG`, …).
         public var fourcc: String
+        /// The driver's name for the format.
         public var description: String
+        /// The discrete frame sizes offered in this format (`VIDIOC_ENUM_FRAMESIZES`).
         public var sizes: [Mode]
     }
+    /// One frame size and the frame rates offered at it.
     public struct Mode: Sendable, Codable {
+        /// Width in pixels.
         public var width: Int
+        /// Height in pixels.
         public var height: Int
+        /// Discrete frame rates in frames per second (`VIDIOC_ENUM_FRAMEINTERVALS`); empty when the driver lists none.
         public var fps: [Double]
     }
+    /// The device node (`/dev/video0`).
     public var path: String
+    /// The driver's name (`VIDIOC_QUERYCAP` `driver`).
     public var driver: String
+    /// The device's name (`card`).
     public var card: String
+    /// Where the device is attached (`bus_info`).
     public var bus: String
+    /// The pixel formats the device offers, in the driver's order.
     public var formats: [Format]
 }
 
 /// Errors of V4L2 devices, with the exit status `reel` reports.
 public enum V4L2Error: UserFacingError {
+    /// No such device node (exit status 66).
     case noDevice(String)
+    /// Another program holds the camera: `open` or an ioctl gave EBUSY (exit status 69).
     case busy(String)
+    /// `open` gave EACCES or EPERM (exit status 77).
     case permission(String)
+    /// The node is not a streaming video capture device; the second string says why (exit status 69).
     case notCapture(String, String)
+    /// The size, rate or format asked for is not offered; the second string lists what is (exit status 64).
     case formatNotOffered(String, String)
+    /// A system call on the device failed (exit status 74).
     case failed(String, SystemError)
 
+    /// The `reel` exit status of this error (see the cases).
     public var exitStatus: Int32 {
         switch self {
         case .noDevice: return ExitStatus.noInput
@@ -42,6 +62,7 @@ public enum V4L2Error: UserFacingError {
         }
     }
 
+    /// One line naming the device and what went wrong.
     public var description: String {
         switch self {
         case .noDevice(let p): return "\(p): no such video device"
@@ -146,6 +167,7 @@ final class V4L2Device {
 }
 
 /// Lists the V4L2 capture devices (/dev/video0 … /dev/video63 that open and answer QUERYCAP).
+/// Nodes that fail to open or answer are left out; nothing is thrown.
 public func listV4L2Devices() -> [V4L2DeviceInfo] {
     (0..<64).compactMap { n in
         guard let d = try? V4L2Device(path: "/dev/video\(n)"), let info = try? d.info() else { return nil }
@@ -162,9 +184,13 @@ public func listV4L2Devices() -> [V4L2DeviceInfo] {
 /// decode (or that the driver flags V4L2_BUF_FLAG_ERROR) is dropped with reason `corrupt`.
 public final class V4L2Source: VideoSource, @unchecked Sendable {
     // `device`, `buffers` and `decoder` are used by the capture thread only; `stopping` is atomic.
+    /// Size, pixel format and rate the driver settled on; timestamps in microseconds.
     public let format: SourceFormat
+    /// Always true: the camera sends frames at its own pace.
     public let isRealtime = true
+    /// What the device said about itself when it was opened.
     public let info: V4L2DeviceInfo
+    /// The FourCC the driver chose (`YUYV`, `NV12` or `MJPG`).
     public let fourcc: String
     private let device: V4L2Device
     private let buffers: [(UnsafeMutableRawPointer, Int)]
@@ -173,8 +199,12 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     private let bytesPerLine: Int
     private let stopping = Atomic<Bool>(false)
 
-    /// Opens and configures the device.
+    /// Opens and configures the device: `open(2)`, `VIDIOC_QUERYCAP`, `VIDIOC_S_FMT`, `VIDIOC_S_PARM`
+    /// (`VIDIOC_G_PARM` for the rate chosen), `VIDIOC_REQBUFS` for `bufferCount` buffers,
+    /// `VIDIOC_QUERYBUF` and `mmap(2)` for each.
     /// - Parameters: size, fps and fourcc as asked (`nil`: the device's first offer).
+    /// - Throws: ``V4L2Error`` (no device, busy, permission, not a capture device, format not
+    ///   offered, a failed call); ``MediaError`` when the MJPEG decoder or the buffers cannot be made.
     public init(path: String, size: Size? = nil, fps: Int? = nil, fourcc requested: String? = nil, bufferCount: UInt32 = 6) throws {
         let device = try V4L2Device(path: path)
         let info = try device.info()
@@ -279,8 +309,15 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
         for (p, n) in buffers { munmap(p, n) }
     }
 
+    /// Makes ``capture(frameLimit:delegate:)`` return after the frame it is handling or waiting for. Safe from any thread.
     public func stop() { stopping.store(true, ordering: .releasing) }
 
+    /// Queues every buffer (`VIDIOC_QBUF`), starts streaming (`VIDIOC_STREAMON`), then waits with
+    /// `poll(2)` and dequeues frames (`VIDIOC_DQBUF`) until `frameLimit` frames or ``stop()``;
+    /// streaming stops (`VIDIOC_STREAMOFF`) on the way out. Frame indices follow the driver's
+    /// `sequence`: gaps are reported as `discontinuity` drops.
+    /// - Throws: ``CaptureError/sourceFailed(_:)`` when no frame comes for 2 s or the camera is
+    ///   lost (ENODEV, EIO, EPIPE); ``V4L2Error`` when another ioctl or `poll` fails.
     public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
         stopping.store(false, ordering: .releasing)
         for i in 0..<buffers.count { try queue(UInt32(i)) }
