@@ -54,6 +54,9 @@ public final class JPEGDecoder: @unchecked Sendable {
         if scaler == nil {
             scaler = sws_getContext(decoded.pointee.width, decoded.pointee.height, AVPixelFormat(rawValue: decoded.pointee.format),
                                     Int32(buffer.size.width), Int32(buffer.size.height), buffer.format.av, SWS_POINT, nil, nil, nil)
+            guard scaler != nil else {
+                throw MediaError("sws_getContext", message: "cannot convert the camera's JPEG pixels to \(buffer.format)")
+            }
         }
         try check(reel_sws_scale_frame(scaler, decoded, buffer.frame), "sws_scale(mjpeg)")
     }
