@@ -25,6 +25,10 @@ public enum CommandTable {
         .value("--report", "DIR", "write the storage-write latencies as DIR/record.json and record.svg", sample: "report"),
         .value("--preview", "[HOST:]PORT", "serve the live preview over HTTP (HOST default 127.0.0.1; PORT 0 picks a free one)", sample: "127.0.0.1:0"),
         .value("--preview-token", "TOKEN", "access token for the preview (letters, digits, - and _); generated when HOST is not loopback", sample: "secret"),
+        // ReelControl: capture events from input devices.
+        .value("--input", "DEVICE", "read capture events from an evdev input device (/dev/input/eventN; reel devices lists them); repeatable", sample: "/dev/input/event0"),
+        .flag("--grab", "grab the --input devices (EVIOCGRAB) so no other program sees their keys"),
+        .value("--keys", "MAP", "KEY_NAME=primary|secondary|none,... over the default key map", sample: "KEY_ENTER=primary"),
         json,
     ])
 
