@@ -42,7 +42,7 @@ final class ControlHooks: Sendable {
         do {
             for s in sources {
                 try s.start({ [dispatcher = hooks.dispatcher] in dispatcher.send($0) },
-                            notice: { writeStderr("\r\u{1B}[K"); printError($0) })
+                            notice: { if isatty(STDERR_FILENO) == 1 { writeStderr("\r\u{1B}[K") }; printError($0) })
                 started.append(s)
             }
         } catch {

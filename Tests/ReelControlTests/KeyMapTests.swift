@@ -1,5 +1,5 @@
 import Testing
-@testable import ReelControl
+import ReelControl
 import ReelCore
 
 @Suite struct KeyMapTests {
@@ -13,9 +13,9 @@ import ReelCore
 
     @Test func aMapIsConfiguredByName() throws {
         let m = try KeyMap(parsing: "KEY_ENTER=primary,KEY_VOLUMEUP=none,KEY_VOLUMEDOWN=secondary")
-        #expect(m.actions[UInt16(KEY_ENTER)] == .primary)
-        #expect(m.actions[UInt16(KEY_VOLUMEUP)] == nil)
-        #expect(m.actions[UInt16(KEY_VOLUMEDOWN)] == .secondary)
+        #expect(m.actions[KeyMap.code(named: "KEY_ENTER")!] == .primary)
+        #expect(m.actions[KeyMap.code(named: "KEY_VOLUMEUP")!] == nil)
+        #expect(m.actions[KeyMap.code(named: "KEY_VOLUMEDOWN")!] == .secondary)
         #expect(throws: UsageError.self) { try KeyMap(parsing: "KEY_NOPE=primary") }
         #expect(throws: UsageError.self) { try KeyMap(parsing: "KEY_ENTER=tertiary") }
     }
