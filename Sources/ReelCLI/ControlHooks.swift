@@ -1,12 +1,16 @@
 import Foundation
+import ReelCapture
 import ReelControl
 import ReelCore
+import Synchronization
 
 /// `reel record`'s capture-event options (`--input`, `--grab`, `--keys`), as parsed.
 public struct ControlRequest: Sendable, Hashable {
     public var inputs: [String] = []
     public var grab = false
     public var keys: KeyMap = .standard
+    /// `--control-socket PATH`.
+    public var socket: String? = nil
     public init() {}
 
     /// Takes one of the options above; false when `name` is not one of them.
@@ -17,6 +21,9 @@ public struct ControlRequest: Sendable, Hashable {
             inputs.append(value)
         case "--grab": grab = true
         case "--keys": keys = try KeyMap(parsing: value, over: keys)
+        case "--control-socket":
+            guard !value.isEmpty else { throw UsageError("--control-socket needs a path") }
+            socket = value
         default: return false
         }
         return true
@@ -29,9 +36,20 @@ public struct ControlRequest: Sendable, Hashable {
 /// when it ends.
 final class ControlHooks: Sendable {
     let dispatcher = CaptureEventDispatcher()
+    /// The session's controls: zoom and exposure bias from the start, the ratio picker once the
+    /// sensor is known (`attach`).
+    let controls = ControlSet()
     private let sources: [EvdevSource]
+    private let socket = Mutex<ControlSocket?>(nil)
+    private let changes = Mutex<[ControlChangeRecord]>([])
+    private let frame = Mutex<@Sendable () -> Int?>({ nil })
 
     private init(sources: [EvdevSource]) { self.sources = sources }
+
+    private func record(_ control: String, _ value: Double, title: String? = nil) {
+        let f = frame.withLock { $0 }()
+        changes.withLock { $0.append(ControlChangeRecord(control: control, value: value, title: title, frameIndex: f)) }
+    }
 
     /// Opens every `--input` device and starts reading it (before anything is recorded: a
     /// device that cannot be opened ends the command with its exit status, 77 for permission).
@@ -45,6 +63,16 @@ final class ControlHooks: Sendable {
                             notice: { if isatty(STDERR_FILENO) == 1 { writeStderr("\r\u{1B}[K") }; printError($0) })
                 started.append(s)
             }
+            hooks.controls.beginConfiguration()
+            try hooks.controls.addControl(SystemSlider.zoom { [weak hooks] v in hooks?.record("zoom", v) })
+            try hooks.controls.addControl(SystemSlider.exposureBias { [weak hooks] v in hooks?.record("exposure", v) })
+            hooks.controls.commitConfiguration()
+            if let path = request.socket {
+                hooks.socket.withLock { $0 = nil }
+                let server = try ControlSocket(path: path, dispatcher: hooks.dispatcher, controls: hooks.controls)
+                hooks.socket.withLock { $0 = server }
+                writeStderr("control: \(path)\n")
+            }
         } catch {
             for s in started { s.stop() }
             throw error
@@ -52,25 +80,60 @@ final class ControlHooks: Sendable {
         return hooks
     }
 
-    /// Events now carry the index of the newest frame `currentFrame` names.
-    func attach(currentFrame: @escaping @Sendable () -> Int?) {
+    /// Events and control changes now carry the index of the newest frame `currentFrame`
+    /// names; the ratio picker offers `ratios` (the sensor's) and calls `setRatio` (on the
+    /// controls' queue, one change at a time).
+    func attach(currentFrame: @escaping @Sendable () -> Int?, ratios: [String], selected: String,
+                setRatio: @escaping @Sendable (String) -> Void) {
         dispatcher.setCurrentFrame(currentFrame)
+        frame.withLock { $0 = currentFrame }
+        let picker = IndexPicker(identifier: "ratio", titles: ratios, selectedIndex: ratios.firstIndex(of: selected) ?? 0) { [weak self] i in
+            setRatio(ratios[i])
+            self?.record("ratio", Double(i), title: ratios[i])
+        }
+        controls.beginConfiguration()
+        if controls.canAddControl(picker) { try? controls.addControl(picker) }
+        controls.commitConfiguration()
     }
 
-    /// Stops reading (a press still down is cancelled) and waits for the handlers.
+    /// Stops reading (a press still down is cancelled), closes the control socket and waits
+    /// for the handlers and the controls' actions.
     func stop() {
         for s in sources { s.stop() }
+        socket.withLock { $0 }?.stop()
         dispatcher.drain()
+        controls.drain()
     }
 
-    /// The summary's `captureEvents` and `markers`.
-    var summary: ControlSummary { ControlSummary(captureEvents: dispatcher.events, markers: dispatcher.markers) }
+    /// The summary's `captureEvents`, `markers` and `controlChanges`.
+    var summary: ControlSummary {
+        ControlSummary(captureEvents: dispatcher.events, markers: dispatcher.markers, controlChanges: changes.withLock { $0 })
+    }
 }
 
-/// The keys `reel record --json` adds to the summary: every capture event and every marker.
+/// One change of a control while recording: the value (a picker's index, with its `title`)
+/// and the newest frame when its action ran.
+struct ControlChangeRecord: Encodable {
+    var control: String
+    var value: Double
+    var title: String?
+    var frameIndex: Int?
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(control, forKey: .control)
+        try c.encode(value, forKey: .value)
+        try c.encode(title, forKey: .title)
+        try c.encode(frameIndex, forKey: .frameIndex)
+    }
+    enum CodingKeys: String, CodingKey { case control, value, title, frameIndex }
+}
+
+/// The keys `reel record --json` adds to the summary: every capture event, every marker and
+/// every control change.
 struct ControlSummary: Encodable {
     var captureEvents: [CaptureEventRecord]
     var markers: [MarkerRecord]
+    var controlChanges: [ControlChangeRecord]
 }
 
 /// `base`'s keys and `extra`'s in one JSON object.
@@ -92,6 +155,9 @@ func printEvents(_ s: ControlSummary) {
     for m in s.markers {
         print("  marker at frame \(m.frameIndex.map(String.init) ?? "-")")
     }
+    for c in s.controlChanges {
+        print("  \(c.control) \(c.title ?? number(c.value)) at frame \(c.frameIndex.map(String.init) ?? "-")")
+    }
 }
 
 /// `reel devices`' input part: the evdev devices that have capture keys.
@@ -101,4 +167,18 @@ func printInputDevices(_ devices: [InputDevice]) {
         let keys = d.keys.map { "\($0)=\(d.actions[$0] ?? "")" }.joined(separator: " ")
         print("\(d.path): \(d.name)  \(keys)" + (d.readable ? "" : "  (no access: join the 'input' group or add a udev rule)"))
     }
+}
+
+/// The ratio picker's action: asks `session` for the ratio and waits (at most 2 s) until the
+/// first frame at it, so picks apply one at a time in the order made.
+func setRatioAndWait(_ session: CaptureSession, _ text: String) {
+    guard let ratio = AspectRatio(parsing: text) else { return }
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { _ = try await session.setDynamicAspectRatio(ratio) } catch {
+            printError((error as? any UserFacingError)?.description ?? "\(error)")
+        }
+        done.signal()
+    }
+    if done.wait(timeout: .now() + 2) == .timedOut { /* the recording ended first: nothing to wait for */ }
 }

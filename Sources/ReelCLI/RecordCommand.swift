@@ -108,10 +108,10 @@ enum RecordCommand {
         let controls = try ControlHooks.open(controlRequest)
         defer { controls.stop() }
         let recording = try Recording(options: options)
-        controls.attach { [session = recording.session] in  // ReelControl
-            let n = session.stats.framesCaptured
-            return n > 0 ? n - 1 : nil
-        }
+        let session = recording.session  // ReelControl: frame indices and the ratio picker
+        controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
+                        ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,
+                        setRatio: { text in setRatioAndWait(session, text) })
         // The preview listens before capture starts: a port in use ends the command here.
         let preview = try request.map { try startPreview($0, recording: recording) }
         defer { preview?.stop() }
