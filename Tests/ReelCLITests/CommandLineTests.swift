@@ -89,6 +89,7 @@ func minimalArguments(_ spec: CommandSpec) -> [String] {
     case "probe", "verify": argv.append("some-file")
     case "pool _prepare": argv.append("some-pool")
     case "_load": argv.append("bulk")
+    case "control": argv.append("status")
     default: break
     }
     for o in spec.options where o.required { argv += [o.name, o.sample!] }
