@@ -130,6 +130,7 @@ enum RecordCommand {
             recording.stop()
         }
         interrupts.resume()
+        keys.sendCaptureEvents { [dispatcher = controls.dispatcher] in dispatcher.send($0) }  // ReelControl
         keys.start(session: recording.session, stop: { recording.stop() })
         let showProgress = isatty(STDERR_FILENO) == 1
         let progress: @Sendable (RecordingProgress) -> Void = { p in

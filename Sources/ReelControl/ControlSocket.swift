@@ -85,6 +85,7 @@ public final class ControlSocket: Sendable {
         while !stopped.load(ordering: .acquiring) {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let r = poll(&pfd, 1, 100)
+            if r < 0 && errno != EINTR { return }   // the listening socket is broken: no more clients
             if r <= 0 { continue }
             let c = accept(fd, nil, nil)
             if c < 0 { continue }

@@ -1,4 +1,5 @@
 import Foundation
+import ReelCore
 import Synchronization
 
 /// A control of the capture session, as Camera Control's: a slider or a picker, with an action
@@ -197,7 +198,7 @@ public final class ControlSet: Sendable {
         try state.withLock { s in
             var list = s.pending ?? s.controls
             guard list.count < Self.maximumCount, !list.contains(where: { $0 === control || $0.identifier == control.identifier }) else {
-                throw ControlError("cannot add control '\(control.identifier)': already there, or \(Self.maximumCount) controls already", exitStatus: 64)
+                throw ControlError("cannot add control '\(control.identifier)': already there, or \(Self.maximumCount) controls already", exitStatus: ExitStatus.usage)
             }
             list.append(control)
             if s.pending != nil { s.pending = list } else { s.controls = list }

@@ -95,6 +95,8 @@ let haveEvtest = installedTool("evtest") != nil
         #expect(first["readable"] as? Bool == true)
         #expect(json["devices"] is [Any])
 
+        let deniedJSON = try reel(["devices", "--json"], environment: try evdevEnvironment("denied"))
+        #expect(deniedJSON.stdout.contains("\"readable\" : false"), "\(deniedJSON.stdout)")
         let text = try reel(["devices"], environment: try evdevEnvironment("denied"))
         #expect(text.status == 0)
         #expect(text.stdout.contains("/dev/input/event0: Reel fake buttons  KEY_VOLUMEDOWN=primary KEY_VOLUMEUP=secondary"), "\(text.stdout)")
@@ -193,5 +195,33 @@ let haveEvtest = installedTool("evtest") != nil
         #expect(text.stdout.contains("event secondary began at frame "))
         #expect(text.stdout.contains("event secondary ended at frame "))
         #expect(text.stdout.contains("marker at frame "))
+    }
+}
+
+/// The terminal as a capture-event source: typed through a pseudo-terminal while recording.
+@Suite(.serialized) struct RealtimeTerminalEventTests {
+    /// Space is a primary press and `m` a secondary one (began, then ended at once: a terminal
+    /// reports no release); `m` lays a marker; `q` still stops.
+    @Test func spaceAndMAreCaptureEvents() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let term = try TerminalRun(["record", "--duration", "20", "--source", "synthetic:1280", "--codec", "h264",
+                                    "--plain", "--out", dir, "--json"])
+        defer { term.finish() }
+        let started = try #require(term.waitForProgress(30) { frames, _ in frames >= 10 }, "no progress line: \(term.screen)")
+        term.type(" ")
+        _ = try #require(term.waitForProgress(10) { frames, _ in frames >= started.frames + 10 })
+        term.type("m")
+        _ = try #require(term.waitForProgress(10) { frames, _ in frames >= started.frames + 20 })
+        term.type("q")
+        let end = term.waitForExit(30)
+        #expect(end.status == 0, "\(term.screen.suffix(300))")
+        let s = try JSONDecoder().decode(ControlSummaryJSON.self, from: Data(term.stdout.utf8))
+        #expect(s.captureEvents.map { "\($0.action) \($0.phase) \($0.source)" } == [
+            "primary began terminal", "primary ended terminal", "secondary began terminal", "secondary ended terminal",
+        ])
+        #expect(s.markers.count == 1 && s.markers.first?.frameIndex == s.captureEvents.last?.frameIndex)
+        let first = try #require(s.captureEvents.first?.frameIndex)
+        #expect(first >= started.frames - 1, "the space came after frame \(started.frames), logged at \(first)")
     }
 }

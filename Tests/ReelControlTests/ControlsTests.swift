@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import ReelControl
+import Glibc
 
 @Suite struct ControlsTests {
     /// Rapid changes: 100 zoom values set back to back; the UI's observer sees them in the
@@ -125,5 +126,45 @@ import ReelControl
         #expect(seen.withLock { $0 } == ["secondary began 10", "secondary ended 12", "primary began 12", "primary cancelled 12"])
         #expect(d.events.map(\.frameIndex) == [10, 12, 12, 12])
         #expect(d.markers.map(\.frameIndex) == [12])
+    }
+}
+
+@Suite struct ControlSocketLimitTests {
+    /// Eight clients at once are answered; a ninth is closed at once.
+    @Test func eightClientsAtMost() throws {
+        var template = Array("/tmp/reel-sock-XXXXXX".utf8CString)
+        let dir = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }!)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try ControlSocket(path: dir + "/s", dispatcher: CaptureEventDispatcher(), controls: ControlSet())
+        defer { server.stop() }
+        func connectOne() -> Int32 {
+            let s = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_un()
+            addr.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: Array((dir + "/s").utf8)) }
+            let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+            var tv = timeval(tv_sec: 5, tv_usec: 0)
+            let timed = setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            return r == 0 && timed == 0 ? s : -1
+        }
+        func ask(_ s: Int32) -> String {
+            let line = Array("{\"status\":true}\n".utf8)
+            guard line.withUnsafeBytes({ send(s, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else { return "" }
+            var buf = [UInt8](repeating: 0, count: 4096)
+            let n = buf.withUnsafeMutableBytes { read(s, $0.baseAddress, $0.count) }
+            return n > 0 ? String(decoding: buf[0..<n], as: UTF8.self) : ""
+        }
+        var open: [Int32] = []
+        for _ in 0..<8 {
+            let s = connectOne()
+            #expect(s >= 0)
+            #expect(ask(s).contains("\"ok\":true"))
+            open.append(s)
+        }
+        let ninth = connectOne()
+        #expect(ask(ninth) == "")
+        close(ninth)
+        for s in open { close(s) }
+        #expect(server.path == dir + "/s")
     }
 }
