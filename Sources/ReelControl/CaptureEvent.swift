@@ -15,7 +15,9 @@ public struct CaptureEvent: Sendable, Hashable, Codable {
         case primary, secondary
     }
 
+    /// began, cancelled or ended.
     public var phase: Phase
+    /// primary or secondary.
     public var action: Action
     /// Who sent it: `evdev:/dev/input/event3 (KEY_VOLUMEDOWN)`, `terminal`, `socket`, `page`.
     public var source: String
@@ -23,6 +25,7 @@ public struct CaptureEvent: Sendable, Hashable, Codable {
     /// kernel's own timestamp of the key event.
     public var time: Double
 
+    /// An event stamped now on CLOCK_MONOTONIC unless `time` is given.
     public init(phase: Phase, action: Action, source: String, time: Double = Double(MonotonicClock.now()) / 1e9) {
         self.phase = phase
         self.action = action
@@ -38,8 +41,10 @@ public struct KeyMap: Sendable, Hashable {
     /// Key code (linux/input-event-codes.h) → action.
     public var actions: [UInt16: CaptureEvent.Action]
 
+    /// A map from key codes to actions.
     public init(_ actions: [UInt16: CaptureEvent.Action]) { self.actions = actions }
 
+    /// The default map (README, Capture events).
     public static let standard = KeyMap([
         UInt16(KEY_CAMERA): .primary, UInt16(KEY_CAMERA_FOCUS): .primary, UInt16(KEY_VOLUMEDOWN): .primary,
         UInt16(KEY_VOLUMEUP): .secondary,

@@ -5,8 +5,11 @@ import ReelCore
 /// reports (README, Exit status): no permission 77, no such device 66, busy (grabbed by
 /// another program, socket path in use) 75, not an input device 69.
 public struct ControlError: UserFacingError, Equatable {
+    /// The one line `reel` prints after `reel: `.
     public let description: String
+    /// The README's exit status for it.
     public let exitStatus: Int32
+    /// An error with its message and exit status.
     public init(_ description: String, exitStatus: Int32) {
         self.description = description
         self.exitStatus = exitStatus

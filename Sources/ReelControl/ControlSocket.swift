@@ -12,6 +12,7 @@ import Synchronization
 ///
 /// Several clients may be connected at once (up to 8; more are closed at once).
 public final class ControlSocket: Sendable {
+    /// Where the socket listens.
     public let path: String
     private let fd: Int32
     private let stopped = Atomic<Bool>(false)

@@ -18,6 +18,7 @@ public protocol CaptureControl: AnyObject, Sendable {
 
 /// One control's state as the UI shows it.
 public struct ControlState: Sendable, Hashable, Codable {
+    /// The control's name (`zoom`, `exposure`, `ratio`).
     public var identifier: String
     /// `slider` or `picker`.
     public var kind: String
@@ -25,20 +26,26 @@ public struct ControlState: Sendable, Hashable, Codable {
     public var value: Double
     /// The picker's selected title (nil for a slider).
     public var title: String?
+    /// The slider's range, or 0…(titles − 1) for a picker.
     public var minimum: Double
     public var maximum: Double
+    /// The picker's titles (nil for a slider).
     public var titles: [String]?
+    /// Whether it takes changes; when not, `disabledReason` says why.
     public var enabled: Bool
     public var disabledReason: String?
 }
 
 /// What a change did: the value it became, and whether the asked value was out of range.
 public struct ControlSetResult: Sendable, Hashable, Codable {
+    /// Whether the change was made.
     public var ok: Bool
     public var control: String
     public var value: Double?
     public var title: String?
+    /// The asked value was out of range and was clamped.
     public var clamped: Bool
+    /// Why the change was refused.
     public var error: String?
 }
 
@@ -48,6 +55,7 @@ public struct ControlSetResult: Sendable, Hashable, Codable {
 public final class ObservableValue<Value: Sendable & Equatable>: Sendable {
     private struct State { var value: Value; var observers: [Int: @Sendable (Value) -> Void] = [:]; var next = 0 }
     private let state: Mutex<State>
+    /// Starts at `value`.
     public init(_ value: Value) { state = Mutex(State(value: value)) }
     /// The value as last applied.
     public var value: Value { state.withLock { $0.value } }
@@ -56,6 +64,7 @@ public final class ObservableValue<Value: Sendable & Equatable>: Sendable {
     @discardableResult public func observe(_ observer: @escaping @Sendable (Value) -> Void) -> Int {
         state.withLock { s in s.next += 1; s.observers[s.next] = observer; return s.next }
     }
+    /// Stops calling the observer `observe` returned `token` for.
     public func removeObserver(_ token: Int) { state.withLock { _ = $0.observers.removeValue(forKey: token) } }
     /// Applies `value` (on the control queue) and tells the observers.
     func apply(_ value: Value) {
@@ -70,6 +79,7 @@ public final class ObservableValue<Value: Sendable & Equatable>: Sendable {
 /// A system slider: `zoom` (1×–4×) or `exposure` bias (−2…+2 EV), or any range.
 public final class SystemSlider: CaptureControl {
     public let identifier: String
+    /// Values outside are clamped.
     public let range: ClosedRange<Double>
     public let disabledReason: String?
     /// The value the UI shows: applied on the control queue, observed in order.
@@ -95,6 +105,7 @@ public final class SystemSlider: CaptureControl {
         SystemSlider(identifier: "exposure", range: -2...2, value: 0, disabledReason: disabledReason, action: action)
     }
 
+    /// The slider's state as the UI shows it.
     public var state: ControlState {
         ControlState(identifier: identifier, kind: "slider", value: value.value, title: nil,
                      minimum: range.lowerBound, maximum: range.upperBound, titles: nil,
@@ -113,6 +124,7 @@ public final class SystemSlider: CaptureControl {
         return ControlSetResult(ok: true, control: identifier, value: c, title: nil, clamped: c != v, error: nil)
     }
 
+    /// Sets from text (`2`, `2x`, `-1.5`); not a number: an error result.
     public func set(_ text: String, on queue: DispatchQueue) -> ControlSetResult {
         guard let v = Double(text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "x", with: "")) else {
             return ControlSetResult(ok: false, control: identifier, value: nil, title: nil, clamped: false, error: "\(identifier): '\(text)' is not a number")
@@ -124,12 +136,14 @@ public final class SystemSlider: CaptureControl {
 /// An index picker (AVCaptureIndexPicker): one of a list of titles, e.g. the ratios.
 public final class IndexPicker: CaptureControl {
     public let identifier: String
+    /// What can be picked, in order.
     public let titles: [String]
     public let disabledReason: String?
     /// The selected index the UI shows.
     public let selectedIndex: ObservableValue<Int>
     private let action: @Sendable (Int) -> Void
 
+    /// `action` runs on the control set's serial queue with each new index; no titles: disabled.
     public init(identifier: String, titles: [String], selectedIndex: Int = 0, disabledReason: String? = nil,
                 action: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.identifier = identifier
@@ -139,6 +153,7 @@ public final class IndexPicker: CaptureControl {
         self.action = action
     }
 
+    /// The picker's state as the UI shows it.
     public var state: ControlState {
         let i = selectedIndex.value
         return ControlState(identifier: identifier, kind: "picker", value: Double(i), title: titles.indices.contains(i) ? titles[i] : nil,
@@ -177,6 +192,7 @@ public final class ControlSet: Sendable {
     /// The serial queue every action runs on.
     public let queue: DispatchQueue
 
+    /// `queue`: the serial queue every control's action runs on (the session's).
     public init(queue: DispatchQueue = DispatchQueue(label: "reel.session-controls")) { self.queue = queue }
 
     /// Starts a batch: controls added until `commitConfiguration` appear together.
@@ -208,6 +224,7 @@ public final class ControlSet: Sendable {
     /// The committed controls, in the order added.
     public var controls: [any CaptureControl] { state.withLock { $0.controls } }
 
+    /// The committed control named `identifier`.
     public func control(_ identifier: String) -> (any CaptureControl)? { controls.first { $0.identifier == identifier } }
 
     /// Sets control `identifier` from text; an unknown control is an error result.

@@ -18,6 +18,7 @@ public final class EvdevSource: Sendable {
     private let started = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
+    /// Reads `path` with `keys`; `grab`: EVIOCGRAB while reading. Nothing is opened until `start`.
     public init(path: String, keys: KeyMap = .standard, grab: Bool = false) {
         self.path = path
         self.keys = keys

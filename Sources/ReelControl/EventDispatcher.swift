@@ -42,6 +42,7 @@ public struct MarkerRecord: Sendable, Hashable, Codable {
 /// queue, in arrival order. `cancelled` never reaches an action as a capture: the handler
 /// sees it, and the default handler does nothing with it.
 public final class CaptureEventDispatcher: Sendable {
+    /// What an event does: called on the dispatcher's queue with the event and its frame.
     public typealias Handler = @Sendable (CaptureEvent, _ frameIndex: Int?) -> Void
     private struct State {
         var log: [CaptureEventRecord] = []

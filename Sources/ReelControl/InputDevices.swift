@@ -18,6 +18,7 @@ public struct InputDevice: Sendable, Hashable, Codable {
     public var readable: Bool
 }
 
+/// Lists evdev input devices that have capture keys.
 public enum InputDevices {
     /// The devices with at least one key `map` names, from `/proc/bus/input/devices`
     /// (`text` for tests). A machine without input devices gives `[]`.
