@@ -80,6 +80,15 @@ final class ControlHooks: Sendable {
         return hooks
     }
 
+    /// The preview page's shutter button (`down`, `up`, `leave`; `action` `primary` or
+    /// `secondary`) as a capture event: the preview's POST endpoint calls this (the lead wires
+    /// it when merging). False for a button or action that is not one.
+    func pageButton(_ button: String, action: String = "primary") -> Bool {
+        guard let a = CaptureEvent.Action(rawValue: action), let e = CaptureEvent.fromPage(button, action: a) else { return false }
+        dispatcher.send(e)
+        return true
+    }
+
     /// Events and control changes now carry the index of the newest frame `currentFrame`
     /// names; the ratio picker offers `ratios` (the sensor's) and calls `setRatio` (on the
     /// controls' queue, one change at a time).

@@ -42,3 +42,13 @@ import ReelCore
         #expect(devices.first?.actions == ["KEY_PLAYCD": "primary", "KEY_PAUSECD": "primary"])
     }
 }
+
+@Suite struct PageButtonTests {
+    /// The page's button: down began, up ended, leaving it cancelled; anything else nothing.
+    @Test func thePageButtonMapsToPhases() {
+        #expect(CaptureEvent.fromPage("down")?.phase == .began)
+        #expect(CaptureEvent.fromPage("up")?.phase == .ended)
+        #expect(CaptureEvent.fromPage("leave", action: .secondary).map { "\($0.phase) \($0.action) \($0.source)" } == "cancelled secondary page")
+        #expect(CaptureEvent.fromPage("click") == nil)
+    }
+}
