@@ -7,10 +7,12 @@ import ReelWriter
 /// no side effects (no files, no processes, no terminal); `ReelCLI.run` does the work.
 public enum ParsedCommand: Sendable {
     /// `report`: the `--report` directory, where the recording's write-latency plot goes.
-    case record(RecordOptions, json: Bool, report: String?, preview: PreviewRequest?)
+    case record(RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest)
     case probe(files: [String], frames: Bool, json: Bool)
     case verify(paths: [String], json: Bool)
     case devices(json: Bool)
+    /// `reel control`: the socket and the JSON lines to send (ReelControl).
+    case control(socket: String, lines: [String])
     case jitter(JitterInvocation)
     case pool(PoolInvocation)
     case load(LoadInvocation)
@@ -39,16 +41,17 @@ public enum ReelCLI {
     /// command line that is not one.
     public static func parse(_ argv: [String]) throws -> ParsedCommand {
         guard let command = argv.first else {
-            throw UsageError("no command: use record, probe, verify, pool, jitter or devices (reel help lists every option)")
+            throw UsageError("no command: use record, probe, verify, pool, jitter, devices or control (reel help lists every option)")
         }
         let rest = Array(argv.dropFirst())
         switch command {
         case "record":
-            let (o, json, report, preview) = try RecordCommand.parse(rest)
-            return .record(o, json: json, report: report, preview: preview)
+            let (o, json, report, preview, controls) = try RecordCommand.parse(rest)
+            return .record(o, json: json, report: report, preview: preview, controls: controls)
         case "probe": return try ProbeCommand.parse(rest)
         case "verify": return try VerifyCommand.parse(rest)
         case "devices": return try DevicesCommand.parse(rest)
+        case "control": return try ControlCommand.parse(rest)
         case "jitter": return .jitter(try JitterCommand.parse(rest))
         case "pool": return .pool(try PoolCommand.parse(rest))
         case "_load": return .load(try JitterCommand.parseLoad(rest))
@@ -56,17 +59,19 @@ public enum ReelCLI {
             guard rest.isEmpty else { throw UsageError("help takes no arguments") }
             return .help
         default:
-            throw UsageError("unknown command '\(printable(command))' (use record, probe, verify, pool, jitter or devices)")
+            throw UsageError("unknown command '\(printable(command))' (use record, probe, verify, pool, jitter, devices or control)")
         }
     }
 
     /// Does what `command` says; returns the exit status.
     public static func run(_ command: ParsedCommand) throws -> Int32 {
         switch command {
-        case .record(let o, let json, let report, let preview): return try RecordCommand.run(o, json: json, report: report, preview: preview)
+        case .record(let o, let json, let report, let preview, let controls):
+            return try RecordCommand.run(o, json: json, report: report, preview: preview, controls: controls)
         case .probe(let files, let frames, let json): return try ProbeCommand.run(files: files, frames: frames, json: json)
         case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)
         case .devices(let json): return DevicesCommand.run(json: json)
+        case .control(let socket, let lines): return try ControlCommand.run(socket: socket, lines: lines)
         case .jitter(let j): return try JitterCommand.run(j)
         case .pool(let p): return try PoolCommand.run(p)
         case .load(let l): return JitterCommand.load(l)

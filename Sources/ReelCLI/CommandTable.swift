@@ -25,10 +25,19 @@ public enum CommandTable {
         .value("--report", "DIR", "write the storage-write latencies as DIR/record.json and record.svg", sample: "report"),
         .value("--preview", "[HOST:]PORT", "serve the live preview over HTTP (HOST default 127.0.0.1; PORT 0 picks a free one)", sample: "127.0.0.1:0"),
         .value("--preview-token", "TOKEN", "access token for the preview (letters, digits, - and _); generated when HOST is not loopback", sample: "secret"),
+        // ReelControl: capture events from input devices.
+        .value("--input", "DEVICE", "read capture events from an evdev input device (/dev/input/eventN; reel devices lists them); repeatable", sample: "/dev/input/event0"),
+        .flag("--grab", "grab the --input devices (EVIOCGRAB) so no other program sees their keys"),
+        .value("--keys", "MAP", "KEY_NAME=primary|secondary|none,... over the default key map", sample: "KEY_ENTER=primary"),
+        .value("--control-socket", "PATH", "accept capture events and control changes as JSON lines on a UNIX socket at PATH (mode 0600)", sample: "/tmp/reel.sock"),
         json,
     ])
 
     public static let devices = CommandSpec("devices", [json])
+    /// ReelControl: a client of `reel record --control-socket`.
+    public static let control = CommandSpec("control", operands: "REQUEST...", maxOperands: .max, [
+        .value("--socket", "PATH", "the recording's control socket (reel record --control-socket PATH)", sample: "/tmp/reel.sock", required: true),
+    ])
     public static let probe = CommandSpec("probe", operands: "FILE...", maxOperands: .max, [
         .flag("--frames", "decode every frame and read back the barcodes"), json,
     ])
@@ -81,7 +90,7 @@ public enum CommandTable {
     ])
 
     /// Every subcommand, hidden ones included.
-    public static var all: [CommandSpec] { [record, devices, probe, verify, jitter] + pool + [load] }
+    public static var all: [CommandSpec] { [record, devices, control, probe, verify, jitter] + pool + [load] }
 
     public static func spec(_ name: String) -> CommandSpec? { all.first { $0.name == name } }
 

@@ -1,8 +1,10 @@
 import Foundation
 import ReelCapture
+import ReelControl
 import ReelCore
 
-/// `reel devices [--json]`: the V4L2 capture devices and what they offer.
+/// `reel devices [--json]`: the V4L2 capture devices and what they offer, and the evdev
+/// input devices that have capture keys (`inputDevices`).
 enum DevicesCommand {
     static func parse(_ argv: [String]) throws -> ParsedCommand {
         .devices(json: try ScannedArguments(argv, spec: CommandTable.devices).options.contains { $0.name == "--json" })
@@ -10,7 +12,8 @@ enum DevicesCommand {
 
     static func run(json: Bool) -> Int32 {
         let devices = listV4L2Devices()
-        if json { printJSON(["devices": devices]); return 0 }
+        let inputs = InputDevices.list()
+        if json { printJSON(DevicesJSON(devices: devices, inputDevices: inputs)); return 0 }
         if devices.isEmpty { print("no V4L2 capture devices (/dev/video*)") }
         for d in devices {
             print("\(d.path): \(d.card) (driver \(d.driver), bus \(d.bus))")
@@ -19,6 +22,12 @@ enum DevicesCommand {
                 print("  \(f.fourcc) (\(f.description)): " + modes.joined(separator: " "))
             }
         }
+        printInputDevices(inputs)
         return 0
+    }
+
+    struct DevicesJSON: Encodable {
+        var devices: [V4L2DeviceInfo]
+        var inputDevices: [InputDevice]
     }
 }

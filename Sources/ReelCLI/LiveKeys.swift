@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import ReelCapture
+import ReelControl
 import ReelCore
 
 /// Keys 1–5 switch ratio while recording, q stops; only when stdin is the terminal and this
@@ -15,6 +16,14 @@ final class LiveKeys: Sendable {
     /// Ratio requests in the order the keys came, applied one at a time.
     private let requests: AsyncStream<AspectRatio>.Continuation
     private let stream: AsyncStream<AspectRatio>
+    /// ReelControl: where the terminal's capture events go (space: primary, `m`: secondary).
+    private let captureEvents = Mutex<(@Sendable (CaptureEvent) -> Void)?>(nil)
+
+    /// ReelControl: the space bar sends a primary press and `m` a secondary one to `send`, each
+    /// `began` then `ended` at once (a terminal reports no key release).
+    func sendCaptureEvents(to send: @escaping @Sendable (CaptureEvent) -> Void) {
+        captureEvents.withLock { $0 = send }
+    }
 
     /// Nothing happens until `start`: made first so that a signal handler can call `stop()`.
     init() {
@@ -78,6 +87,12 @@ final class LiveKeys: Sendable {
                 requests.yield(AspectRatio.keyOrder[Int(byte - UInt8(ascii: "1"))])
             case UInt8(ascii: "q"):
                 stop()
+            case UInt8(ascii: " "), UInt8(ascii: "m"):  // ReelControl: capture events
+                if let send = captureEvents.withLock({ $0 }) {
+                    let action: CaptureEvent.Action = byte == UInt8(ascii: " ") ? .primary : .secondary
+                    send(CaptureEvent(phase: .began, action: action, source: "terminal"))
+                    send(CaptureEvent(phase: .ended, action: action, source: "terminal"))
+                }
             default:
                 break
             }

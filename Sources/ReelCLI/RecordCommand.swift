@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import ReelBench
 import ReelCapture
+import ReelControl
 import ReelCore
 import ReelMedia
 import ReelPreview
@@ -10,8 +11,9 @@ import ReelWriter
 
 enum RecordCommand {
     /// `reel record …` as options; no side effects.
-    static func parse(_ argv: [String]) throws -> (RecordOptions, json: Bool, report: String?, preview: PreviewRequest?) {
+    static func parse(_ argv: [String]) throws -> (RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest) {
         var o = RecordOptions()
+        var controls = ControlRequest()  // ReelControl
         var previewAddress: PreviewAddress? = nil
         var previewToken: String? = nil
         var json = false
@@ -19,6 +21,7 @@ enum RecordCommand {
         var sawDuration = false, sawFrames = false
         for (name, value) in try ScannedArguments(argv, spec: CommandTable.record).options {
             let v = value ?? ""
+            if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
             switch name {
             case "--source":
                 o.source = try SourceSpec(parsing: v)
@@ -77,7 +80,7 @@ enum RecordCommand {
         }
         if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
         // --preview-token alone does nothing (README): the token belongs to a preview.
-        return (o, json, report, previewAddress.map { PreviewRequest(address: $0, token: previewToken) })
+        return (o, json, report, previewAddress.map { PreviewRequest(address: $0, token: previewToken) }, controls)
     }
 
     /// `T:RATIO` (seconds of media time) or `#N:RATIO` (frame index).
@@ -92,7 +95,8 @@ enum RecordCommand {
         return (.seconds(try parseSeconds(String(t), option: "--ratio-at T", range: 0...86_400)), ratio)
     }
 
-    static func run(_ options: RecordOptions, json: Bool, report: String?, preview request: PreviewRequest? = nil) throws -> Int32 {
+    static func run(_ options: RecordOptions, json: Bool, report: String?, preview request: PreviewRequest? = nil,
+                    controls controlRequest: ControlRequest = ControlRequest()) throws -> Int32 {
         if let dir = report {
             // Refuse before recording, not after.
             guard canWriteInDirectory(dir) else { throw UsageError("--report: cannot write to \(dir)") }
@@ -100,7 +104,14 @@ enum RecordCommand {
         if options.storage == .defaultPool && !FileManager.default.fileExists(atPath: StoragePool.defaultPath + "/manifest.json") {
             printError("creating the default storage pool at \(StoragePool.defaultPath) (\(formatBytes(StoragePool.defaultCapacity)); see reel pool, or --plain to write files directly)")
         }
+        // ReelControl: input devices open before anything is made (no permission: exit 77).
+        let controls = try ControlHooks.open(controlRequest)
+        defer { controls.stop() }
         let recording = try Recording(options: options)
+        let session = recording.session  // ReelControl: frame indices and the ratio picker
+        controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
+                        ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,
+                        setRatio: { text in setRatioAndWait(session, text) })
         // The preview listens before capture starts: a port in use ends the command here.
         let preview = try request.map { try startPreview($0, recording: recording) }
         defer { preview?.stop() }
@@ -119,6 +130,7 @@ enum RecordCommand {
             recording.stop()
         }
         interrupts.resume()
+        keys.sendCaptureEvents { [dispatcher = controls.dispatcher] in dispatcher.send($0) }  // ReelControl
         keys.start(session: recording.session, stop: { recording.stop() })
         let showProgress = isatty(STDERR_FILENO) == 1
         let progress: @Sendable (RecordingProgress) -> Void = { p in
@@ -132,9 +144,10 @@ enum RecordCommand {
                         outputDirectory: options.outputDirectory, to: dir)
         }
         keys.stop()
+        controls.stop()  // ReelControl: the event log is final
         if showProgress { writeStderr("\n") }
 
-        if json { printJSON(summary) } else { printText(summary) }
+        if json { printJSON(MergedJSON(summary, controls.summary)) } else { printText(summary); printEvents(controls.summary) }
         if let failure = recording.failure {
             printError(failure.description)
             return failure.exitStatus

@@ -1,0 +1,196 @@
+import Foundation
+import ReelCore
+import Synchronization
+
+/// The control socket: JSON lines over a UNIX stream socket (mode 0600: only this user).
+/// Each line is one request, each answered by one JSON line:
+///
+///     {"event": "began", "action": "primary"}     → {"ok": true}   (a capture event, source "socket")
+///     {"set": "zoom", "value": 2}                 → {"ok": true, "control": "zoom", "value": 2, "clamped": false}
+///     {"status": true}                            → {"ok": true, "controls": [...], "events": N}
+///     not JSON / unknown request                  → {"ok": false, "error": "..."}  (the connection stays open)
+///
+/// Several clients may be connected at once (up to 8; more are closed at once).
+public final class ControlSocket: Sendable {
+    /// Where the socket listens.
+    public let path: String
+    private let fd: Int32
+    private let stopped = Atomic<Bool>(false)
+    private let clients = Atomic<Int>(0)
+    private let done = DispatchSemaphore(value: 0)
+    private let dispatcher: CaptureEventDispatcher
+    private let controls: ControlSet
+
+    /// Binds and listens at `path` (`socket`, `bind` under umask 077, `chmod` 0600, `listen`).
+    /// A stale socket there (nobody accepts on it) is replaced; anything else there is refused:
+    /// a live socket exits 75, another file 73. Throws `ControlError`.
+    public init(path: String, dispatcher: CaptureEventDispatcher, controls: ControlSet) throws {
+        self.path = path
+        self.dispatcher = dispatcher
+        self.controls = controls
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            throw ControlError("--control-socket: '\(path)' is empty or longer than \(MemoryLayout.size(ofValue: addr.sun_path) - 1) bytes", exitStatus: ExitStatus.usage)
+        }
+        withUnsafeMutableBytes(of: &addr.sun_path) { p in p.copyBytes(from: bytes) }
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            guard st.st_mode & S_IFMT == S_IFSOCK else {
+                throw ControlError("--control-socket: \(path) exists and is not a socket", exitStatus: ExitStatus.cantCreate)
+            }
+            if Self.connects(addr) {
+                throw ControlError("--control-socket: \(path) is in use by another reel", exitStatus: ExitStatus.busy)
+            }
+            guard unlink(path) == 0 || errno == ENOENT else {
+                throw ControlError("--control-socket: cannot remove the stale socket \(path): \(String(cString: strerror(errno)))", exitStatus: ExitStatus.cantCreate)
+            }
+        }
+        let s = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard s >= 0 else { throw ControlError("--control-socket: socket: \(String(cString: strerror(errno)))", exitStatus: ExitStatus.unavailable) }
+        let old = umask(0o077)
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        let bindErrno = errno
+        umask(old)
+        guard bound == 0, chmod(path, 0o600) == 0, listen(s, 8) == 0 else {
+            let e = bound == 0 ? errno : bindErrno
+            FileDescriptor(rawValue: s, path: path).closeQuietly()
+            throw ControlError("--control-socket: cannot listen at \(path): \(String(cString: strerror(e)))",
+                               exitStatus: e == EACCES || e == EPERM ? ExitStatus.permission : ExitStatus.cantCreate)
+        }
+        fd = s
+        let t = Thread { [self] in acceptLoop(); done.signal() }
+        t.name = "reel.control"
+        t.start()
+    }
+
+    /// Someone accepts on the socket at `addr`.
+    private static func connects(_ addr: sockaddr_un) -> Bool {
+        let s = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard s >= 0 else { return false }
+        defer { FileDescriptor(rawValue: s, path: "").closeQuietly() }
+        var a = addr
+        return withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } } == 0
+    }
+
+    /// Stops accepting, closes the socket and removes its path. Safe more than once.
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        done.wait()
+        FileDescriptor(rawValue: fd, path: path).closeQuietly()
+        if unlink(path) != 0 { /* already gone: nothing to remove */ }
+    }
+
+    private func acceptLoop() {
+        while !stopped.load(ordering: .acquiring) {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let r = poll(&pfd, 1, 100)
+            if r < 0 && errno != EINTR { return }   // the listening socket is broken: no more clients
+            if r <= 0 { continue }
+            let c = accept(fd, nil, nil)
+            if c < 0 { continue }
+            guard fcntl(c, F_SETFD, FD_CLOEXEC) == 0 else { FileDescriptor(rawValue: c, path: path).closeQuietly(); continue }
+            if clients.add(1, ordering: .relaxed).newValue > 8 {
+                clients.subtract(1, ordering: .relaxed)
+                FileDescriptor(rawValue: c, path: path).closeQuietly()
+                continue
+            }
+            let t = Thread { [self] in serve(c); clients.subtract(1, ordering: .relaxed) }
+            t.name = "reel.control.client"
+            t.start()
+        }
+    }
+
+    /// Reads lines from one client and answers each; a line over 64 KiB closes the connection.
+    private func serve(_ c: Int32) {
+        defer { FileDescriptor(rawValue: c, path: path).closeQuietly() }
+        var buffer = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !stopped.load(ordering: .acquiring) {
+            var pfd = pollfd(fd: c, events: Int16(POLLIN), revents: 0)
+            let r = poll(&pfd, 1, 100)
+            if r < 0 && errno != EINTR { return }
+            if r <= 0 { continue }
+            let n = chunk.withUnsafeMutableBytes { read(c, $0.baseAddress, $0.count) }
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if n <= 0 { return }
+            buffer += chunk[0..<n]
+            while let nl = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[..<nl])
+                buffer.removeSubrange(...nl)
+                guard send(c, answer(line)) else { return }
+            }
+            if buffer.count > 65536 {
+                // Answered and closed either way: whether the reply went out changes nothing.
+                if !send(c, Self.reply(["ok": false, "error": "line longer than 64 KiB"])) { return }
+                return
+            }
+        }
+    }
+
+    private func send(_ c: Int32, _ text: String) -> Bool {
+        var bytes = Array((text + "\n").utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            bytes = bytes.dropFirst(n)
+        }
+        return true
+    }
+
+    /// The answer to one request line (public for tests and for other transports).
+    public func answer(_ line: [UInt8]) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line)), let request = object as? [String: Any] else {
+            return Self.reply(["ok": false, "error": "not a JSON object"])
+        }
+        if let phase = request["event"] as? String {
+            guard let p = CaptureEvent.Phase(rawValue: phase), let a = CaptureEvent.Action(rawValue: request["action"] as? String ?? "primary") else {
+                return Self.reply(["ok": false, "error": "event: phase is began, cancelled or ended; action primary or secondary"])
+            }
+            dispatcher.send(CaptureEvent(phase: p, action: a, source: "socket"))
+            return Self.reply(["ok": true])
+        }
+        if let name = request["set"] as? String {
+            let value: String
+            switch request["value"] {
+            case let n as NSNumber: value = n.stringValue
+            case let t as String: value = t
+            default: return Self.reply(["ok": false, "error": "set: needs a value"])
+            }
+            let r = controls.set(name, value)
+            var out: [String: Any] = ["ok": r.ok, "control": r.control, "clamped": r.clamped]
+            if let v = r.value { out["value"] = v }
+            if let t = r.title { out["title"] = t }
+            if let e = r.error { out["error"] = e }
+            return Self.reply(out)
+        }
+        if request["status"] != nil {
+            controls.drain()
+            let states = controls.controls.map(\.state)
+            let encoded = (try? JSONEncoder().encode(states)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? []
+            return Self.reply(["ok": true, "controls": encoded, "events": dispatcher.events.count, "markers": dispatcher.markers.count])
+        }
+        return Self.reply(["ok": false, "error": "unknown request: use event, set or status"])
+    }
+
+    private static func reply(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{\"ok\":false}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+extension CaptureEvent {
+    /// The preview page's shutter button: `down` → began, `up` → ended, `leave` (the pointer
+    /// left the button while pressed) → cancelled; anything else nil. The preview's POST
+    /// endpoint hands the result to `CaptureEventDispatcher.send`.
+    public static func fromPage(_ button: String, action: Action = .primary) -> CaptureEvent? {
+        switch button {
+        case "down": return CaptureEvent(phase: .began, action: action, source: "page")
+        case "up": return CaptureEvent(phase: .ended, action: action, source: "page")
+        case "leave": return CaptureEvent(phase: .cancelled, action: action, source: "page")
+        default: return nil
+        }
+    }
+}

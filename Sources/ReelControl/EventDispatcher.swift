@@ -1,0 +1,96 @@
+import Foundation
+import Synchronization
+
+/// A capture event as the recording saw it: the event and the newest frame captured when
+/// Reel handled it (`null` before the first frame).
+public struct CaptureEventRecord: Sendable, Hashable, Codable {
+    public var phase: CaptureEvent.Phase
+    public var action: CaptureEvent.Action
+    public var source: String
+    public var time: Double
+    public var frameIndex: Int?
+
+    /// Every key written, `frameIndex` as `null` when there is none.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(phase, forKey: .phase)
+        try c.encode(action, forKey: .action)
+        try c.encode(source, forKey: .source)
+        try c.encode(time, forKey: .time)
+        try c.encode(frameIndex, forKey: .frameIndex)
+    }
+}
+
+/// A marker laid by a secondary press (at its `ended`) at a frame of the recording.
+public struct MarkerRecord: Sendable, Hashable, Codable {
+    public var frameIndex: Int?
+    public var time: Double
+    public var source: String
+
+    /// Every key written, `frameIndex` as `null` when there is none.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(frameIndex, forKey: .frameIndex)
+        try c.encode(time, forKey: .time)
+        try c.encode(source, forKey: .source)
+    }
+}
+
+/// Every source's events go through one dispatcher: it logs each event (the JSON summary's
+/// `captureEvents`), lays a marker for each secondary `ended`, and hands the event to the
+/// handler — replaceable, so photo mode can take pictures on primary `ended` — on one serial
+/// queue, in arrival order. `cancelled` never reaches an action as a capture: the handler
+/// sees it, and the default handler does nothing with it.
+public final class CaptureEventDispatcher: Sendable {
+    /// What an event does: called on the dispatcher's queue with the event and its frame.
+    public typealias Handler = @Sendable (CaptureEvent, _ frameIndex: Int?) -> Void
+    private struct State {
+        var log: [CaptureEventRecord] = []
+        var markers: [MarkerRecord] = []
+        var handler: Handler
+    }
+    private let state: Mutex<State>
+    private let queue = DispatchQueue(label: "reel.capture-events")
+    private let frameSource: Mutex<@Sendable () -> Int?>
+
+    /// `currentFrame`: the newest captured frame's index (nil before the first).
+    public init(currentFrame: @escaping @Sendable () -> Int? = { nil }, handler: @escaping Handler = { _, _ in }) {
+        frameSource = Mutex(currentFrame)
+        state = Mutex(State(handler: handler))
+    }
+
+    /// Where the newest frame's index comes from, once the recording exists (events sent
+    /// before have `frameIndex` nil).
+    public func setCurrentFrame(_ currentFrame: @escaping @Sendable () -> Int?) {
+        frameSource.withLock { $0 = currentFrame }
+    }
+
+    private func currentFrame() -> Int? { frameSource.withLock { $0 }() }
+
+    /// Replaces what events do (the lead wires photo capture and record start/stop here).
+    public func setHandler(_ handler: @escaping Handler) {
+        state.withLock { $0.handler = handler }
+    }
+
+    /// Takes one event from any source: logged at once with the current frame, then handled
+    /// on the dispatcher's queue.
+    public func send(_ event: CaptureEvent) {
+        let frame = currentFrame()
+        let handler = state.withLock { s -> Handler in
+            s.log.append(CaptureEventRecord(phase: event.phase, action: event.action, source: event.source, time: event.time, frameIndex: frame))
+            if event.action == .secondary && event.phase == .ended {
+                s.markers.append(MarkerRecord(frameIndex: frame, time: event.time, source: event.source))
+            }
+            return s.handler
+        }
+        queue.async { handler(event, frame) }
+    }
+
+    /// Waits until every event sent so far has been handled.
+    public func drain() { queue.sync {} }
+
+    /// Every event so far, in arrival order.
+    public var events: [CaptureEventRecord] { state.withLock { $0.log } }
+    /// The markers so far.
+    public var markers: [MarkerRecord] { state.withLock { $0.markers } }
+}
