@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ReelMedia", targets: ["ReelMedia"]),
         .library(name: "ReelMetrics", targets: ["ReelMetrics"]),
         .library(name: "ReelCore", targets: ["ReelCore"]),
+        .library(name: "ReelCapacity", targets: ["ReelCapacity"]),
     ],
     targets: [
         // libavformat, libavcodec, libavutil and libswscale from Debian's -dev packages.
@@ -45,8 +46,11 @@ let package = Package(
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
         // The live preview: newest-frame JPEG output and its HTTP server (MJPEG, snapshot, status).
         .target(name: "ReelPreview", dependencies: ["CMicroHTTPD", "CTurboJPEG", "ReelCore", "ReelMedia", "ReelCapture"]),
+        // Hardware cost and system pressure: the calibration cache, the cost model, the
+        // registry of live sessions, the PSI pressure monitor and the pressure policy.
+        .target(name: "ReelCapacity", dependencies: ["ReelCore", "ReelMedia", "ReelStorage"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
-        .target(name: "ReelCLI", dependencies: ["ReelPreview", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia"]),
+        .target(name: "ReelCLI", dependencies: ["ReelPreview", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
         // `reel` itself: a thin entry into ReelCLI.
         .executableTarget(name: "reel", dependencies: ["ReelCLI"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
@@ -54,7 +58,8 @@ let package = Package(
         .testTarget(name: "ReelMetricsTests", dependencies: ["ReelMetrics", "ReelBench"]),
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage"]),
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
-        .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench"]),
+        .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"]),
+        .testTarget(name: "ReelCapacityTests", dependencies: ["ReelCapacity", "ReelCore", "ReelMedia"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -28,6 +28,13 @@ public enum CommandTable {
         json,
     ])
 
+    /// `reel cost`: the options of `reel record` (issue 13).
+    public static let cost = CommandSpec("cost", record.options)
+    /// `reel calibrate` (issue 13).
+    public static let calibrate = CommandSpec("calibrate", [
+        .flag("--refresh", "measure again even when this machine's calibration is cached"), json,
+    ])
+
     public static let devices = CommandSpec("devices", [json])
     public static let probe = CommandSpec("probe", operands: "FILE...", maxOperands: .max, [
         .flag("--frames", "decode every frame and read back the barcodes"), json,
@@ -81,7 +88,7 @@ public enum CommandTable {
     ])
 
     /// Every subcommand, hidden ones included.
-    public static var all: [CommandSpec] { [record, devices, probe, verify, jitter] + pool + [load] }
+    public static var all: [CommandSpec] { [record, cost, calibrate, devices, probe, verify, jitter] + pool + [load] }
 
     public static func spec(_ name: String) -> CommandSpec? { all.first { $0.name == name } }
 

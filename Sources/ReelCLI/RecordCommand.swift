@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import ReelBench
+import ReelCapacity
 import ReelCapture
 import ReelCore
 import ReelMedia
@@ -10,14 +11,15 @@ import ReelWriter
 
 enum RecordCommand {
     /// `reel record …` as options; no side effects.
-    static func parse(_ argv: [String]) throws -> (RecordOptions, json: Bool, report: String?, preview: PreviewRequest?) {
+    /// `spec`: `reel cost` parses the same options (issue 13).
+    static func parse(_ argv: [String], spec: CommandSpec = CommandTable.record) throws -> (RecordOptions, json: Bool, report: String?, preview: PreviewRequest?) {
         var o = RecordOptions()
         var previewAddress: PreviewAddress? = nil
         var previewToken: String? = nil
         var json = false
         var report: String? = nil
         var sawDuration = false, sawFrames = false
-        for (name, value) in try ScannedArguments(argv, spec: CommandTable.record).options {
+        for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             switch name {
             case "--source":
@@ -100,6 +102,14 @@ enum RecordCommand {
         if options.storage == .defaultPool && !FileManager.default.fileExists(atPath: StoragePool.defaultPath + "/manifest.json") {
             printError("creating the default storage pool at \(StoragePool.defaultPath) (\(formatBytes(StoragePool.defaultCapacity)); see reel pool, or --plain to write files directly)")
         }
+        // [issue 13: capacity] Refused here (exit 69) when this machine cannot take it, else
+        // registered among the live sessions until the recording ends; the pressure monitor's
+        // timeline goes into the JSON summary. Moves into commitConfiguration later.
+        let (admission, cost) = try CapacityGate.admit(options, preview: request != nil)
+        defer { admission?.release() }
+        let pressure = PressureMonitor.forThisProcess(note: { printError($0) })
+        pressure.start()
+        // [end issue 13]
         let recording = try Recording(options: options)
         // The preview listens before capture starts: a port in use ends the command here.
         let preview = try request.map { try startPreview($0, recording: recording) }
@@ -127,6 +137,7 @@ enum RecordCommand {
             writeStderr("\r\u{1B}[K" + line)
         }
         let summary = recording.run(progress: showProgress ? progress : nil)
+        pressure.stop()   // [issue 13]
         if let dir = report, let write = recording.writeStats {
             writeReport(of: write, summary: summary, fps: recording.session.source.format.rate.perSecond,
                         outputDirectory: options.outputDirectory, to: dir)
@@ -134,7 +145,11 @@ enum RecordCommand {
         keys.stop()
         if showProgress { writeStderr("\n") }
 
-        if json { printJSON(summary) } else { printText(summary) }
+        // [issue 13] hardwareCost and the pressure timeline join the summary.
+        if json {
+            printJSON(RecordingSummaryWithPressure(summary: summary, hardwareCost: cost?.cost,
+                                                   pressure: .init(level: pressure.level, timeline: pressure.timeline)))
+        } else { printText(summary) }
         if let failure = recording.failure {
             printError(failure.description)
             return failure.exitStatus
