@@ -43,7 +43,7 @@ enum CalibrateCommand {
             let text = points.map { "\($0.width)×\($0.height) \(fixed($0.framesPerSecond)) fps, \(fixed($0.bytesPerFrame / 1000)) kB/frame" }
             print("  " + codec.description.padding(toLength: 16, withPad: " ", startingAt: 0) + text.joined(separator: "; "))
         }
-        print("  preview JPEG: \(fixed(c.previewMillisecondsPerPicture, 2)) ms a picture (1920×1080 crop, 1280 wide)")
+        print("  preview JPEG: \(fixed(c.previewMillisecondsPerPicture, 2)) ms CPU a picture (1920×1080 crop, 1280 wide)")
         return 0
     }
 }
@@ -66,6 +66,7 @@ struct Calibrator: Sendable {
     /// Measures every codec at every sample point and the preview's JPEG work.
     /// Throws `MediaError` when an encoder cannot be opened or fails.
     func measure() throws -> Calibration {
+        quietLibav()
         let started = MonotonicClock.now()
         let load = Double(((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "").split(separator: " ").first ?? "") ?? 0
         var encoders: [String: [EncoderPoint]] = [:]
@@ -77,7 +78,7 @@ struct Calibrator: Sendable {
                 var best: EncoderPoint? = nil
                 for _ in 0..<batches {
                     let p = try batch(codec, source: source, crop: crop, ratio: ratio)
-                    if best == nil || p.framesPerSecond > best!.framesPerSecond { best = p }
+                    if best == nil || p.cpuSecondsPerFrame < best!.cpuSecondsPerFrame { best = p }
                 }
                 encoders[codec.description, default: []].append(best!)
             }
@@ -102,20 +103,25 @@ struct Calibrator: Sendable {
         var bytes = sink.bytes
         try encoder.flush(duration: 1) { bytes += $0.byteCount }
         let seconds = Double(MonotonicClock.now() - sink.timedStart) / 1e9
-        return EncoderPoint(width: crop.width, height: crop.height, framesPerSecond: Double(framesPerBatch) / max(seconds, 1e-6),
-                            bytesPerFrame: Double(bytes) / Double(framesPerBatch))
+        let cpu = Calibration.processCPUSeconds() - sink.timedStartCPU
+        let n = Double(framesPerBatch)
+        return EncoderPoint(width: crop.width, height: crop.height, cpuSecondsPerFrame: max(cpu, 1e-6) / n,
+                            framesPerSecond: n / max(seconds, 1e-6), bytesPerFrame: Double(bytes) / n)
     }
 
-    /// The preview's mean ms per picture over a few 1920×1080 crops (`PreviewOutput`'s own
-    /// counter: copy out, decimate to 1280 wide, TurboJPEG).
+    /// The preview's CPU ms per picture over a few 1920×1080 crops (`PreviewOutput`: copy out,
+    /// decimate to 1280 wide, TurboJPEG; the sensor's drawing of each frame included).
     func previewMilliseconds(source: SyntheticSource) throws -> Double {
         let output = PreviewOutput()
         try output.start()
         defer { output.stop() }
         let crop = AspectRatio.landscape16x9.crop(in: source.format.size)
         let feeder = PreviewDelegate(output: output, crop: crop)
-        try source.capture(frameLimit: 6, delegate: feeder)
-        return output.counters.meanEncodeMilliseconds
+        try source.capture(frameLimit: 1, delegate: feeder)   // the first picture sets up buffers
+        let cpu = Calibration.processCPUSeconds()
+        try source.capture(frameLimit: 8, delegate: feeder)
+        let pictures = max(feeder.sequence - 1, 1)
+        return (Calibration.processCPUSeconds() - cpu) * 1000 / Double(pictures)
     }
 }
 
@@ -126,13 +132,14 @@ private final class EncodingDelegate: SourceDelegate, @unchecked Sendable {
     let warmUp: Int
     var bytes = 0
     var timedStart: UInt64 = MonotonicClock.now()
+    var timedStartCPU = Calibration.processCPUSeconds()
     var failure: (any Error)?
 
     init(encoder: VideoEncoder, crop: CropRect, warmUp: Int) { self.encoder = encoder; self.crop = crop; self.warmUp = warmUp }
 
     func source(didCapture frame: SourceFrame) -> Bool {
         guard failure == nil else { return false }
-        if frame.index == warmUp { timedStart = MonotonicClock.now() }
+        if frame.index == warmUp { timedStart = MonotonicClock.now(); timedStartCPU = Calibration.processCPUSeconds() }
         let counted = frame.index >= warmUp
         do {
             try encoder.encode(frame.lease.buffer, crop: crop, pts: Int64(frame.index), duration: 1, forceKeyframe: frame.index == 0) {

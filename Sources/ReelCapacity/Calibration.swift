@@ -2,24 +2,31 @@ import Foundation
 import ReelCore
 import ReelMedia
 
-/// One measured point of one codec: how fast this machine's whole pipeline (the synthetic
-/// sensor drawing a frame, the crop, libswscale's conversion, the libavcodec encoder with every
-/// core) turned frames of `width`×`height` into packets, and how many bytes they took.
+/// One measured point of one codec: what this machine's whole pipeline (the synthetic sensor
+/// drawing a frame, the crop, libswscale's conversion, the libavcodec encoder with every core)
+/// spent turning frames of `width`×`height` into packets, and how many bytes they took.
+///
+/// The cost model uses the CPU time (`CLOCK_PROCESS_CPUTIME_ID` of the measuring process, all
+/// its threads), not the wall time: on a machine shared with other work the wall time of a
+/// short run grows with everyone else's load, its CPU time hardly at all, so a calibration
+/// taken on a busy machine still describes the machine. The wall-time rate is kept for
+/// information.
 public struct EncoderPoint: Codable, Sendable, Equatable {
     public var width: Int
     public var height: Int
-    /// Frames per second of wall time (the best of the batches measured).
+    /// CPU seconds (all threads) per frame: the least of the batches measured.
+    public var cpuSecondsPerFrame: Double
+    /// Frames per second of wall time in the same batch (depends on the machine's other load).
     public var framesPerSecond: Double
     /// Mean bytes of one encoded frame.
     public var bytesPerFrame: Double
 
-    public init(width: Int, height: Int, framesPerSecond: Double, bytesPerFrame: Double) {
-        self.width = width; self.height = height; self.framesPerSecond = framesPerSecond; self.bytesPerFrame = bytesPerFrame
+    public init(width: Int, height: Int, cpuSecondsPerFrame: Double, framesPerSecond: Double, bytesPerFrame: Double) {
+        self.width = width; self.height = height; self.cpuSecondsPerFrame = cpuSecondsPerFrame
+        self.framesPerSecond = framesPerSecond; self.bytesPerFrame = bytesPerFrame
     }
 
     public var pixels: Double { Double(width * height) }
-    /// Seconds of wall time per frame.
-    public var secondsPerFrame: Double { 1 / framesPerSecond }
 }
 
 /// What `reel calibrate` measured on this machine: per codec (ProRes per profile), a few frame
@@ -27,7 +34,7 @@ public struct EncoderPoint: Codable, Sendable, Equatable {
 /// frame = a + b × pixels through the measured points), and the preview's JPEG work.
 public struct Calibration: Codable, Sendable, Equatable {
     /// Bumped when what is measured changes: a cache of another version is measured again.
-    public static let version = 1
+    public static let version = 2
     /// A cache older than this is measured again (a machine's load and kernel change).
     public static let maximumAge: Double = 30 * 86_400
 
@@ -44,11 +51,21 @@ public struct Calibration: Codable, Sendable, Equatable {
     public var loadAverage: Double
     /// Codec (`VideoCodec.description`: `prores:hq`, `h264`, …) → measured points, smallest first.
     public var encoders: [String: [EncoderPoint]]
-    /// Mean milliseconds the preview took to copy a 1920×1080 crop out, decimate it and encode
-    /// it as JPEG (`PreviewOutput`, one thread).
+    /// CPU milliseconds the preview took per picture to copy a 1920×1080 crop out, decimate it
+    /// and encode it as JPEG (`PreviewOutput`, one thread).
     public var previewMillisecondsPerPicture: Double
-    /// Cores the encoders could use.
+    /// Cores the encoders could use: the machine's capacity is `cores` CPU seconds a second.
     public var cores: Int
+
+    /// CPU seconds a second this machine has.
+    public var capacity: Double { Double(max(cores, 1)) }
+
+    /// `CLOCK_PROCESS_CPUTIME_ID` in seconds: CPU time of every thread of this process.
+    public static func processCPUSeconds() -> Double {
+        var ts = timespec()
+        guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 else { return 0 }
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
 
     public init(version: Int = Calibration.version, machine: String = Calibration.machineKey, toolchain: String = Calibration.toolchainKey,
                 measuredAt: Double, secondsTaken: Double, loadAverage: Double, encoders: [String: [EncoderPoint]],
@@ -63,13 +80,13 @@ public struct Calibration: Codable, Sendable, Equatable {
     /// The sensor side and ratio of each measured point: 1280×720 and 1920×1920.
     public static let samplePoints: [(sensor: Int, ratio: AspectRatio)] = [(1280, .landscape16x9), (1920, .square)]
 
-    /// Seconds of wall time one frame of `codec` at `size` takes, interpolated (or extrapolated)
+    /// CPU seconds one frame of `codec` at `size` takes, interpolated (or extrapolated)
     /// linearly in the pixel count through the measured points; nil if the codec was not measured.
-    public func secondsPerFrame(_ codec: VideoCodec, _ size: Size) -> Double? {
-        interpolate(codec, size) { $0.secondsPerFrame }
+    public func cpuSecondsPerFrame(_ codec: VideoCodec, _ size: Size) -> Double? {
+        interpolate(codec, size) { $0.cpuSecondsPerFrame }
     }
 
-    /// Bytes one frame of `codec` at `size` takes, interpolated like `secondsPerFrame`.
+    /// Bytes one frame of `codec` at `size` takes, interpolated like `cpuSecondsPerFrame`.
     public func bytesPerFrame(_ codec: VideoCodec, _ size: Size) -> Double? {
         interpolate(codec, size) { $0.bytesPerFrame }
     }
@@ -132,7 +149,7 @@ public struct Calibration: Codable, Sendable, Equatable {
         if now - measuredAt > Calibration.maximumAge { return "it is older than 30 days" }
         if now < measuredAt - 86_400 { return "it is dated in the future" }
         let valid = !encoders.isEmpty && encoders.values.allSatisfy { points in
-            !points.isEmpty && points.allSatisfy { $0.framesPerSecond.isFinite && $0.framesPerSecond > 0 && $0.bytesPerFrame.isFinite && $0.bytesPerFrame > 0 && $0.width > 0 && $0.height > 0 }
+            !points.isEmpty && points.allSatisfy { $0.cpuSecondsPerFrame.isFinite && $0.cpuSecondsPerFrame > 0 && $0.framesPerSecond.isFinite && $0.framesPerSecond > 0 && $0.bytesPerFrame.isFinite && $0.bytesPerFrame > 0 && $0.width > 0 && $0.height > 0 }
         }
         if !valid || !previewMillisecondsPerPicture.isFinite || previewMillisecondsPerPicture < 0 || cores < 1 {
             return "it holds figures that are not measurements"

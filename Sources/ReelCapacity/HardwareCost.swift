@@ -32,8 +32,8 @@ public struct SessionDemand: Sendable, Equatable {
 
 /// A recording's demand as shares of this machine (what the session registry keeps).
 public struct SessionShares: Codable, Sendable, Equatable {
-    /// Share of the machine's CPU the encoders take (wall time per frame with every core,
-    /// times frames per second).
+    /// Share of the machine's CPU the encoders take (CPU seconds per frame × frames per second
+    /// ÷ cores).
     public var encoder: Double
     /// Share of the machine's CPU the preview's JPEG work takes.
     public var preview: Double
@@ -113,17 +113,17 @@ public struct CostModel: Sendable {
     public func shares(_ demand: SessionDemand) throws(CapacityError) -> SessionShares {
         var encoder = 0.0, disk = 0.0
         for o in demand.outputs {
-            guard let spf = calibration.secondsPerFrame(o.codec, o.size), let bpf = calibration.bytesPerFrame(o.codec, o.size) else {
+            guard let spf = calibration.cpuSecondsPerFrame(o.codec, o.size), let bpf = calibration.bytesPerFrame(o.codec, o.size) else {
                 throw .notCalibrated(o.codec.description)
             }
-            encoder += spf * o.framesPerSecond
+            encoder += spf * o.framesPerSecond / calibration.capacity
             disk += bpf * o.framesPerSecond
         }
         var preview = 0.0
         if demand.preview {
             let fps = demand.outputs.map(\.framesPerSecond).max() ?? 0
             // One thread: at most one core's worth, of `cores`.
-            preview = min(fps * calibration.previewMillisecondsPerPicture / 1000, 1) / Double(max(calibration.cores, 1))
+            preview = min(fps * calibration.previewMillisecondsPerPicture / 1000, 1) / calibration.capacity
         }
         var text = demand.outputs.map(\.description).joined(separator: ", ")
         if demand.preview { text += " + preview" }
@@ -147,7 +147,7 @@ public struct CostModel: Sendable {
         let cpu = mine.encoder + mine.preview
         var resources = [HardwareCost.Resource(
             name: "encoder", share: cpu, othersShare: othersCPU, total: cpu + othersCPU,
-            capacity: "\(calibration.cores) cores, as measured by reel calibrate", measured: true)]
+            capacity: "\(calibration.cores) cores' CPU time, per frame as measured by reel calibrate", measured: true)]
         if let bw = diskBytesPerSecond, bw > 0 {
             let d = mine.diskBytesPerSecond / bw, od = othersDisk / bw
             resources.append(.init(name: "disk", share: d, othersShare: od, total: d + od, capacity: diskSource, measured: true))

@@ -6,13 +6,14 @@ import ReelCore
 import ReelMedia
 
 /// A calibration with figures chosen by the test: every codec takes `secondsPerMegapixel`
-/// wall seconds per million pixels of a frame and `bytesPerPixel` bytes.
+/// CPU seconds per million pixels of a frame and `bytesPerPixel` bytes.
 func fakeCalibration(secondsPerMegapixel: Double, bytesPerPixel: Double = 0.5, previewMs: Double = 4, cores: Int = 2) -> Calibration {
     var encoders: [String: [EncoderPoint]] = [:]
     for codec in Calibration.codecs {
         encoders[codec.description] = [(1280, 720), (1920, 1920)].map { w, h in
             let mp = Double(w * h) / 1e6
-            return EncoderPoint(width: w, height: h, framesPerSecond: 1 / (secondsPerMegapixel * mp), bytesPerFrame: bytesPerPixel * Double(w * h))
+            return EncoderPoint(width: w, height: h, cpuSecondsPerFrame: secondsPerMegapixel * mp, framesPerSecond: 1 / (secondsPerMegapixel * mp),
+                                bytesPerFrame: bytesPerPixel * Double(w * h))
         }
     }
     return Calibration(measuredAt: Date().timeIntervalSince1970, secondsTaken: 1, loadAverage: 0, encoders: encoders,
@@ -29,16 +30,16 @@ func scratch(_ tag: String) -> String {
     @Test func sizesBetweenTheMeasuredPointsAreInterpolatedByPixelCount() throws {
         var c = fakeCalibration(secondsPerMegapixel: 0.01)
         // Measured points of ffv1: 1280×720 at 10 ms, 1920×1920 at 40 ms (not proportional).
-        c.encoders["ffv1"] = [EncoderPoint(width: 1280, height: 720, framesPerSecond: 100, bytesPerFrame: 1000),
-                              EncoderPoint(width: 1920, height: 1920, framesPerSecond: 25, bytesPerFrame: 4000)]
+        c.encoders["ffv1"] = [EncoderPoint(width: 1280, height: 720, cpuSecondsPerFrame: 0.01, framesPerSecond: 100, bytesPerFrame: 1000),
+                              EncoderPoint(width: 1920, height: 1920, cpuSecondsPerFrame: 0.04, framesPerSecond: 25, bytesPerFrame: 4000)]
         let mid = Size(width: 1920, height: 1080)   // 2 073 600 px: between 921 600 and 3 686 400
-        let t = try #require(c.secondsPerFrame(.ffv1, mid))
+        let t = try #require(c.cpuSecondsPerFrame(.ffv1, mid))
         let expected = 0.01 + (0.04 - 0.01) * (2_073_600.0 - 921_600) / (3_686_400 - 921_600)
         #expect(abs(t - expected) < 1e-12)
         // Beyond the largest point: extrapolated along the last segment.
-        let big = try #require(c.secondsPerFrame(.ffv1, Size(width: 4032, height: 3024)))
+        let big = try #require(c.cpuSecondsPerFrame(.ffv1, Size(width: 4032, height: 3024)))
         #expect(big > 0.04)
-        #expect(c.secondsPerFrame(.ffv1, Size(width: 1920, height: 1920)) == 0.04)
+        #expect(c.cpuSecondsPerFrame(.ffv1, Size(width: 1920, height: 1920)) == 0.04)
     }
 
     @Test func aCorruptCacheIsMeasuredAgainAndReplaced() throws {
@@ -82,7 +83,7 @@ func scratch(_ tag: String) -> String {
         try c.save(to: path)
         #expect(Calibration.cached(at: path).reason.contains("another toolchain"))
         c = fakeCalibration(secondsPerMegapixel: 0.01)
-        c.encoders["h264"]![0].framesPerSecond = 0
+        c.encoders["h264"]![0].cpuSecondsPerFrame = 0
         try c.save(to: path)
         #expect(Calibration.cached(at: path).reason.contains("not measurements"))
         try fakeCalibration(secondsPerMegapixel: 0.01).save(to: path)
@@ -93,7 +94,7 @@ func scratch(_ tag: String) -> String {
 @Suite struct HardwareCostTests {
     /// The example: ffv1 1920×1920 at 30 fps taking 1.25 of the encoders.
     @Test func aCostAboveOneNamesTheBottleneckAndTheRateThatFits() throws {
-        let c = fakeCalibration(secondsPerMegapixel: 1.25 / 30 / 3.6864)
+        let c = fakeCalibration(secondsPerMegapixel: 1.25 * 2 / 30 / 3.6864)   // 2 cores
         let model = CostModel(calibration: c, diskBytesPerSecond: 150e6, diskSource: "150 MB/s")
         let demand = SessionDemand(outputs: [OutputDemand(codec: .ffv1, size: Size(width: 1920, height: 1920), framesPerSecond: 30)], preview: false)
         let cost = try model.cost(demand, others: [])
@@ -126,6 +127,8 @@ func scratch(_ tag: String) -> String {
         let two = try noDisk.cost(demand, others: [other, other])
         #expect(two.bottleneck == "encoder")
         #expect(abs(two.cost - 3 * (mine.encoder + mine.preview)) < 1e-9)
+        // CPU seconds per frame × fps ÷ cores.
+        #expect(abs(mine.encoder - 0.001 * 2.0736 * 30 / 2) < 1e-12)
         #expect(two.resources.first { $0.name == "disk" }?.measured == false)
     }
 
