@@ -40,7 +40,9 @@ enum CalibrateCommand {
         print("  \(c.toolchain)")
         for codec in Calibration.codecs {
             guard let points = c.encoders[codec.description] else { continue }
-            let text = points.map { "\($0.width)×\($0.height) \(fixed($0.framesPerSecond)) fps, \(fixed($0.bytesPerFrame / 1000)) kB/frame" }
+            let text = points.map { p in
+                "\(p.width)×\(p.height) \(fixed(p.cpuSecondsPerFrame * 1000)) ms CPU (\(fixed(p.framesPerSecond)) fps), \(fixed(p.bytesPerFrame / 1000)) kB"
+            }
             print("  " + codec.description.padding(toLength: 16, withPad: " ", startingAt: 0) + text.joined(separator: "; "))
         }
         print("  preview JPEG: \(fixed(c.previewMillisecondsPerPicture, 2)) ms CPU a picture (1920×1080 crop, 1280 wide)")
@@ -53,9 +55,9 @@ enum CalibrateCommand {
 struct Calibrator: Sendable {
     /// Frames encoded and thrown away before the timed ones (an encoder's first frames set up
     /// its threads and buffers).
-    var warmUpFrames = 2
+    var warmUpFrames = 1
     /// Frames timed per batch.
-    var framesPerBatch = 6
+    var framesPerBatch = 4
     /// Batches per point, each on a new encoder; the fastest is kept: other work on the machine
     /// only ever slows a batch down, so the fastest is the nearest to what the machine can do.
     var batches = 2
