@@ -26,10 +26,7 @@ enum CalibrateCommand {
 
     static func run(json: Bool, refresh: Bool) throws -> Int32 {
         var reason = refresh ? "refresh" : "cached"
-        let (c, measured) = try Calibration.load(refresh: refresh, note: { reason = $0 }, measure: {
-            if !json { writeStderr("calibrate: measuring \(Calibration.codecs.count) codecs at \(Calibration.samplePoints.count) sizes…\n") }
-            return try Calibrator().measure()
-        })
+        let (c, measured) = try Calibration.load(refresh: refresh, note: { reason = $0 }, measure: { try Calibrator().measure() })
         if json {
             printJSON(Report(path: Calibration.cachePath, measured: measured, reason: reason, calibration: c))
             return 0

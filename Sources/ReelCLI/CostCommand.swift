@@ -19,7 +19,9 @@ enum CostCommand {
         guard let demand = CapacityGate.demand(options, preview: preview) else {
             throw UsageError("cost: a V4L2 camera's cost needs its size (v4l2:/dev/videoN:WxH)")
         }
-        let (calibration, _) = try Calibration.load(note: { writeStderr("reel: \($0)\n") }, measure: { try Calibrator().measure() })
+        // Measured on first use (the cache missing, damaged or stale), silently: stderr stays
+        // one line when the cost is refused.
+        let (calibration, _) = try Calibration.load(measure: { try Calibrator().measure() })
         let model = CapacityGate.model(calibration, options: options)
         let cost = try model.cost(demand, others: SessionRegistry().live())
         if json {

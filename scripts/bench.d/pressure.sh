@@ -15,7 +15,14 @@ cd "$(dirname "$0")/../.."
 source scripts/env.sh
 SECONDS_PER_RUN="${1:-30}"
 GRID_SECONDS="${GRID_SECONDS:-5}"
+# The grid's recordings run at this niceness (default -20 as root): the model describes this
+# machine's capacity, and on a machine shared with other work (here: other builds at a load
+# average of 10-15 on 2 cores) only a recorder that goes first gets it. GRID_NICE=0 to compare.
+GRID_NICE="${GRID_NICE:--20}"
+NICE=(nice -n "$GRID_NICE")
+if [ "$(id -u)" != 0 ] && [ "$GRID_NICE" -lt 0 ]; then NICE=(); GRID_NICE=0; fi
 if ! command -v stress-ng >/dev/null; then scripts/setup stress-ng >/dev/null; fi
+PART="${PART:-all}"   # PART=grid or PART=pressure runs one half
 swift build -c release --product reel 2>&1 | grep -E "error|warning:" || true
 REEL="$PWD/.build/release/reel"
 WORK="$(mktemp -d /tmp/reel-bench-pressure-XXXXXX)"
@@ -44,6 +51,7 @@ print(f"{label:<22} frames {s['framesWritten']:>5}/{s['framesCaptured']:<5} late
 PY
 }
 
+if [ "$PART" != grid ]; then
 echo "== 1. 1080p30 ProRes HQ, ${SECONDS_PER_RUN} s, quiet vs under stress-ng (cpu 2, io 1, vm 1 x 512M)"
 "${RECENV[@]}" "$REEL" record --duration "$SECONDS_PER_RUN" --out "$WORK/quiet" --json > "$WORK/quiet.json"
 summarise "quiet" "$WORK/quiet.json"
@@ -55,10 +63,12 @@ kill "$STRESS" 2>/dev/null || true
 wait "$STRESS" 2>/dev/null || true
 summarise "stress-ng, handler off" "$WORK/loaded.json"
 rm -rf "$WORK/quiet" "$WORK/loaded"
+fi
+[ "$PART" = pressure ] && exit 0
 
 echo
-echo "== 2. predicted cost vs late drops, ${GRID_SECONDS} s per cell (load $(cut -d' ' -f1-3 /proc/loadavg))"
-printf "%-10s %-10s %4s %2s %8s %-16s %s\n" codec size fps N cost drops verdict
+echo "== 2. predicted cost vs late drops, ${GRID_SECONDS} s per cell, nice ${GRID_NICE} (load $(cut -d' ' -f1-3 /proc/loadavg))"
+printf "%-10s %-10s %4s %2s %8s %-9s %-16s %s\n" codec size fps N cost cpu.some drops verdict
 for codec in prores:hq h264 ffv1; do
   for cell in "1280 30" "1920 30" "1920 15"; do
     set -- $cell; side=$1; fps=$2
@@ -68,14 +78,15 @@ for codec in prores:hq h264 ffv1; do
     for n in 1 2 3; do
       pids=()
       for i in $(seq 1 "$n"); do
-        "${RECENV[@]}" "$REEL" record --codec "$codec" --container "$container" --source "synthetic:$side" --fps "$fps" \
+        "${RECENV[@]}" "${NICE[@]}" "$REEL" record --codec "$codec" --container "$container" --source "synthetic:$side" --fps "$fps" \
             --duration "$GRID_SECONDS" --out "$WORK/grid-$i" --json > "$WORK/grid-$i.json" 2>/dev/null &
         pids+=($!)
       done
       for p in "${pids[@]}"; do wait "$p" || true; done
-      python3 - "$codec" "$side" "$fps" "$n" "$one" "$WORK" <<'PY'
+      psi=$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null || echo "?")
+      python3 - "$codec" "$side" "$fps" "$n" "$one" "$WORK" "$psi" <<'PY'
 import json, sys
-codec, side, fps, n, one, work = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
+codec, side, fps, n, one, work, psi = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7]
 cpu, disk = map(float, one.split())
 cost = max(cpu * n, disk * n)
 drops = []
@@ -85,7 +96,7 @@ for i in range(1, n + 1):
 ok = all(d == 0 for d in drops)
 verdict = ("ok" if ok else "FAIL: drops at cost <= 0.9") if cost <= 0.9 else ("above 1: reel record refuses" if cost > 1 else "0.9-1: no promise")
 size = {1280: "1280x720", 1920: "1920x1080"}[side]
-print(f"{codec:<10} {size:<10} {fps:>4} {n:>2} {cost:8.2f} {','.join(map(str, drops)):<16} {verdict}")
+print(f"{codec:<10} {size:<10} {fps:>4} {n:>2} {cost:8.2f} {psi + '%':<9} {','.join(map(str, drops)):<16} {verdict}")
 PY
       rm -rf "$WORK"/grid-*
     done
