@@ -15,12 +15,15 @@ cd "$(dirname "$0")/../.."
 source scripts/env.sh
 SECONDS_PER_RUN="${1:-30}"
 GRID_SECONDS="${GRID_SECONDS:-5}"
-# The grid's recordings run at this niceness (default -20 as root): the model describes this
-# machine's capacity, and on a machine shared with other work (here: other builds at a load
-# average of 10-15 on 2 cores) only a recorder that goes first gets it. GRID_NICE=0 to compare.
-GRID_NICE="${GRID_NICE:--20}"
-NICE=(nice -n "$GRID_NICE")
-if [ "$(id -u)" != 0 ] && [ "$GRID_NICE" -lt 0 ]; then NICE=(); GRID_NICE=0; fi
+# The grid's recordings run with this scheduling (default `chrt -r 1`, real-time round robin,
+# as root): the model describes this machine's capacity, and on a machine shared with other
+# work (here: other builds at a load average of 15-20 on 2 cores, PSI cpu some ~98 %) only a
+# recorder that goes first gets it. `nice -n -20` does not: with autogroups
+# (kernel.sched_autogroup_enabled=1) niceness only ranks processes within one session.
+# GRID_SCHED=none runs them like any other process, to compare.
+GRID_SCHED="${GRID_SCHED:-rr}"
+NICE=()
+if [ "$GRID_SCHED" = rr ] && [ "$(id -u)" = 0 ] && chrt -r 1 true 2>/dev/null; then NICE=(chrt -r 1); else GRID_SCHED=none; fi
 if ! command -v stress-ng >/dev/null; then scripts/setup stress-ng >/dev/null; fi
 PART="${PART:-all}"   # PART=grid or PART=pressure runs one half
 swift build -c release --product reel 2>&1 | grep -E "error|warning:" || true
@@ -67,7 +70,7 @@ fi
 [ "$PART" = pressure ] && exit 0
 
 echo
-echo "== 2. predicted cost vs late drops, ${GRID_SECONDS} s per cell, nice ${GRID_NICE} (load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "== 2. predicted cost vs late drops, ${GRID_SECONDS} s per cell, scheduling ${GRID_SCHED} (load $(cut -d' ' -f1-3 /proc/loadavg))"
 printf "%-10s %-10s %4s %2s %8s %-9s %-16s %s\n" codec size fps N cost cpu.some drops verdict
 for codec in prores:hq h264 ffv1; do
   for cell in "1280 30" "1920 30" "1920 15"; do
