@@ -132,8 +132,9 @@ enum RecordCommand {
         keys.start(session: recording.session, stop: { recording.stop() })
         let showProgress = isatty(STDERR_FILENO) == 1
         let progress: @Sendable (RecordingProgress) -> Void = { p in
+            let level = pressure.level   // [issue 13] the system-pressure level, before the ratio (the last word)
             let line = "\(fixed(p.elapsed)) s  \(p.framesCaptured) frames  \(fixed(p.fps)) fps  "
-                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  \(p.ratio)"
+                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  pressure \(level.rawValue)  \(p.ratio)"
             writeStderr("\r\u{1B}[K" + line)
         }
         let summary = recording.run(progress: showProgress ? progress : nil)

@@ -164,3 +164,22 @@ func registryEntries(_ root: String) -> [String] {
         #expect(fourth.status == 0 && fourth.stdout.hasPrefix("cached in \(r.path)"))
     }
 }
+
+/// The progress line in a terminal shows the system-pressure level (before the ratio).
+@Suite(.serialized) struct RealtimePressureProgressTests {
+    @Test func theProgressLineShowsThePressureLevel() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let term = try TerminalRun(["record", "--duration", "3", "--source", "synthetic:1280", "--codec", "prores:proxy",
+                                    "--plain", "--out", dir])
+        defer { term.finish() }
+        _ = try #require(term.waitForProgress(30) { frames, _ in frames >= 10 }, "no progress line: \(term.screen)")
+        let line = try #require(term.screen.split(whereSeparator: { $0 == "\r" || $0 == "\n" }).last { $0.contains(" frames ") })
+        let words = line.split(separator: " ").map(String.init)
+        let at = try #require(words.firstIndex(of: "pressure"), "\(line)")
+        #expect(PressureLevel.allCases.map(\.rawValue).contains(words[at + 1]), "\(line)")
+        #expect(words.last == "16x9")
+        let end = term.waitForExit(30)
+        #expect(end.status == 0)
+    }
+}
