@@ -81,7 +81,7 @@ struct Calibrator: Sendable {
                 }
                 encoders[codec.description, default: []].append(best!)
             }
-            if side == 1920 { previewMs = try previewMilliseconds(source: source) }
+            if side == 1920 && ratio == .landscape16x9 { previewMs = try previewMilliseconds(source: source) }
         }
         let taken = Double(MonotonicClock.now() - started) / 1e9
         return Calibration(version: Calibration.version, machine: Calibration.machineKey, toolchain: Calibration.toolchainKey,

@@ -29,12 +29,12 @@ public struct EncoderPoint: Codable, Sendable, Equatable {
     public var pixels: Double { Double(width * height) }
 }
 
-/// What `reel calibrate` measured on this machine: per codec (ProRes per profile), a few frame
+/// What `reel calibrate` measured on this machine: per codec (ProRes per profile), three frame
 /// sizes; sizes in between (and beyond) are interpolated linearly in the pixel count (time per
 /// frame = a + b × pixels through the measured points), and the preview's JPEG work.
 public struct Calibration: Codable, Sendable, Equatable {
     /// Bumped when what is measured changes: a cache of another version is measured again.
-    public static let version = 2
+    public static let version = 3
     /// A cache older than this is measured again (a machine's load and kernel change).
     public static let maximumAge: Double = 30 * 86_400
 
@@ -77,8 +77,9 @@ public struct Calibration: Codable, Sendable, Equatable {
 
     /// The codecs `reel calibrate` measures.
     public static let codecs: [VideoCodec] = ProResProfile.allCases.map { VideoCodec.prores($0) } + [.h264, .hevc, .ffv1]
-    /// The sensor side and ratio of each measured point: 1280×720 and 1920×1920.
-    public static let samplePoints: [(sensor: Int, ratio: AspectRatio)] = [(1280, .landscape16x9), (1920, .square)]
+    /// The sensor side and ratio of each measured point: 1280×720, 1920×1080 (the default
+    /// recording's size, so the commonest cost is measured, not interpolated) and 1920×1920.
+    public static let samplePoints: [(sensor: Int, ratio: AspectRatio)] = [(1280, .landscape16x9), (1920, .landscape16x9), (1920, .square)]
 
     /// CPU seconds one frame of `codec` at `size` takes, interpolated (or extrapolated)
     /// linearly in the pixel count through the measured points; nil if the codec was not measured.

@@ -146,7 +146,7 @@ func registryEntries(_ root: String) -> [String] {
         #expect(r.measured && r.path == root + "/reel/capacity.json" && r.reason.contains("no calibration"))
         #expect(Set(r.calibration.encoders.keys) == Set(Calibration.codecs.map(\.description)))
         for (codec, points) in r.calibration.encoders {
-            #expect(points.map { "\($0.width)x\($0.height)" } == ["1280x720", "1920x1920"], "\(codec)")
+            #expect(points.map { "\($0.width)x\($0.height)" } == ["1280x720", "1920x1080", "1920x1920"], "\(codec)")
             #expect(points.allSatisfy { $0.cpuSecondsPerFrame > 0 && $0.bytesPerFrame > 0 }, "\(codec)")
         }
         #expect(r.calibration.previewMillisecondsPerPicture > 0)
@@ -155,7 +155,7 @@ func registryEntries(_ root: String) -> [String] {
         let cached = try second.decode(Report.self)
         #expect(!cached.measured && cached.calibration == r.calibration)
 
-        try Data("{\"version\": 2, \"machine\": ".utf8).write(to: URL(fileURLWithPath: r.path))
+        try Data("{\"version\": 3, \"machine\": ".utf8).write(to: URL(fileURLWithPath: r.path))
         let third = try reel(["calibrate", "--json"], environment: env)
         let again = try third.decode(Report.self)
         #expect(again.measured && again.reason.contains("damaged"))
