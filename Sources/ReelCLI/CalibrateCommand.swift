@@ -50,14 +50,16 @@ enum CalibrateCommand {
 /// Runs the short real encodes `Calibration` holds: the synthetic sensor's own frames (its
 /// test pattern, cropped to each sample size), through `VideoEncoder` with every core.
 struct Calibrator: Sendable {
-    /// Frames encoded and thrown away before the timed ones (an encoder's first frames set up
-    /// its threads and buffers).
-    var warmUpFrames = 1
+    /// Frames encoded and thrown away before the timed ones: an encoder's first frames set up
+    /// its threads and buffers, and each of the converter's pooled buffers (5 with 2 threads)
+    /// costs page faults on its first use — with 1 warm-up frame ProRes HQ 1920×1080 measured
+    /// 34.7 ms CPU a frame against 22.8 ms in a 120-frame `reel record` process.
+    var warmUpFrames = 6
     /// Frames timed per batch.
-    var framesPerBatch = 4
-    /// Batches per point, each on a new encoder; the fastest is kept: other work on the machine
-    /// only ever slows a batch down, so the fastest is the nearest to what the machine can do.
-    var batches = 2
+    var framesPerBatch = 6
+    /// Batches per point, each on a new encoder; the cheapest is kept. CPU time hardly depends
+    /// on other work (README: spread ≤ 1.2 at most points), so one batch is enough.
+    var batches = 1
     var codecs: [VideoCodec] = Calibration.codecs
 
     init() {}
