@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ReelMedia", targets: ["ReelMedia"]),
         .library(name: "ReelMetrics", targets: ["ReelMetrics"]),
         .library(name: "ReelCore", targets: ["ReelCore"]),
+        .library(name: "ReelCapacity", targets: ["ReelCapacity"]),
     ],
     targets: [
         // libavformat, libavcodec, libavutil and libswscale from Debian's -dev packages.
@@ -50,8 +51,11 @@ let package = Package(
         // Capture events (began/cancelled/ended presses from evdev keys, the terminal, the control
         // socket, the page), the event dispatcher and the controls (zoom, exposure bias, ratio).
         .target(name: "ReelControl", dependencies: ["CEvdev", "ReelCore"]),
+        // Hardware cost and system pressure: the calibration cache, the cost model, the
+        // registry of live sessions, the PSI pressure monitor and the pressure policy.
+        .target(name: "ReelCapacity", dependencies: ["ReelCore", "ReelMedia", "ReelStorage"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
-        .target(name: "ReelCLI", dependencies: ["ReelControl", "ReelPreview", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia"]),
+        .target(name: "ReelCLI", dependencies: ["ReelControl", "ReelPreview", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
         // `reel` itself: a thin entry into ReelCLI.
         .executableTarget(name: "reel", dependencies: ["ReelCLI"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
@@ -60,7 +64,8 @@ let package = Package(
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage"]),
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelCore"]),
-        .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench"]),
+        .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"]),
+        .testTarget(name: "ReelCapacityTests", dependencies: ["ReelCapacity", "ReelCore", "ReelMedia"]),
     ],
     swiftLanguageModes: [.v6]
 )

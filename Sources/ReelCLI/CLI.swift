@@ -13,6 +13,9 @@ public enum ParsedCommand: Sendable {
     case devices(json: Bool)
     /// `reel control`: the socket and the JSON lines to send (ReelControl).
     case control(socket: String, lines: [String])
+    /// `reel cost` and `reel calibrate` (issue 13).
+    case cost(RecordOptions, json: Bool, preview: Bool)
+    case calibrate(json: Bool, refresh: Bool)
     case jitter(JitterInvocation)
     case pool(PoolInvocation)
     case load(LoadInvocation)
@@ -41,7 +44,7 @@ public enum ReelCLI {
     /// command line that is not one.
     public static func parse(_ argv: [String]) throws -> ParsedCommand {
         guard let command = argv.first else {
-            throw UsageError("no command: use record, probe, verify, pool, jitter, devices or control (reel help lists every option)")
+            throw UsageError("no command: use record, cost, calibrate, probe, verify, pool, jitter, devices or control (reel help lists every option)")
         }
         let rest = Array(argv.dropFirst())
         switch command {
@@ -52,6 +55,8 @@ public enum ReelCLI {
         case "verify": return try VerifyCommand.parse(rest)
         case "devices": return try DevicesCommand.parse(rest)
         case "control": return try ControlCommand.parse(rest)
+        case "cost": return try CostCommand.parse(rest)
+        case "calibrate": return try CalibrateCommand.parse(rest)
         case "jitter": return .jitter(try JitterCommand.parse(rest))
         case "pool": return .pool(try PoolCommand.parse(rest))
         case "_load": return .load(try JitterCommand.parseLoad(rest))
@@ -59,7 +64,7 @@ public enum ReelCLI {
             guard rest.isEmpty else { throw UsageError("help takes no arguments") }
             return .help
         default:
-            throw UsageError("unknown command '\(printable(command))' (use record, probe, verify, pool, jitter, devices or control)")
+            throw UsageError("unknown command '\(printable(command))' (use record, cost, calibrate, probe, verify, pool, jitter, devices or control)")
         }
     }
 
@@ -72,6 +77,8 @@ public enum ReelCLI {
         case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)
         case .devices(let json): return DevicesCommand.run(json: json)
         case .control(let socket, let lines): return try ControlCommand.run(socket: socket, lines: lines)
+        case .cost(let o, let json, let preview): return try CostCommand.run(o, json: json, preview: preview)
+        case .calibrate(let json, let refresh): return try CalibrateCommand.run(json: json, refresh: refresh)
         case .jitter(let j): return try JitterCommand.run(j)
         case .pool(let p): return try PoolCommand.run(p)
         case .load(let l): return JitterCommand.load(l)

@@ -33,6 +33,13 @@ public enum CommandTable {
         json,
     ])
 
+    /// `reel cost`: the options of `reel record` (issue 13).
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report"].contains($0.name) })
+    /// `reel calibrate` (issue 13).
+    public static let calibrate = CommandSpec("calibrate", [
+        .flag("--refresh", "measure again even when this machine's calibration is cached"), json,
+    ])
+
     public static let devices = CommandSpec("devices", [json])
     /// ReelControl: a client of `reel record --control-socket`.
     public static let control = CommandSpec("control", operands: "REQUEST...", maxOperands: .max, [
@@ -90,7 +97,7 @@ public enum CommandTable {
     ])
 
     /// Every subcommand, hidden ones included.
-    public static var all: [CommandSpec] { [record, devices, control, probe, verify, jitter] + pool + [load] }
+    public static var all: [CommandSpec] { [record, cost, calibrate, devices, control, probe, verify, jitter] + pool + [load] }
 
     public static func spec(_ name: String) -> CommandSpec? { all.first { $0.name == name } }
 

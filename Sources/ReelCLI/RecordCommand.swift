@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import ReelBench
+import ReelCapacity
 import ReelCapture
 import ReelControl
 import ReelCore
@@ -11,7 +12,8 @@ import ReelWriter
 
 enum RecordCommand {
     /// `reel record …` as options; no side effects.
-    static func parse(_ argv: [String]) throws -> (RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest) {
+    /// `spec`: `reel cost` parses the same options (issue 13).
+    static func parse(_ argv: [String], spec: CommandSpec = CommandTable.record) throws -> (RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest) {
         var o = RecordOptions()
         var controls = ControlRequest()  // ReelControl
         var previewAddress: PreviewAddress? = nil
@@ -19,7 +21,7 @@ enum RecordCommand {
         var json = false
         var report: String? = nil
         var sawDuration = false, sawFrames = false
-        for (name, value) in try ScannedArguments(argv, spec: CommandTable.record).options {
+        for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
             switch name {
@@ -107,6 +109,14 @@ enum RecordCommand {
         // ReelControl: input devices open before anything is made (no permission: exit 77).
         let controls = try ControlHooks.open(controlRequest)
         defer { controls.stop() }
+        // [issue 13: capacity] Refused here (exit 69) when this machine cannot take it, else
+        // registered among the live sessions until the recording ends; the pressure monitor's
+        // timeline goes into the JSON summary. Moves into commitConfiguration later.
+        let (admission, cost) = try CapacityGate.admit(options, preview: request != nil)
+        defer { admission?.release() }
+        let pressure = PressureMonitor.forThisProcess(note: { printError($0) })
+        pressure.start()
+        // [end issue 13]
         let recording = try Recording(options: options)
         let session = recording.session  // ReelControl: frame indices and the ratio picker
         controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
@@ -134,11 +144,13 @@ enum RecordCommand {
         keys.start(session: recording.session, stop: { recording.stop() })
         let showProgress = isatty(STDERR_FILENO) == 1
         let progress: @Sendable (RecordingProgress) -> Void = { p in
+            let level = pressure.level   // [issue 13] the system-pressure level, before the ratio (the last word)
             let line = "\(fixed(p.elapsed)) s  \(p.framesCaptured) frames  \(fixed(p.fps)) fps  "
-                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  \(p.ratio)"
+                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  pressure \(level.rawValue)  \(p.ratio)"
             writeStderr("\r\u{1B}[K" + line)
         }
         let summary = recording.run(progress: showProgress ? progress : nil)
+        pressure.stop()   // [issue 13]
         if let dir = report, let write = recording.writeStats {
             writeReport(of: write, summary: summary, fps: recording.session.source.format.rate.perSecond,
                         outputDirectory: options.outputDirectory, to: dir)
@@ -147,7 +159,12 @@ enum RecordCommand {
         controls.stop()  // ReelControl: the event log is final
         if showProgress { writeStderr("\n") }
 
-        if json { printJSON(MergedJSON(summary, controls.summary)) } else { printText(summary); printEvents(controls.summary) }
+        // [issue 13] hardwareCost and the pressure timeline join the summary; ReelControl its events.
+        if json {
+            printJSON(MergedJSON(RecordingSummaryWithPressure(summary: summary, hardwareCost: cost?.cost,
+                                                              pressure: .init(level: pressure.level, timeline: pressure.timeline)),
+                                 controls.summary))
+        } else { printText(summary); printEvents(controls.summary) }
         if let failure = recording.failure {
             printError(failure.description)
             return failure.exitStatus

@@ -1,0 +1,143 @@
+import Foundation
+import ReelCore
+
+/// A live Reel recording as the registry holds it: who (pid, start time, boot id, so a reused
+/// pid never counts) and what it takes.
+public struct RegisteredSession: Codable, Sendable, Equatable {
+    public var pid: Int32
+    /// `/proc/PID/stat` field 22 (clock ticks since boot).
+    public var start: UInt64?
+    /// `/proc/sys/kernel/random/boot_id`.
+    public var boot: String?
+    public var shares: SessionShares
+    /// Seconds since 1970 when it registered.
+    public var registeredAt: Double
+
+    public init(pid: Int32, start: UInt64?, boot: String?, shares: SessionShares, registeredAt: Double) {
+        self.pid = pid; self.start = start; self.boot = boot; self.shares = shares; self.registeredAt = registeredAt
+    }
+
+    /// The identity of the live process `pid` as the registry records it (nil if it is gone).
+    public static func identity(of pid: Int32) -> (start: UInt64?, boot: String?)? {
+        guard SessionRegistry.isAlive(pid: pid, start: nil, boot: nil) else { return nil }
+        return (SessionRegistry.startTime(pid), SessionRegistry.bootID)
+    }
+}
+
+/// The other Reel recordings on this machine: one file per live recorder
+/// (`RUNTIME/reel/sessions/PID.json`, RUNTIME = `$XDG_RUNTIME_DIR`, else `/tmp/reel-UID`).
+/// Entries whose process is gone (or whose pid now names another process) are ignored and
+/// removed by whoever reads them; admission (read, decide, write) holds `lock` with `flock`,
+/// so two recorders starting at once cannot both take the last share.
+public struct SessionRegistry: Sendable {
+    public let directory: String
+
+    public init(directory: String = SessionRegistry.defaultDirectory) { self.directory = directory }
+
+    /// `$XDG_RUNTIME_DIR/reel/sessions`, else `/tmp/reel-UID/sessions`.
+    public static var defaultDirectory: String {
+        let env = ProcessInfo.processInfo.environment
+        if let r = env["XDG_RUNTIME_DIR"], !r.isEmpty { return r + "/reel/sessions" }
+        return "/tmp/reel-\(getuid())/sessions"
+    }
+
+    /// The live sessions other than this process; stale entries are removed on the way.
+    public func live() -> [RegisteredSession] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var found: [RegisteredSession] = []
+        for name in names where name.hasSuffix(".json") {
+            let path = directory + "/" + name
+            guard let pid = Int32(name.dropLast(5)), pid != getpid() else { continue }
+            guard let data = FileManager.default.contents(atPath: path),
+                  let entry = try? JSONDecoder().decode(RegisteredSession.self, from: data), entry.pid == pid else {
+                // Damaged, or a half-written entry of a process that died writing it (entries are
+                // renamed into place, so a live writer never leaves one): only if its pid is gone.
+                if !Self.isAlive(pid: pid, start: nil, boot: nil) { removeEntry(path) }
+                continue
+            }
+            if Self.isAlive(pid: entry.pid, start: entry.start, boot: entry.boot) {
+                found.append(entry)
+            } else {
+                removeEntry(path)
+            }
+        }
+        return found.sorted { $0.pid < $1.pid }
+    }
+
+    /// A stale entry: removing it is only tidying (another reader may have removed it first).
+    private func removeEntry(_ path: String) {
+        if unlink(path) != 0 && errno != ENOENT { /* left for the next reader; it is ignored anyway */ }
+    }
+
+    /// Runs `decide` with the live sessions while holding the registry's lock; when it returns
+    /// shares, they are registered for this process before the lock is released. Throws
+    /// `SystemError` when the registry cannot be made or written, and what `decide` throws.
+    public func admit(_ decide: ([RegisteredSession]) throws -> SessionShares?) throws -> Registration? {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let lock = try FileDescriptor.open(directory + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, permissions: 0o644)
+        defer { lock.closeQuietly() }
+        try retryingInterrupts("flock", path: lock.path) { flock(lock.rawValue, LOCK_EX) }
+        guard let shares = try decide(live()) else { return nil }
+        let me = getpid()
+        let entry = RegisteredSession(pid: me, start: Self.startTime(me), boot: Self.bootID, shares: shares,
+                                      registeredAt: Date().timeIntervalSince1970)
+        let path = directory + "/\(me).json"
+        let tmp = directory + "/.\(me).tmp"
+        let data = try JSONEncoder().encode(entry)
+        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, permissions: 0o644)
+        do {
+            try data.withUnsafeBytes { try fd.writeAll($0, toAbsoluteOffset: 0) }
+            try fd.close()
+        } catch {
+            fd.closeQuietly()
+            removeEntry(tmp)
+            throw error
+        }
+        guard rename(tmp, path) == 0 else {
+            let e = errno
+            removeEntry(tmp)
+            throw SystemError("rename", path: path, errno: e)
+        }
+        return Registration(path: path)
+    }
+
+    /// Whether `pid` is a live process and, where known, the same one (start time, boot).
+    public static func isAlive(pid: Int32, start: UInt64?, boot: String?) -> Bool {
+        guard pid > 0 else { return false }
+        if kill(pid, 0) != 0 && errno != EPERM { return false }
+        // A zombie (killed, not yet reaped) records nothing any more.
+        if let state = statFields(pid)?.first, state == "Z" || state == "X" { return false }
+        if let start, let now = startTime(pid), start != now { return false }
+        if let boot, let now = bootID, boot != now { return false }
+        return true
+    }
+
+    static func statFields(_ pid: Int32) -> [Substring]? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ", omittingEmptySubsequences: true)
+    }
+
+    /// Field 22 of `/proc/PID/stat`.
+    static func startTime(_ pid: Int32) -> UInt64? {
+        guard let f = statFields(pid), f.count > 19 else { return nil }
+        return UInt64(f[19])
+    }
+
+    static let bootID: String? = {
+        let id = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id?.isEmpty == false ? id : nil
+    }()
+}
+
+/// This process's entry in the registry; `release()` removes it (a recorder that dies leaves
+/// it, and readers drop it once the pid is gone).
+public final class Registration: Sendable {
+    public let path: String
+    init(path: String) { self.path = path }
+
+    /// Removes the entry (`unlink`); an entry already gone is fine.
+    public func release() {
+        if unlink(path) != 0 && errno != ENOENT { /* readers drop it once this process is gone */ }
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+import ReelCapacity
+import ReelCore
+
+/// A cache directory (`XDG_CACHE_HOME`) holding a calibration of this machine whose codecs all
+/// take `cpuSecondsPerMegapixel` CPU seconds per million pixels of a frame (2 cores), so that
+/// costs are exact; and an empty runtime directory (`XDG_RUNTIME_DIR`) for the registry.
+func capacityEnvironment(cpuSecondsPerMegapixel: Double) throws -> (env: [String: String], root: String) {
+    let root = temporaryDirectory("reel-capacity")
+    var encoders: [String: [EncoderPoint]] = [:]
+    for codec in Calibration.codecs {
+        encoders[codec.description] = [(1280, 720), (1920, 1920)].map { w, h in
+            let spf = cpuSecondsPerMegapixel * Double(w * h) / 1e6
+            return EncoderPoint(width: w, height: h, cpuSecondsPerFrame: spf, framesPerSecond: 2 / spf, bytesPerFrame: Double(w * h) / 2)
+        }
+    }
+    let c = Calibration(measuredAt: Date().timeIntervalSince1970, secondsTaken: 1, loadAverage: 0, encoders: encoders,
+                        previewMillisecondsPerPicture: 2, cores: 2)
+    try c.save(to: root + "/cache/reel/capacity.json")
+    try FileManager.default.createDirectory(atPath: root + "/run", withIntermediateDirectories: true)
+    return (["XDG_CACHE_HOME": root + "/cache", "XDG_RUNTIME_DIR": root + "/run"], root)
+}
+
+/// The registry's entries (`RUNTIME/reel/sessions/PID.json`).
+func registryEntries(_ root: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: root + "/run/reel/sessions")) ?? []).filter { $0.hasSuffix(".json") }.sorted()
+}
+
+@Suite struct HardwareCostCommandTests {
+    /// The example, with a calibration in which ffv1 1920×1920 at 30 fps takes 1.25.
+    @Test func costPrintsTheFigureAndBreakdownAndExits69AboveOne() throws {
+        let (env, root) = try capacityEnvironment(cpuSecondsPerMegapixel: 1.25 * 2 / 30 / 3.6864)
+        defer { removeTree(root) }
+        let args = ["cost", "--codec", "ffv1", "--source", "synthetic:1920", "--ratio", "1x1", "--fps", "30"]
+        let text = try reel(args, environment: env)
+        #expect(text.status == 69)
+        #expect(text.stdout.hasPrefix("hardware cost 1.25 (encoder): ffv1 1920×1920 at 30 fps\n"))
+        #expect(text.stdout.contains("  encoder  this 1.25  others 0.00  total 1.25"))
+        #expect(text.stderr == "reel: ffv1 1920×1920 at 30 fps needs 1.25 of this machine's encoder capacity; 24 fps fits\n")
+
+        let json = try reel(args + ["--json"], environment: env)
+        #expect(json.status == 69)
+        let cost = try json.decode(HardwareCost.self)
+        #expect(abs(cost.cost - 1.25) < 1e-9 && cost.bottleneck == "encoder" && cost.fittingFramesPerSecond == 24)
+        #expect(cost.resources.map(\.name) == ["encoder", "disk"])
+
+        // At the rate that fits: exit 0, nothing on stderr.
+        let fits = try reel(["cost", "--codec", "ffv1", "--source", "synthetic:1920", "--ratio", "1x1", "--fps", "24", "--json"], environment: env)
+        #expect(fits.status == 0 && fits.stderr.isEmpty)
+        #expect(abs(try fits.decode(HardwareCost.self).cost - 1.0) < 1e-9)
+    }
+
+    /// `reel record` refuses the same configuration before it starts: no clip is made.
+    @Test func recordRefusesACostAboveOneBeforeStarting() throws {
+        let (env, root) = try capacityEnvironment(cpuSecondsPerMegapixel: 1.25 * 2 / 30 / 3.6864)
+        defer { removeTree(root) }
+        let out = root + "/out"
+        let run = try reel(["record", "--codec", "ffv1", "--container", "mkv", "--source", "synthetic:1920", "--ratio", "1x1",
+                            "--fps", "30", "--frames", "3", "--plain", "--out", out], environment: env)
+        #expect(run.status == 69)
+        #expect(run.stderr == "reel: ffv1 1920×1920 at 30 fps needs 1.25 of this machine's encoder capacity; 24 fps fits\n")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).isEmpty)
+        #expect(registryEntries(root).isEmpty)
+        // A later ratio change counts at its size: 16x9 alone is 1920×1080 (0.70), 1x1 later makes it 1.25.
+        let later = try reel(["cost", "--codec", "ffv1", "--source", "synthetic:1920", "--ratio", "16x9", "--ratio-at", "1:1x1", "--fps", "30"], environment: env)
+        #expect(later.status == 69 && later.stdout.hasPrefix("hardware cost 1.25"))
+    }
+
+    /// Two live recordings in the registry take 0.80; a third at 0.40 is refused; once one of
+    /// them is killed (its entry stale), the third records.
+    @Test func aThirdRecordingThatWouldExceedOneIsRefusedUntilOneIsKilled() throws {
+        // prores:hq 1920×1080 at 2 fps: 0.4 CPU-s a frame × 2 fps ÷ 2 cores = 0.40.
+        let (env, root) = try capacityEnvironment(cpuSecondsPerMegapixel: 0.4 / 2.0736)
+        defer { removeTree(root) }
+        let common = ["record", "--fps", "2", "--plain", "--json"]
+        let first = try launch(common + ["--duration", "120", "--out", root + "/a"], environment: env)
+        let second = try launch(common + ["--duration", "120", "--out", root + "/b"], environment: env)
+        defer { first.signal(SIGKILL); second.signal(SIGKILL) }
+        let deadline = Date().addingTimeInterval(30)
+        while registryEntries(root).count < 2 && Date() < deadline { usleep(50_000) }
+        #expect(registryEntries(root) == ["\(first.process.processIdentifier).json", "\(second.process.processIdentifier).json"].sorted())
+
+        let third = try reel(common + ["--frames", "2", "--out", root + "/c"], environment: env)
+        #expect(third.status == 69)
+        #expect(third.stderr == "reel: prores:hq 1920×1080 at 2 fps needs 0.40 of this machine's encoder capacity, and 2 other Reel recordings take 0.80 (1.20 in all); 1 fps fits\n")
+        let cost = try reel(["cost", "--fps", "2", "--plain"], environment: env)
+        #expect(cost.stdout.contains("  encoder  this 0.40  others 0.80  total 1.20"))
+        #expect(cost.stdout.contains("other recording: pid \(first.process.processIdentifier): prores:hq 1920×1080 at 2 fps"))
+
+        // Killed: its entry stays on disk but no longer counts, and the next reader removes it.
+        first.signal(SIGKILL)
+        #expect(first.wait().status != 0)
+        let fourth = try reel(common + ["--frames", "2", "--out", root + "/d"], environment: env)
+        #expect(fourth.status == 0, "\(fourth.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(fourth.stdout.utf8)) as? [String: Any])
+        #expect(abs((summary["hardwareCost"] as? Double ?? 0) - 0.8) < 1e-9)
+        #expect(!registryEntries(root).contains("\(first.process.processIdentifier).json"))
+
+        // The second ends cleanly (SIGINT) and takes its entry with it.
+        second.signal(SIGINT)
+        #expect(second.wait().status == 0)
+        #expect(registryEntries(root).isEmpty)
+    }
+
+    @Test func theSummaryCarriesThePressureTimelineAndTheCost() throws {
+        let out = temporaryDirectory()
+        defer { removeTree(out) }
+        let run = try reel(["record", "--frames", "3", "--plain", "--json", "--out", out])
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        // No calibration in the tests' cache: not checked, `null`.
+        #expect(summary["hardwareCost"] is NSNull)
+        let pressure = try #require(summary["pressure"] as? [String: Any])
+        let levels = PressureLevel.allCases.map(\.rawValue)
+        #expect(levels.contains(pressure["level"] as? String ?? "?"))
+        let timeline = try #require(pressure["timeline"] as? [[String: Any]])
+        let first = try #require(timeline.first)
+        #expect(Set(first.keys) == ["atSeconds", "level", "factors", "cost", "sample"])
+        // This machine has PSI: the first reading has figures.
+        if FileManager.default.fileExists(atPath: "/proc/pressure/cpu") {
+            #expect((first["sample"] as? [String: Any])?["cpuSome"] is Double)
+            #expect(first["level"] as? String != "unknown")
+        }
+        // The rest of the summary is as before.
+        #expect(summary["framesWritten"] as? Int == 3)
+    }
+}
+
+/// Real calibrations: each runs every codec's encoder for a few frames (seconds of CPU).
+@Suite(.serialized) struct DisruptiveCalibrationTests {
+    struct Report: Decodable {
+        var path: String
+        var measured: Bool
+        var reason: String
+        var calibration: Calibration
+    }
+
+    @Test func calibrateMeasuresCachesAndMeasuresACorruptCacheAgain() throws {
+        let root = temporaryDirectory("reel-calibrate")
+        defer { removeTree(root) }
+        let env = ["XDG_CACHE_HOME": root]
+        let first = try reel(["calibrate", "--json"], environment: env)
+        #expect(first.status == 0, "\(first.stderr)")
+        let r = try first.decode(Report.self)
+        #expect(r.measured && r.path == root + "/reel/capacity.json" && r.reason.contains("no calibration"))
+        #expect(Set(r.calibration.encoders.keys) == Set(Calibration.codecs.map(\.description)))
+        for (codec, points) in r.calibration.encoders {
+            #expect(points.map { "\($0.width)x\($0.height)" } == ["1280x720", "1920x1080", "1920x1920"], "\(codec)")
+            #expect(points.allSatisfy { $0.cpuSecondsPerFrame > 0 && $0.bytesPerFrame > 0 }, "\(codec)")
+        }
+        #expect(r.calibration.previewMillisecondsPerPicture > 0)
+
+        let second = try reel(["calibrate", "--json"], environment: env)
+        let cached = try second.decode(Report.self)
+        #expect(!cached.measured && cached.calibration == r.calibration)
+
+        try Data("{\"version\": 3, \"machine\": ".utf8).write(to: URL(fileURLWithPath: r.path))
+        let third = try reel(["calibrate", "--json"], environment: env)
+        let again = try third.decode(Report.self)
+        #expect(again.measured && again.reason.contains("damaged"))
+        // And the cache is whole again.
+        let fourth = try reel(["calibrate"], environment: env)
+        #expect(fourth.status == 0 && fourth.stdout.hasPrefix("cached in \(r.path)"))
+    }
+}
+
+/// The progress line in a terminal shows the system-pressure level (before the ratio).
+@Suite(.serialized) struct RealtimePressureProgressTests {
+    @Test func theProgressLineShowsThePressureLevel() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let term = try TerminalRun(["record", "--duration", "3", "--source", "synthetic:1280", "--codec", "prores:proxy",
+                                    "--plain", "--out", dir])
+        defer { term.finish() }
+        _ = try #require(term.waitForProgress(30) { frames, _ in frames >= 10 }, "no progress line: \(term.screen)")
+        let line = try #require(term.screen.split(whereSeparator: { $0 == "\r" || $0 == "\n" }).last { $0.contains(" frames ") })
+        let words = line.split(separator: " ").map(String.init)
+        let at = try #require(words.firstIndex(of: "pressure"), "\(line)")
+        #expect(PressureLevel.allCases.map(\.rawValue).contains(words[at + 1]), "\(line)")
+        #expect(words.last == "16x9")
+        let end = term.waitForExit(30)
+        #expect(end.status == 0)
+    }
+}
