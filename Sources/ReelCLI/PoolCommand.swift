@@ -126,6 +126,11 @@ enum PoolCommand {
             if json { printJSON(RecoveryReport(recovered: pool.lastRecovery, dropped: pool.lastDropped)) } else {
                 printRecovery(pool, path: p)
             }
+            // A slot that could not be recovered is left for the next open; say so and fail.
+            for f in pool.lastRecoveryFailures {
+                writeStderr("reel: slot \(f.slot)\(f.destination.map { " (\($0))" } ?? "") could not be recovered: \(f.reason); the next open of the pool tries again\n")
+            }
+            if !pool.lastRecoveryFailures.isEmpty { return ExitStatus.ioError }
         case "delete":
             try StoragePool.open(at: p).delete()
             if !json { print("deleted the pool at \(p)") } else { printJSON(["deleted": p]) }

@@ -443,15 +443,24 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     /// After a short clip was copied out (or thrown away): zeros what it used and gives the
     /// slot back; a slot that cannot be zeroed, or met an I/O error, leaves the pool instead.
     /// The clip is already safe (or gone): nothing here fails it.
+    /// A slot cut short (salvage truncates it) is shorter than its allocation: it leaves the
+    /// pool too, so that every free slot holds the bytes the manifest says it has.
     private func recycleSlot() {
         do {
-            if syncer.error == nil && !ownSyncFailed {
+            if syncer.error == nil && !ownSyncFailed, try fileLength() >= allocated {
                 try zero(upTo: size)
                 try pool?.returnSlot(slotID)
                 return
             }
         } catch {}
         dropSlot()
+    }
+
+    /// The slot file's length now (fstat).
+    private func fileLength() throws -> Int64 {
+        var st = stat()
+        try retryingInterrupts("fstat", path: slotPath) { fstat(fd.rawValue, &st) }
+        return Int64(st.st_size)
     }
 
     private func dropSlot() {
@@ -557,11 +566,13 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     /// Makes sure the slot's file has room up to `end`, growing into a free slot if not.
     private func ensureAllocated(upTo end: Int64) throws {
         guard end > allocated else { return }
-        guard let grown = try pool?.growSlot(slotID) else {
-            throw PoolError.full("the storage pool is full: no free slot to grow \(fileName(of: path)) past \(formatBytes(allocated))")
+        let grown = try pool?.growSlot(slotID) { size in
+            do { try fd.allocate(upTo: size) } catch let e as SystemError where e.errno != EOPNOTSUPP {
+                throw e.isOutOfSpace ? PoolError.full("no space to grow the slot: \(e.text)") : PoolError.io(e)
+            }
         }
-        do { try fd.allocate(upTo: grown) } catch let e as SystemError where e.errno != EOPNOTSUPP {
-            throw e.isOutOfSpace ? PoolError.full("no space to grow the slot: \(e.text)") : PoolError.io(e)
+        guard let grown else {
+            throw PoolError.full("the storage pool is full: no free slot to grow \(fileName(of: path)) past \(formatBytes(allocated))")
         }
         allocated = grown
         lock.lock(); growths += 1; lock.unlock()

@@ -57,6 +57,17 @@ public struct DroppedClip: Sendable, Codable {
     public var reason: String
 }
 
+/// A dead recorder's slot that recovery could not handle (an I/O error reading or publishing
+/// it): it is left to the next open of the pool, which tries again.
+public struct RecoveryFailure: Sendable, Codable {
+    /// The slot's id in the manifest.
+    public var slot: Int
+    /// The name the clip would have had.
+    public var destination: String?
+    /// The error, in words.
+    public var reason: String
+}
+
 /// The Linux counterpart of Pro Video Storage: a directory of preallocated slot files that
 /// recordings overwrite in place (no allocation, no metadata change on the write path) and
 /// that move to their final name when capture ends.
@@ -68,11 +79,14 @@ public final class StoragePool: Sendable {
     private let replenishDone = Mutex<Bool>(true)
     private let recovered = Mutex<[RecoveredClip]>([])
     private let dropped = Mutex<[DroppedClip]>([])
+    private let failures = Mutex<[RecoveryFailure]>([])
 
     /// What the last `recover()` (run by `open`) published.
     public var lastRecovery: [RecoveredClip] { recovered.withLock { $0 } }
     /// What recovery found in dead recorders' slots but did not publish, and why.
     public var lastDropped: [DroppedClip] { dropped.withLock { $0 } }
+    /// Slots recovery could not handle (an I/O error): left for the next open to retry.
+    public var lastRecoveryFailures: [RecoveryFailure] { failures.withLock { $0 } }
     public static let defaultCapacity: Int64 = 2 << 30
     public static let defaultSlotSize: Int64 = 256 << 20
     public static let blockSize = 1 << 20
@@ -271,8 +285,17 @@ public final class StoragePool: Sendable {
     static let lockPatience: Double = 10
 
     /// Runs `body` holding the pool's lock (not re-entrant: `body` must not take it again).
+    ///
+    /// The lock file is made only while the manifest exists (`delete` removes the manifest,
+    /// then the lock): a process that finds the pool deleted under it gets `notAPool` and
+    /// leaves nothing behind, so the deleting process's final rmdir finds the directory empty.
     func withLock<T>(_ body: () throws -> T) throws -> T {
-        let lockFD = try FileDescriptor.open(path + "/lock", O_RDWR | O_CREAT)
+        let lockPath = path + "/lock"
+        let lockFD: FileDescriptor
+        do { lockFD = try FileDescriptor.open(lockPath, O_RDWR) } catch let e as SystemError where e.errno == ENOENT {
+            guard Sys.fileExists(manifestPath) else { throw PoolError.notAPool(path) }
+            lockFD = try FileDescriptor.open(lockPath, O_RDWR | O_CREAT)
+        }
         // Closing the descriptor releases the lock; it was only read from, nothing to report.
         defer { lockFD.closeQuietly() }
         try lock(lockFD.rawValue)
@@ -607,19 +630,28 @@ public final class StoragePool: Sendable {
         }
     }
 
-    /// Gives an active slot the space of a free one (the clip outgrew its slot); returns the
-    /// new allocation, or nil when no slot is free.
-    func growSlot(_ id: Int) throws -> Int64? {
-        try withManifest { m in
-            guard let free = m.slots.firstIndex(where: { $0.state == .free }) else { return nil }
-            let freeID = m.slots[free].id
-            let extra = m.slots[free].allocated
+    /// Gives the active slot `id` the space of a free one (the clip outgrew its slot): under
+    /// the lock, the free slot's file is removed and `allocate` extends the active one to the
+    /// new size (fallocate). Returns the new allocation, or nil when no slot is free.
+    ///
+    /// The manifest stays true on every path: nothing changes when `id` is not an active slot
+    /// or the free file cannot be removed; once it is removed, the free slot leaves the
+    /// manifest, and the active one's allocation grows only when `allocate` succeeds (else the
+    /// error is thrown and the pool replenishes the slot it lost).
+    func growSlot(_ id: Int, allocate: (Int64) throws -> Void) throws -> Int64? {
+        let outcome = try withManifest { m -> Result<Int64?, any Error> in
+            guard m.slots.contains(where: { $0.id == id && $0.state == .active }),
+                  let free = m.slots.firstIndex(where: { $0.state == .free }) else { return .success(nil) }
+            let freeSlot = m.slots[free]
+            do { try Sys.unlinkIfPresent(slotPath(freeSlot.id)) } catch { return .failure(error) }
             m.slots.remove(at: free)
-            try Sys.unlinkIfPresent(slotPath(freeID))
-            guard let i = m.slots.firstIndex(where: { $0.id == id }) else { return nil }
-            m.slots[i].allocated += extra
-            return m.slots[i].allocated
+            let i = m.slots.firstIndex { $0.id == id }!
+            let grown = m.slots[i].allocated + freeSlot.allocated
+            do { try allocate(grown) } catch { return .failure(error) }
+            m.slots[i].allocated = grown
+            return .success(grown)
         }
+        return try outcome.get()
     }
 
     /// A slot whose clip was copied out and whose used part was zeroed again: free for reuse.
@@ -662,41 +694,70 @@ public final class StoragePool: Sendable {
             }
             return taken
         }
+        guard !orphans.isEmpty else { return [] }
         var out: [RecoveredClip] = []
         var gone: [DroppedClip] = []
+        var failed: [RecoveryFailure] = []
         for slot in orphans {
-            let file = slotPath(slot.id)
-            let written = try lastWrittenByte(file)
-            let found = slot.container == "mkv"
-                ? FragmentScanner.completeClusters(of: file, limit: written)
-                : FragmentScanner.completeFragments(of: file, limit: written)
-            if let found, found.count > 0, let dest = slot.destination {
-                let fd = try FileDescriptor.open(file, O_WRONLY)
-                do {
-                    try fd.truncate(to: found.length)
-                    try fd.dataSync()
-                } catch { fd.closeQuietly(); throw error }
-                try fd.close()
-                try FileStorage.makeDirectories(parentDirectory(of: dest))
-                let published = try publishFile(from: file, toFreeNameLike: dest, tag: "recovered")
-                out.append(RecoveredClip(path: published, bytes: found.length, fragments: found.count))
-            } else {
-                if let dest = slot.destination {
-                    let what = slot.container == "mkv" ? "cluster" : "fragment"
-                    let reason = written == 0 ? "nothing written, so no decodable frame"
-                        : "no complete \(what), so no decodable frame (\(formatBytes(written)) of headers or an unfinished \(what))"
-                    gone.append(DroppedClip(destination: dest, bytes: written, reason: reason))
+            // One slot that cannot be recovered (an I/O error) is reported and handed back as
+            // an orphan for the next open to retry; the others are recovered all the same.
+            do {
+                switch try recoverSlot(slot) {
+                case .published(let clip): out.append(clip)
+                case .dropped(let clip?): gone.append(clip)
+                case .dropped(nil): break
                 }
-                try Sys.unlinkIfPresent(file)
+            } catch {
+                failed.append(RecoveryFailure(slot: slot.id, destination: slot.destination,
+                                              reason: (error as? any UserFacingError)?.description ?? "\(error)"))
+                do {
+                    try withManifest { m in
+                        if let i = m.slots.firstIndex(where: { $0.id == slot.id }) { m.slots[i].state = .active; m.slots[i].setOwner(nil) }
+                    }
+                } catch {
+                    // The slot stays `recovering` under this process: once it is gone, the
+                    // next open takes it up again.
+                }
             }
-            try releaseSlot(slot.id)
         }
-        if !orphans.isEmpty {
-            recovered.withLock { $0 += out }
-            dropped.withLock { $0 += gone }
-            try replenish()
-        }
+        recovered.withLock { $0 += out }
+        dropped.withLock { $0 += gone }
+        failures.withLock { $0 += failed }
+        try replenish()
         return out
+    }
+
+    private enum SlotRecovery { case published(RecoveredClip), dropped(DroppedClip?) }
+
+    /// Publishes (or drops) what one orphaned slot holds and releases it.
+    private func recoverSlot(_ slot: PoolManifest.Slot) throws -> SlotRecovery {
+        let file = slotPath(slot.id)
+        let written = try lastWrittenByte(file)
+        let found = slot.container == "mkv"
+            ? FragmentScanner.completeClusters(of: file, limit: written)
+            : FragmentScanner.completeFragments(of: file, limit: written)
+        if let found, found.count > 0, let dest = slot.destination {
+            let fd = try FileDescriptor.open(file, O_WRONLY)
+            do {
+                try fd.truncate(to: found.length)
+                try fd.dataSync()
+            } catch { fd.closeQuietly(); throw error }
+            try fd.close()
+            try FileStorage.makeDirectories(parentDirectory(of: dest))
+            let published = try publishFile(from: file, toFreeNameLike: dest, tag: "recovered")
+            try releaseSlot(slot.id)
+            return .published(RecoveredClip(path: published, bytes: found.length, fragments: found.count))
+        }
+        var clip: DroppedClip? = nil
+        if let dest = slot.destination {
+            let what = slot.container == "mkv" ? "cluster" : "fragment"
+            let reason = written == 0 ? "nothing written, so no decodable frame"
+                : "no complete \(what), so no decodable frame (\(formatBytes(written)) of headers or an unfinished \(what))"
+            clip = DroppedClip(destination: dest, bytes: written, reason: reason)
+        }
+        try Sys.unlinkIfPresent(file)
+        try releaseSlot(slot.id)
+        return .dropped(clip)
     }
 
     /// The length of the file up to its last non-zero byte (0 when it is gone).
