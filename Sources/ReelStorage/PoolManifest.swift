@@ -18,8 +18,8 @@ public struct PoolManifest: Codable, Sendable, Equatable {
     public var writeModeSource: String?
     /// The measurement the write mode was taken from.
     public var writeModeMeasurement: WriteModeMeasurement?
-    /// How slots are prepared: `zero` (written with zeros: overwrites touch no metadata) or `fallocate`.
-    public var prefill: String
+    /// How slots are prepared.
+    public var prefill: Prefill
     public var nextSlotID: Int = 1
     public var slots: [Slot] = []
     /// Background work in progress (`adjustingCapacity`, `replenishing`), with progress.
@@ -100,6 +100,27 @@ public struct WriteMode: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public var description: String { rawValue }
 }
 
+/// How a pool prepares its slots, as the manifest spells it (a struct for the same reason as
+/// `SlotState`).
+public struct Prefill: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+    /// The name, as the manifest and `--prefill` spell it.
+    public let rawValue: String
+    /// A prefill named `rawValue` (any name survives a manifest round trip; only the two below
+    /// are made by this version).
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// fallocate(2), then written with zeros and synced: overwrites touch no metadata.
+    public static let zero = Prefill(rawValue: "zero")
+    /// fallocate(2) only: unwritten extents, which the first write of each block converts.
+    public static let fallocate = Prefill(rawValue: "fallocate")
+
+    /// The prefills this version makes.
+    public static let all: [Prefill] = [.zero, .fallocate]
+
+    /// The name (`rawValue`).
+    public var description: String { rawValue }
+}
+
 /// Errors of the storage pool.
 public enum PoolError: UserFacingError {
     case notAPool(String)
@@ -111,7 +132,6 @@ public enum PoolError: UserFacingError {
     case full(String)
     /// Creating or growing the pool would need more than the filesystem has free.
     case noRoom(String)
-    case badSize(String)
     case unsupportedFilesystem(String)
     case io(SystemError)
 
@@ -123,7 +143,6 @@ public enum PoolError: UserFacingError {
         case .busy: return 75   // EX_TEMPFAIL: try again when the pool is ready
         case .full: return ExitStatus.ioError
         case .noRoom: return ExitStatus.cantCreate
-        case .badSize: return ExitStatus.usage
         case .unsupportedFilesystem: return ExitStatus.unavailable
         case .io: return ExitStatus.ioError
         }
@@ -138,7 +157,6 @@ public enum PoolError: UserFacingError {
         case .exists(let p): return "\(p) already exists and is not an empty directory"
         case .busy(let why): return "the pool is busy: \(why)"
         case .full(let why), .noRoom(let why): return why
-        case .badSize(let why): return why
         case .unsupportedFilesystem(let why): return why
         case .io(let e): return e.description
         }

@@ -25,8 +25,8 @@ import Testing
 
     /// A clip salvaged (cut back after a failure) and then thrown away leaves no short slot
     /// behind: every free slot's file is as long as the manifest says, and the pool is whole.
-    @Test(arguments: ["zero", "fallocate"])
-    func aSalvagedThenDiscardedClipLeavesNoShortFreeSlot(prefill: String) throws {
+    @Test(arguments: [Prefill.zero, .fallocate])
+    func aSalvagedThenDiscardedClipLeavesNoShortFreeSlot(prefill: Prefill) throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/pool"

@@ -1,0 +1,34 @@
+import ReelMetrics
+
+
+/// Write-path figures of one clip, or of a recording (merged).
+public struct WriteStats: Sendable {
+    /// Service time of every write the storage layer made.
+    public var histogram = LatencyHistogram()
+    /// The most bytes waiting in the ring at once, and the ring's size.
+    public var ringHighWater: Int64 = 0
+    public var ringBytes: Int64 = 0
+    /// Times the muxer had to wait for a free ring block (the ring was full).
+    public var ringFullWaits = 0
+    public var writeMode: String
+    public var bytesWritten: Int64 = 0
+    /// Slots clips grew into beyond their first.
+    public var slotGrowths = 0
+    /// Each write as (monotonic ns when it started, ns it took), for plots; at most `sampleLimit`.
+    public var samples: [(start: UInt64, took: UInt64)] = []
+    public static let sampleLimit = 1 << 18
+
+    public init(writeMode: String) { self.writeMode = writeMode }
+
+    public mutating func merge(_ o: WriteStats) {
+        histogram.merge(o.histogram)
+        ringHighWater = max(ringHighWater, o.ringHighWater)
+        ringBytes = max(ringBytes, o.ringBytes)
+        ringFullWaits += o.ringFullWaits
+        bytesWritten += o.bytesWritten
+        slotGrowths += o.slotGrowths
+        // Clips written in different modes (a direct open that failed for one) say so.
+        writeMode = writeMode == o.writeMode ? o.writeMode : "mixed"
+        samples += o.samples.prefix(max(0, WriteStats.sampleLimit - samples.count))
+    }
+}
