@@ -2,7 +2,6 @@ import CLinux
 import Foundation
 import ReelCore
 import ReelStorage
-import Synchronization
 
 
 /// Writes `blockSize` bytes at a time; `complete()` says when each write finished.
@@ -79,10 +78,10 @@ final class PlainSink: PacedSink {
 final class PoolSink: PacedSink {
     let file: PoolSlotFile
     let blockSize: Int
-    let finished: FinishedWrites
+    let finished: WriteCompletions
 
     init(file: String, allocated: Int64, mode: WriteMode, ringBytes: Int, blockSize: Int) throws {
-        finished = FinishedWrites(capacity: Int(allocated / Int64(StoragePool.blockSize)) + 1)
+        finished = WriteCompletions(capacity: Int(allocated / Int64(StoragePool.blockSize)) + 1)
         self.file = try PoolSlotFile(preallocatedFile: file, allocated: allocated, mode: mode, ringBytes: ringBytes, observer: finished)
         self.blockSize = blockSize
     }
@@ -96,34 +95,6 @@ final class PoolSink: PacedSink {
     /// holding it was written; for larger ones, the last of their blocks.
     func complete() throws -> [UInt64]? {
         try file.finishInPlace()
-        let (times, ends) = finished.all
-        let writes = blockSize > 0 ? Int(file.size / Int64(blockSize)) : 0
-        var done: [UInt64] = []
-        done.reserveCapacity(writes)
-        var k = 0
-        for i in 0..<writes {
-            let end = Int64(i + 1) * Int64(blockSize)
-            while k < times.count && ends[k] < end { k += 1 }
-            guard k < times.count else { break }
-            done.append(times[k])
-        }
-        return done
+        return finished.completions(writeSize: blockSize, writes: blockSize > 0 ? Int(file.size / Int64(blockSize)) : 0)
     }
-}
-
-/// When each write of the pool's writer thread finished, and how far the file was written then.
-final class FinishedWrites: PoolWriteObserver {
-    private let record: Mutex<(times: [UInt64], ends: [Int64])>
-
-    init(capacity: Int) {
-        var times: [UInt64] = [], ends: [Int64] = []
-        times.reserveCapacity(capacity); ends.reserveCapacity(capacity)
-        record = Mutex((times, ends))
-    }
-
-    func poolWriteFinished(at time: UInt64, writtenUpTo end: Int64) {
-        record.withLock { $0.times.append(time); $0.ends.append(end) }
-    }
-
-    var all: (times: [UInt64], ends: [Int64]) { record.withLock { $0 } }
 }

@@ -36,20 +36,10 @@ extension Jitter {
             lat[i] = Double(l) / 1e6
         }
         let budgetNs = UInt64(saturating: 1e9 / o.fps)
-        // A capture ring of ringBytes in front of this writer: at each frame's due time, the
-        // bytes produced but not yet written must fit, else that frame is dropped.
-        let frameBytes = Double(o.bytesPerSecond) / o.fps
-        let frames = Int(saturating: o.seconds * o.fps)
-        var dropped = 0
-        var j = 0   // writes completed by the frame's time
+        // A capture ring of ringBytes in front of this writer: the frames it would have dropped.
+        let dropped = WriteModeCalibration.ringDrops(due: due, done: done, writeSize: o.blockSize, bytesPerSecond: o.bytesPerSecond,
+                                                     seconds: o.seconds, fps: o.fps, ringBytes: o.ringBytes)
         let start = due.first ?? 0
-        for f in 0..<frames {
-            let t = start + UInt64(saturating: Double(f) / o.fps * 1e9)
-            while j < n && done[j] <= t { j += 1 }
-            let produced = Double(f + 1) * frameBytes
-            let written = Double(j) * Double(o.blockSize)
-            if produced - written > Double(o.ringBytes) { dropped += 1 }
-        }
         let span = Double((done.last ?? 0) - (due.first ?? 0)) / 1e9
         // Plot data: a thinned timeline (max of each bucket) and a log-spaced CDF.
         var timeline: [[Double]] = []

@@ -139,7 +139,8 @@ enum PoolCommand {
         let pool = try StoragePool.open(at: p)
         let before = try pool.status()
         if before.slotsActive > 0 { throw PoolError.busy("\(before.slotsActive) recording(s) would compete with the measurement") }
-        let m = try WriteModeCalibration.measure(directory: p, executable: selfExecutable, seconds: inv.seconds ?? WriteModeCalibration.defaultSeconds) {
+        let m = try WriteModeCalibration.measure(directory: p, seconds: inv.seconds ?? WriteModeCalibration.defaultSeconds,
+                                                 load: .bulkProcess(executable: selfExecutable)) {
             if !inv.json { writeStderr("  " + $0 + "\n") }
         }
         m.remember()
@@ -187,7 +188,8 @@ enum PoolCommand {
         defer { if made && measured == nil { rmdir(p) } }
         guard WriteModeCalibration.needed(for: p) else { return nil }
         writeStderr("measuring the write modes of \(WriteModeMeasurement.filesystemKey(p)) (once per filesystem; --write-mode buffered|direct skips this)\n")
-        let m = try WriteModeCalibration.measure(directory: p, executable: selfExecutable, seconds: seconds ?? WriteModeCalibration.defaultSeconds) {
+        let m = try WriteModeCalibration.measure(directory: p, seconds: seconds ?? WriteModeCalibration.defaultSeconds,
+                                                 load: .bulkProcess(executable: selfExecutable)) {
             writeStderr("  " + $0 + "\n")
         }
         m.remember()

@@ -5,7 +5,9 @@ import Synchronization
 
 /// A clip recovered from a slot a dead recorder left active.
 public struct RecoveredClip: Sendable, Codable {
+    /// Where it was published.
     public var path: String
+    /// Its length, cut at the last complete fragment.
     public var bytes: Int64
     /// Complete fragments (MOV/MP4) or clusters (MKV) it holds.
     public var fragments: Int
@@ -17,6 +19,7 @@ public struct DroppedClip: Sendable, Codable {
     public var destination: String
     /// Bytes the slot held (headers, or an incomplete first fragment).
     public var bytes: Int64
+    /// Why nothing was published.
     public var reason: String
 }
 

@@ -40,7 +40,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var allocated: Int64
 
     // Muxer side.
+    /// Where the next `write` goes.
     public private(set) var position: Int64 = 0
+    /// The clip's length so far.
     public private(set) var size: Int64 = 0
     private var current: Int            // block being filled
     private var currentStart: Int64 = 0 // file offset of its first byte
@@ -141,6 +143,8 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
 
     // MARK: ByteSink
 
+    /// Copies `bytes` into the ring at `position` (bytes before the current block become patch writes); waits only when every block is in flight.
+    /// - Throws: the writer thread's first error (`PoolError.full` when the slot cannot grow), or `StorageError.writeback`.
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         if let e = pendingError() { throw e }
         var src = bytes.baseAddress!
@@ -179,6 +183,8 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         lastHandOff = MonotonicClock.now()
     }
 
+    /// Moves `position` back (header patches) or to the end.
+    /// - Throws: ``SystemError`` EINVAL past the current block.
     public func seek(to offset: Int64) throws {
         guard offset >= 0 else { throw SystemError("lseek", path: path, errno: EINVAL) }
         if offset > currentStart + Int64(blockSize) {
@@ -240,6 +246,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         return size
     }
 
+    /// Throws the clip away: waits for queued writes, then recycles the slot (a short, whole one) or drops it from the pool.
     public func discard() {
         guard !published else { return }
         salvaging = true
@@ -322,6 +329,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         return w
     }
 
+    /// The slot file until published, then `path`.
     public var workingPath: String { published ? path : slotPath }
 
     /// The end of the contiguous bytes the writer thread wrote successfully (writes are in

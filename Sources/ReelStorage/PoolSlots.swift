@@ -66,6 +66,7 @@ extension StoragePool {
         try withManifest { m in m.slots.removeAll { $0.id == id } }
     }
 
+    /// Bytes in free slots (0 when the manifest cannot be read).
     public var remainingCapacity: Int64 { (try? readManifest().freeBytes) ?? 0 }
 
 }

@@ -4,12 +4,19 @@ import ReelCore
 
 /// What `reel pool status` reports.
 public struct PoolStatus: Sendable, Codable {
+    /// The pool's directory.
     public var path: String
+    /// Bytes the pool holds, all slots together.
     public var capacity: Int64
+    /// Bytes in free slots.
     public var remainingCapacity: Int64
+    /// Bytes each slot is preallocated with.
     public var slotSize: Int64
+    /// Slots ready, recording, and being prepared.
     public var slotsFree: Int
+    /// Slots a recorder is writing.
     public var slotsActive: Int
+    /// Slots being preallocated.
     public var slotsPreparing: Int
     /// `adjustingCapacity`, `replenishing`, `capturing` (Apple's busy reasons).
     public var busyReasons: [String]
@@ -17,24 +24,33 @@ public struct PoolStatus: Sendable, Codable {
     public var progress: [String: Double]
     /// Who is doing that work: one entry per live process preparing slots.
     public var operations: [Operation]
+    /// The filesystem type (`ext4`, `tmpfs`, …).
     public var filesystem: String
     /// The alignment O_DIRECT needs here, or nil when the filesystem has no direct I/O.
     public var directIOAlignment: Int?
+    /// How recordings write the slots.
     public var writeMode: WriteMode
     /// `measured` (taken from `writeModeMeasurement`), `asked` (`--write-mode`), `only` (no
     /// direct I/O here, so buffered) or `default` (auto with no measurement of this filesystem yet).
     public var writeModeSource: String
+    /// The measurement the write mode was taken from, if any.
     public var writeModeMeasurement: WriteModeMeasurement?
+    /// How slots are prepared.
     public var prefill: Prefill
     /// Why the last preparation of slots failed, if it did.
     public var lastError: String?
+    /// The manifest's version.
     public var manifestVersion: Int
 }
 
 extension PoolStatus {
+    /// A live process preparing slots.
     public struct Operation: Sendable, Codable, Equatable {
+        /// `adjustingCapacity` or `replenishing`.
         public var reason: String
+        /// Its pid.
         public var pid: Int32
+        /// Its progress, 0…1.
         public var progress: Double
     }
 }
@@ -42,6 +58,8 @@ extension PoolStatus {
 // MARK: Status and write mode
 
 extension StoragePool {
+    /// What `reel pool status` reports (reads the manifest; no lock).
+    /// - Throws: `PoolError.notAPool`, `.damagedManifest`, `.foreignManifest`, `.unsupportedVersion`.
     public func status() throws -> PoolStatus {
         let m = try readManifest()
         var busy: [String] = []

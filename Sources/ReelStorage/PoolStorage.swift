@@ -6,8 +6,11 @@ import ReelMetrics
 
 /// Clips written into a storage pool's slots, then moved to `destination`.
 public struct PoolStorage: ClipStorage {
+    /// The pool the slots come from.
     public let pool: StoragePool
+    /// The directory clips are published in.
     public let destination: String
+    /// The ring between the muxer and each clip's writer thread.
     public let ringBytes: Int
 
     /// - Parameter ringBytes: the bounded ring between the muxer and the writer thread.
@@ -36,6 +39,8 @@ public struct PoolStorage: ClipStorage {
         }
     }
 
+    /// Claims a slot for `destination/name` and opens it.
+    /// - Throws: `StorageError.exists`, `PoolError.full` (no slot within 30 s), `.busy`, `.notAPool`, or ``SystemError`` for `open`.
     public func createClip(named name: String) throws -> any ClipFile {
         let dest = destination + "/" + name
         if Sys.fileExists(dest) { throw StorageError.exists(dest) }

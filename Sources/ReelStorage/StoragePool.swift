@@ -10,6 +10,7 @@ import Synchronization
 /// All shared state lives in the manifest on disk, read and written under an exclusive
 /// `flock` on `POOL/lock`, so several processes can use one pool.
 public final class StoragePool: Sendable {
+    /// The pool's directory.
     public let path: String
     let replenishDone = Mutex<Bool>(true)
     let recovered = Mutex<[RecoveredClip]>([])
@@ -22,8 +23,11 @@ public final class StoragePool: Sendable {
     public var lastDropped: [DroppedClip] { dropped.withLock { $0 } }
     /// Slots recovery could not handle (an I/O error): left for the next open to retry.
     public var lastRecoveryFailures: [RecoveryFailure] { failures.withLock { $0 } }
+    /// The default pool's capacity (2 GiB) and slot size (256 MiB).
     public static let defaultCapacity: Int64 = 2 << 30
+    /// The default slot size (256 MiB).
     public static let defaultSlotSize: Int64 = 256 << 20
+    /// The unit slots and ring blocks are sized in (1 MiB).
     public static let blockSize = 1 << 20
 
     /// `$REEL_POOL`, else `$XDG_DATA_HOME/reel/pool`, else `~/.local/share/reel/pool`.
@@ -51,6 +55,14 @@ public final class StoragePool: Sendable {
                               writeMode: WriteMode? = nil, measurement: WriteModeMeasurement? = nil,
                               prefill: Prefill = .zero, preallocate: Bool = true,
                               progress: ((Double) -> Void)? = nil) throws -> StoragePool {
+        try create(at: path, capacity: capacity, slotSize: slotSize, writeMode: writeMode, measurement: measurement,
+                   prefill: prefill, preallocate: preallocate, measuring: true, progress: progress)
+    }
+
+    /// `create`; with `measuring: false`, write mode nil takes a cached measurement or the
+    /// default (buffered) and measures nothing (the default pool, made on first use).
+    static func create(at path: String, capacity: Int64, slotSize: Int64, writeMode: WriteMode?, measurement: WriteModeMeasurement?,
+                       prefill: Prefill, preallocate: Bool, measuring: Bool, progress: ((Double) -> Void)?) throws -> StoragePool {
         guard slotSize >= 4 << 20, slotSize % Int64(blockSize) == 0 else {
             throw UsageError("slot size must be a whole number of MiB, at least 4 MiB (got \(formatBytes(slotSize)))")
         }
@@ -71,7 +83,7 @@ public final class StoragePool: Sendable {
         let pool = StoragePool(path: path)
         do {
             try pool.setUp(count: count, capacity: capacity, slotSize: slotSize, writeMode: writeMode,
-                           measurement: measurement, prefill: prefill, preallocate: preallocate, progress: progress)
+                           measurement: measurement, prefill: prefill, preallocate: preallocate, measuring: measuring, progress: progress)
         } catch {
             // A pool that failed while being made (no room, an I/O error) is taken away again,
             // so the next attempt starts afresh instead of finding a pool with no slots.
@@ -82,7 +94,7 @@ public final class StoragePool: Sendable {
     }
 
     private func setUp(count: Int, capacity: Int64, slotSize: Int64, writeMode: WriteMode?, measurement: WriteModeMeasurement?,
-                       prefill: Prefill, preallocate: Bool, progress: ((Double) -> Void)?) throws {
+                       prefill: Prefill, preallocate: Bool, measuring: Bool, progress: ((Double) -> Void)?) throws {
         let pool = self
         let alignment = pool.directIOAlignment()
         var mode = writeMode ?? .buffered
@@ -92,11 +104,12 @@ public final class StoragePool: Sendable {
             mode = .buffered
             source = "only"
         } else if writeMode == nil {
-            // This filesystem's measurement (made by the caller — `reel pool create` runs it —
-            // or cached from an earlier pool); this function does not measure. Without one,
-            // buffered with early writeback, which won on this machine's ext4 under a competing
-            // writer (README, "Write mode by measurement": p99.9 6.4 ms against 5.1 s direct).
-            measured = measurement ?? WriteModeMeasurement.cached(for: path)
+            // This filesystem's measurement: the caller's (`reel pool create` measures beside a
+            // competing process), else the cached one, else one made now (`WriteModeCalibration`,
+            // beside a competing thread) and cached. Not measuring (the default pool), buffered
+            // with early writeback, which won on this machine's ext4 under a competing writer
+            // (README, "Write mode by measurement": p99.9 6.4 ms against 5.1 s direct).
+            measured = try measurement ?? (measuring ? WriteModeCalibration.cachedOrMeasured(for: path) : WriteModeMeasurement.cached(for: path))
             mode = measured.map { WriteMode(rawValue: $0.chosen) } ?? .buffered
             source = measured == nil ? "default" : "measured"
         }
@@ -165,7 +178,8 @@ public final class StoragePool: Sendable {
     public static func openDefault() throws -> (StoragePool, created: Bool) {
         let p = defaultPath
         if FileManager.default.fileExists(atPath: p + "/manifest.json") { return (try open(at: p), false) }
-        return (try create(at: p, capacity: defaultCapacity), true)
+        return (try create(at: p, capacity: defaultCapacity, slotSize: defaultSlotSize, writeMode: nil, measurement: nil,
+                           prefill: .zero, preallocate: true, measuring: false, progress: nil), true)
     }
 
     /// Deletes the pool: its slots, manifest and directory. Refuses while a live recorder uses
