@@ -1,6 +1,7 @@
 import CLinux
 import Foundation
 import ReelCore
+import ReelStorage
 import Synchronization
 
 /// Set by SIGTERM in a load process: stop and clean up.
@@ -26,19 +27,10 @@ public func runContention(_ kind: ContentionKind, directory: String, seconds: Do
     let pid = getpid()
     switch kind {
     case .bulk:
-        let path = "\(directory)/.reel-load-bulk-\(pid)"
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { return }
-        defer { close(fd); unlink(path) }
-        let chunk = 1 << 20
-        let buf = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 4096)
-        memset(buf, 0x5a, chunk)
-        var off: Int64 = 0
-        while going(end) {
-            if pwrite(fd, buf, chunk, off_t(off)) <= 0 { break }
-            off += Int64(chunk)
-            if off >= 8 << 30 { off = 0 }   // bounded disk use: wrap at 8 GiB
-        }
+        // The same writer a write-mode calibration runs beside each mode, in this process.
+        guard let stop = try? WriteModeCalibration.Load.bulkWriterThread.start(directory, seconds) else { return }
+        while going(end) { usleep(20_000) }
+        stop()
     case .fsync:
         let path = "\(directory)/.reel-load-fsync-\(pid)"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)

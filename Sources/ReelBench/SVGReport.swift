@@ -6,6 +6,7 @@ public enum SVGReport {
     static let colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
                          "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363"]
 
+    /// An SVG page of the report: latency timelines and CDFs of every arm.
     public static func render(_ report: JitterReport, title: String? = nil) -> String {
         var arms = report.arms
         if let f = report.floor { arms.insert(f, at: 0) }

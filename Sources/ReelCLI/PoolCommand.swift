@@ -9,7 +9,9 @@ public struct PoolInvocation: Sendable {
     public var path: String?
     public var capacity: Int64? = nil, slot: Int64? = nil
     public var json = false, background = false
-    public var writeMode = "auto", prefill = "zero"
+    /// nil: `auto` (the filesystem's measurement decides).
+    public var writeMode: WriteMode? = nil
+    public var prefill: Prefill = .zero
     public var seconds: Double? = nil, timeout: Double? = nil
     public var from: Int32? = nil
 }
@@ -35,10 +37,10 @@ enum PoolCommand {
             case "--slot": p.slot = try parseSize(v, option: name, range: (4 << 20)...(64 << 30), multipleOf: 1 << 20)
             case "--write-mode":
                 guard ["auto", "buffered", "direct"].contains(v) else { throw UsageError("--write-mode: '\(printable(v))' is not auto, buffered or direct") }
-                p.writeMode = v
+                p.writeMode = v == "auto" ? nil : WriteMode(rawValue: v)
             case "--prefill":
-                guard ["zero", "fallocate"].contains(v) else { throw UsageError("--prefill: '\(printable(v))' is not zero or fallocate") }
-                p.prefill = v
+                guard Prefill.all.contains(Prefill(rawValue: v)) else { throw UsageError("--prefill: '\(printable(v))' is not zero or fallocate") }
+                p.prefill = Prefill(rawValue: v)
             case "--background": p.background = true
             case "--seconds": p.seconds = try parseSeconds(v, option: name, range: 0.5...600)
             case "--timeout": p.timeout = try parseSeconds(v, option: name, range: 0.1...86_400)
@@ -67,72 +69,96 @@ enum PoolCommand {
     static let maxSlots: Int64 = 65_536
 
     static func run(_ inv: PoolInvocation) throws -> Int32 {
-        let verb = inv.verb, path = inv.path, capacity = inv.capacity, slot = inv.slot
-        let json = inv.json, background = inv.background, writeMode = inv.writeMode, prefill = inv.prefill
-        let seconds = inv.seconds, timeout = inv.timeout, from = inv.from
-        let p = path ?? StoragePool.defaultPath
-        let showProgress = isatty(STDERR_FILENO) == 1
-        let progress: ((Double) -> Void)? = showProgress ? { f in writeStderr("\r\u{1B}[Kpreallocating: \(Int(saturating: f * 100))%") } : nil
-        switch verb {
-        case "create":
-            guard let capacity else { throw UsageError("pool create needs --capacity SIZE (like 4G)") }
-            try StoragePool.checkCanCreate(at: p)
-            try StoragePool.checkFreeSpace(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize)
-            let measurement = writeMode == "auto" ? try measureIfNeeded(p, seconds: seconds) : nil
-            let pool = try StoragePool.create(at: p, capacity: capacity, slotSize: slot ?? StoragePool.defaultSlotSize,
-                                              writeMode: writeMode == "auto" ? nil : WriteMode(rawValue: writeMode),
-                                              measurement: measurement, prefill: prefill,
-                                              preallocate: !background, progress: progress)
-            try done(pool, background: background, json: json, endProgressLine: showProgress)
+        let p = inv.path ?? StoragePool.defaultPath
+        switch inv.verb {
+        case "create": try create(inv, at: p)
         case "status":
             let pool = try StoragePool.open(at: p)
-            if !json { printRecovery(pool, path: nil) }
-            try report(try pool.status(), json: json)
-        case "resize":
-            guard let capacity else { throw UsageError("pool resize needs --capacity SIZE") }
-            let pool = try StoragePool.open(at: p)
-            let slotSize = try pool.status().slotSize
-            guard slotSize > 0, capacity / slotSize <= maxSlots else {
-                throw UsageError("--capacity \(formatBytes(capacity)) in this pool's \(formatBytes(slotSize)) slots is more than \(maxSlots) slots")
-            }
-            try pool.resize(capacity: capacity, preallocate: !background, progress: progress)
-            try done(pool, background: background, json: json, endProgressLine: showProgress)
+            if !inv.json { printRecovery(pool, path: nil) }
+            try report(try pool.status(), json: inv.json)
+        case "resize": try resize(inv, at: p)
         case "wait":
             let pool = try StoragePool.open(at: p)
-            let s = try pool.waitUntilReady(timeout: timeout) { s in
+            let showProgress = isatty(STDERR_FILENO) == 1
+            let s = try pool.waitUntilReady(timeout: inv.timeout) { s in
                 if showProgress { writeStderr("\r\u{1B}[K" + busyText(s)) }
             }
             if showProgress { writeStderr("\n") }
-            try report(s, json: json)
-        case "calibrate":
-            let pool = try StoragePool.open(at: p)
-            let before = try pool.status()
-            if before.slotsActive > 0 { throw PoolError.busy("\(before.slotsActive) recording(s) would compete with the measurement") }
-            let m = try WriteModeCalibration.measure(directory: p, executable: selfExecutable, seconds: seconds ?? WriteModeCalibration.defaultSeconds) {
-                if !json { writeStderr("  " + $0 + "\n") }
-            }
-            m.remember()
-            try pool.adopt(m)
-            try report(try pool.status(), json: json)
+            try report(s, json: inv.json)
+        case "calibrate": try calibrate(inv, at: p)
         case "_prepare":
             // The detached half of --background: take over what the parent reserved, prepare it.
             setsid()
             let pool = try StoragePool.open(at: p)
-            if let from { _ = try pool.adoptPreparation(from: from) }
+            if let from = inv.from { _ = try pool.adoptPreparation(from: from) }
             try pool.fillReservedSlots()
-        case "recover":
-            // Opening a pool recovers; say what it found.
-            let pool = try StoragePool.open(at: p)
-            if json { printJSON(RecoveryReport(recovered: pool.lastRecovery, dropped: pool.lastDropped)) } else {
-                printRecovery(pool, path: p)
-            }
+        case "recover": return try recover(inv, at: p)
         case "delete":
             try StoragePool.open(at: p).delete()
-            if !json { print("deleted the pool at \(p)") } else { printJSON(["deleted": p]) }
+            if !inv.json { print("deleted the pool at \(p)") } else { printJSON(["deleted": p]) }
         default:
-            throw UsageError("unknown pool command '\(printable(verb))' (use \(verbs))")
+            throw UsageError("unknown pool command '\(printable(inv.verb))' (use \(verbs))")
         }
         return 0
+    }
+
+    /// The preallocation progress line, on a terminal only.
+    static var preallocationProgress: ((Double) -> Void)? {
+        isatty(STDERR_FILENO) == 1 ? { f in writeStderr("\r\u{1B}[Kpreallocating: \(Int(saturating: f * 100))%") } : nil
+    }
+
+    /// `reel pool create`: checks first, measures the write modes when `auto` needs it, makes the pool.
+    static func create(_ inv: PoolInvocation, at p: String) throws {
+        guard let capacity = inv.capacity else { throw UsageError("pool create needs --capacity SIZE (like 4G)") }
+        let slot = inv.slot ?? StoragePool.defaultSlotSize
+        try StoragePool.checkCanCreate(at: p)
+        try StoragePool.checkFreeSpace(at: p, capacity: capacity, slotSize: slot)
+        let measurement = inv.writeMode == nil ? try measureIfNeeded(p, seconds: inv.seconds) : nil
+        let progress = preallocationProgress
+        let pool = try StoragePool.create(at: p, capacity: capacity, slotSize: slot, writeMode: inv.writeMode,
+                                          measurement: measurement, prefill: inv.prefill,
+                                          preallocate: !inv.background, progress: progress)
+        try done(pool, background: inv.background, json: inv.json, endProgressLine: progress != nil)
+    }
+
+    /// `reel pool resize`.
+    static func resize(_ inv: PoolInvocation, at p: String) throws {
+        guard let capacity = inv.capacity else { throw UsageError("pool resize needs --capacity SIZE") }
+        let pool = try StoragePool.open(at: p)
+        let slotSize = try pool.status().slotSize
+        guard slotSize > 0, capacity / slotSize <= maxSlots else {
+            throw UsageError("--capacity \(formatBytes(capacity)) in this pool's \(formatBytes(slotSize)) slots is more than \(maxSlots) slots")
+        }
+        let progress = preallocationProgress
+        try pool.resize(capacity: capacity, preallocate: !inv.background, progress: progress)
+        try done(pool, background: inv.background, json: inv.json, endProgressLine: progress != nil)
+    }
+
+    /// `reel pool calibrate`: measures again and adopts the result.
+    static func calibrate(_ inv: PoolInvocation, at p: String) throws {
+        let pool = try StoragePool.open(at: p)
+        let before = try pool.status()
+        if before.slotsActive > 0 { throw PoolError.busy("\(before.slotsActive) recording(s) would compete with the measurement") }
+        let m = try WriteModeCalibration.measure(directory: p, seconds: inv.seconds ?? WriteModeCalibration.defaultSeconds,
+                                                 load: .bulkProcess(executable: selfExecutable)) {
+            if !inv.json { writeStderr("  " + $0 + "\n") }
+        }
+        m.remember()
+        try pool.adopt(m)
+        try report(try pool.status(), json: inv.json)
+    }
+
+    /// `reel pool recover`: opening the pool recovers; says what it found, and fails (74)
+    /// when a slot could not be recovered (it is left for the next open).
+    static func recover(_ inv: PoolInvocation, at p: String) throws -> Int32 {
+        let pool = try StoragePool.open(at: p)
+        if inv.json { printJSON(RecoveryReport(recovered: pool.lastRecovery, dropped: pool.lastDropped)) } else {
+            printRecovery(pool, path: p)
+        }
+        for f in pool.lastRecoveryFailures {
+            writeStderr("reel: slot \(f.slot)\(f.destination.map { " (\($0))" } ?? "") could not be recovered: \(f.reason); the next open of the pool tries again\n")
+        }
+        return pool.lastRecoveryFailures.isEmpty ? 0 : ExitStatus.ioError
     }
 
     /// What opening the pool recovered and dropped; with `path`, also when it found nothing.
@@ -162,7 +188,8 @@ enum PoolCommand {
         defer { if made && measured == nil { rmdir(p) } }
         guard WriteModeCalibration.needed(for: p) else { return nil }
         writeStderr("measuring the write modes of \(WriteModeMeasurement.filesystemKey(p)) (once per filesystem; --write-mode buffered|direct skips this)\n")
-        let m = try WriteModeCalibration.measure(directory: p, executable: selfExecutable, seconds: seconds ?? WriteModeCalibration.defaultSeconds) {
+        let m = try WriteModeCalibration.measure(directory: p, seconds: seconds ?? WriteModeCalibration.defaultSeconds,
+                                                 load: .bulkProcess(executable: selfExecutable)) {
             writeStderr("  " + $0 + "\n")
         }
         m.remember()

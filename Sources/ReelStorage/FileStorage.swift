@@ -40,6 +40,7 @@ public enum StorageError: UserFacingError {
     /// since the last successful sync may not be on disk.
     case writeback(SystemError, clip: String)
 
+    /// 73 for a directory or a name that cannot be made, 74 for I/O.
     public var exitStatus: Int32 {
         switch self {
         case .outputDirectory, .exists: return ExitStatus.cantCreate
@@ -47,6 +48,7 @@ public enum StorageError: UserFacingError {
         }
     }
 
+    /// The one-line message `reel` prints.
     public var description: String {
         switch self {
         case .outputDirectory(let path, let e): return "cannot write to output directory \(path): \(e.text)"
@@ -59,6 +61,7 @@ public enum StorageError: UserFacingError {
 
 /// Clips written straight into a directory of the filesystem (`--plain`).
 public struct FileStorage: ClipStorage {
+    /// The directory clips are written in.
     public let destination: String
 
     /// Creates the directory if needed and checks that it can be written.
@@ -88,6 +91,8 @@ public struct FileStorage: ClipStorage {
         if (st.st_mode & S_IFMT) != S_IFDIR { throw StorageError.outputDirectory(path, SystemError("stat", path: path, errno: ENOTDIR)) }
     }
 
+    /// Creates `destination/name` (O_EXCL: never an existing file).
+    /// - Throws: `StorageError.exists`, or `.io` for `open`.
     public func createClip(named name: String) throws -> any ClipFile {
         try PlainFile(path: destination + "/" + name)
     }
@@ -97,10 +102,13 @@ public struct FileStorage: ClipStorage {
 ///
 /// Used by one thread at a time (the writer's encode thread, then its finaliser).
 public final class PlainFile: ClipFile, @unchecked Sendable {
+    /// The clip's path.
     public let path: String
     /// Nil once published or discarded.
     private var fd: FileDescriptor?
+    /// Where the next `write` goes.
     public private(set) var position: Int64 = 0
+    /// The file's length so far.
     public private(set) var size: Int64 = 0
     private var histogram = LatencyHistogram()
     private var samples: [(start: UInt64, took: UInt64)] = []
@@ -124,6 +132,8 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
         }
     }
 
+    /// Writes `bytes` at `position` (pwrite, EINTR retried).
+    /// - Throws: `StorageError.io`.
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         let t0 = MonotonicClock.now()
         try openFile.writeAll(bytes, toAbsoluteOffset: position)
@@ -134,17 +144,21 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
         size = max(size, position)
     }
 
+    /// Moves `position` (no call: the next write says where).
     public func seek(to offset: Int64) throws {
         guard offset >= 0 else { throw SystemError("lseek", path: path, errno: EINVAL) }
         position = offset
     }
 
+    /// Cuts the file to `length` (ftruncate).
+    /// - Throws: ``SystemError``.
     public func truncate(to length: Int64) throws {
         try openFile.truncate(to: length)
         size = length
         position = min(position, length)
     }
 
+    /// The service time of every write.
     public var writeStats: WriteStats? {
         var w = WriteStats(writeMode: "plain")
         w.histogram = histogram
@@ -153,11 +167,13 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
         return w
     }
 
+    /// The clip is written in place: `path`.
     public var workingPath: String { path }
 
     /// pwrite is synchronous: `size` only grows after a write succeeded.
     public var writtenLength: Int64 { size }
 
+    /// Removes the file (unlink); nothing is published.
     public func discard() {
         fd?.closeQuietly()
         fd = nil
@@ -165,6 +181,8 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
         do { try Sys.unlinkIfPresent(path) } catch {}
     }
 
+    /// Syncs (fdatasync) the file and its directory. Returns its size.
+    /// - Throws: ``SystemError``.
     public func publish() throws -> Int64 {
         guard let closing = fd else { return size }
         do { try closing.dataSync() } catch let e as SystemError {

@@ -106,8 +106,11 @@ enum Sys {
 /// ticks since boot) and boot id (`/proc/sys/kernel/random/boot_id`). Manifests written
 /// before these were recorded have only the pid; such owners are judged by pid alone.
 public struct ProcessIdentity: Sendable, Equatable {
+    /// The pid.
     public var pid: Int32
+    /// Its start time (clock ticks since boot), where recorded.
     public var start: UInt64?
+    /// The boot it ran in, where recorded.
     public var boot: String?
 
     /// This process.

@@ -7,12 +7,15 @@ import ReelCore
 /// mode from it; it is kept in the pool's manifest and, per filesystem, in a cache so that
 /// the next pool on the same filesystem needs no new measurement.
 public struct WriteModeMeasurement: Codable, Sendable, Equatable {
+    /// The figures of one write mode.
     public struct Mode: Codable, Sendable, Equatable {
         /// `buffered` or `direct`.
         public var name: String
+        /// Write latency percentiles and the longest, in ms.
         public var p50Ms: Double, p99Ms: Double, p999Ms: Double, maxMs: Double
         /// Frames a capture ring of `ringBytes` would have dropped.
         public var ringDrops: Int
+        /// The figures, as measured.
         public init(name: String, p50Ms: Double, p99Ms: Double, p999Ms: Double, maxMs: Double, ringDrops: Int) {
             self.name = name; self.p50Ms = p50Ms; self.p99Ms = p99Ms; self.p999Ms = p999Ms; self.maxMs = maxMs; self.ringDrops = ringDrops
         }
@@ -24,14 +27,20 @@ public struct WriteModeMeasurement: Codable, Sendable, Equatable {
     public var measuredAt: Double
     /// What ran beside the writes.
     public var load: String
+    /// The paced rate, MB/s.
     public var rateMBps: Double
+    /// Seconds each mode wrote.
     public var secondsPerMode: Double
+    /// The capture ring simulated.
     public var ringBytes: Int64
+    /// Each mode's figures.
     public var modes: [Mode]
+    /// `buffered` or `direct`: the winner (see `choose`).
     public var chosen: String
     /// Why `chosen` won, in words.
     public var reason: String
 
+    /// A measurement of `modes`; the winner is chosen here.
     public init(filesystem: String, measuredAt: Double, load: String, rateMBps: Double, secondsPerMode: Double,
                 ringBytes: Int64, modes: [Mode]) {
         self.filesystem = filesystem; self.measuredAt = measuredAt; self.load = load; self.rateMBps = rateMBps

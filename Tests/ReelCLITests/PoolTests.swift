@@ -26,7 +26,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(created.status == 0, "\(created.stderr)")
         let s0 = try created.decode(PoolStatus.self)
         #expect(s0.capacity == 256 << 20 && s0.remainingCapacity == 256 << 20 && s0.slotsFree == 8 && s0.busyReasons.isEmpty)
-        #expect(s0.filesystem != "unknown" && s0.writeMode == .buffered && s0.prefill == "zero")
+        #expect(s0.filesystem != "unknown" && s0.writeMode == .buffered && s0.prefill == .zero)
         // Slots are written through (zero-filled), not sparse.
         let slots = try FileManager.default.contentsOfDirectory(atPath: pool + "/slots")
         #expect(slots.count == 8)

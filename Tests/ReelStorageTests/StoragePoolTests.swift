@@ -44,7 +44,7 @@ import Testing
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/pool"
-        _ = try StoragePool.create(at: path, capacity: 32 << 20, slotSize: 4 << 20, writeMode: .buffered, prefill: "fallocate")
+        _ = try StoragePool.create(at: path, capacity: 32 << 20, slotSize: 4 << 20, writeMode: .buffered, prefill: .fallocate)
         for round in 0..<5 {
             try removeFreeSlots(path, count: 4)
             // Each thread opens its own pool object (its own lock descriptor), as processes do.

@@ -6,7 +6,8 @@
  * REEL_FAULT (comma-separated rules):
  *   CALL:ERRNO:N     the N-th matching CALL fails with ERRNO, once
  *   CALL:ERRNO:N+    the N-th matching CALL and every later one fail
- *   CALL is pwrite (pwrite and pwrite64), write, fdatasync, fsync or sync_file_range;
+ *   CALL is pwrite (pwrite and pwrite64), write, fdatasync, fsync, sync_file_range or
+ *   fallocate (fallocate and fallocate64);
  *   ERRNO is EIO or ENOSPC, or SLOWms: the call is made, but only after ms milliseconds (a
  *   slow disk), e.g. pwrite:SLOW50:2+.
  * REEL_FAULT_PATH   only calls on files opened under this path prefix count (the library
@@ -28,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum call { C_PWRITE, C_WRITE, C_FDATASYNC, C_FSYNC, C_SYNC_FILE_RANGE, C_COUNT };
-static const char *call_names[C_COUNT] = { "pwrite", "write", "fdatasync", "fsync", "sync_file_range" };
+enum call { C_PWRITE, C_WRITE, C_FDATASYNC, C_FSYNC, C_SYNC_FILE_RANGE, C_FALLOCATE, C_COUNT };
+static const char *call_names[C_COUNT] = { "pwrite", "write", "fdatasync", "fsync", "sync_file_range", "fallocate" };
 
 #define MAX_RULES 16
 struct rule { enum call call; int err; long delay_ms; long nth; int onward; };
@@ -52,6 +53,7 @@ static ssize_t (*real_write)(int, const void *, size_t);
 static int (*real_fdatasync)(int);
 static int (*real_fsync)(int);
 static int (*real_sync_file_range)(int, off64_t, off64_t, unsigned int);
+static int (*real_fallocate)(int, int, off_t, off_t);
 
 static void parse(void) {
     const char *spec = getenv("REEL_FAULT");
@@ -95,6 +97,7 @@ __attribute__((constructor)) static void init(void) {
     real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
     real_fsync = dlsym(RTLD_NEXT, "fsync");
     real_sync_file_range = dlsym(RTLD_NEXT, "sync_file_range");
+    real_fallocate = dlsym(RTLD_NEXT, "fallocate");
     parse();
 }
 
@@ -219,3 +222,10 @@ int sync_file_range(int fd, off64_t offset, off64_t nbytes, unsigned int flags) 
     if (e) { errno = e; return -1; }
     return real_sync_file_range(fd, offset, nbytes, flags);
 }
+
+int fallocate(int fd, int mode, off_t offset, off_t len) {
+    int e = fault(C_FALLOCATE, fd);
+    if (e) { errno = e; return -1; }
+    return real_fallocate(fd, mode, offset, len);
+}
+int fallocate64(int fd, int mode, off_t offset, off_t len) __attribute__((alias("fallocate")));

@@ -1,0 +1,108 @@
+import CLinux
+import Foundation
+import ReelCore
+
+
+/// Pushes a slot's written bytes toward the disk off the write path: `sync_file_range`
+/// (start writeback) for every range the writer thread wrote, and an `fdatasync` once a
+/// second. Neither ever delays a write; they only bound how much a power loss could take.
+///
+/// A failure of either is a writeback error: since Linux 4.13 the kernel reports it once per
+/// open file, so it is kept here (`error`) for the clip to fail on, together with how far the
+/// file was known to be on disk before (`durableEnd`, what the last successful fdatasync covered).
+final class Syncer: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSCondition()
+    private var low: Int64 = .max, high: Int64 = 0
+    private var dirty = false
+    private var running = true
+    private var finished = false
+    private var failure: SystemError?
+    private var durable: Int64 = 0
+    let fd: FileDescriptor
+    var path: String { fd.path }
+
+    init(fd: FileDescriptor) {
+        self.fd = fd
+        let t = Thread { [self] in run() }
+        t.name = "reel.sync"
+        t.start()
+    }
+
+    func written(_ offset: Int64, _ length: Int64) {
+        lock.lock()
+        low = min(low, offset); high = max(high, offset + length); dirty = true
+        lock.signal()
+        lock.unlock()
+    }
+
+    func stop() {
+        lock.lock()
+        running = false
+        lock.signal()
+        while !finished { lock.wait() }
+        lock.unlock()
+    }
+
+    /// The first writeback error reported to this thread, if any.
+    var error: SystemError? {
+        lock.lock(); defer { lock.unlock() }
+        return failure
+    }
+
+    /// The end of what the last successful fdatasync covered.
+    var durableEnd: Int64 {
+        lock.lock(); defer { lock.unlock() }
+        return durable
+    }
+
+    private func failed(_ e: SystemError) {
+        lock.lock()
+        if failure == nil { failure = e }
+        lock.unlock()
+    }
+
+    private func run() {
+        if CLinux_set_io_priority(2, 4) != 0 {
+            // No say over I/O priority here (a seccomp filter, say): writeback runs at the default.
+        }
+        var lastSync = MonotonicClock.now()
+        var synced: Int64 = 0, dropped: Int64 = 0
+        lock.lock()
+        while running {
+            if low >= high { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.25)) }
+            let (a, b) = (low, high)
+            low = .max; high = 0
+            let due = dirty && MonotonicClock.now() - lastSync >= 1_000_000_000
+            if due { dirty = false }
+            lock.unlock()
+            if a < b {
+                do { try retryingInterrupts("sync_file_range", path: path) { CLinux_start_writeback(fd.rawValue, a, b - a) } } catch let e as SystemError {
+                    failed(e)
+                } catch {}
+                synced = max(synced, b)
+            }
+            if due {
+                let covered = synced
+                do {
+                    try fd.dataSync()
+                    lock.lock(); durable = max(durable, covered); lock.unlock()
+                } catch let e as SystemError {
+                    failed(e)
+                } catch {}
+                lastSync = MonotonicClock.now()
+                // Everything written so far is on disk: drop it from the page cache, so a
+                // recording keeps a small footprint and memory pressure finds little to reclaim.
+                let end = synced - synced % Int64(1 << 20)
+                if end > dropped && error == nil {
+                    // Advice only: where the kernel declines, the pages stay cached and nothing is lost.
+                    if CLinux_drop_cache(fd.rawValue, dropped, end - dropped) == 0 { dropped = end }
+                }
+            }
+            lock.lock()
+        }
+        finished = true
+        lock.broadcast()
+        lock.unlock()
+    }
+}
