@@ -26,6 +26,12 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // libjpeg-turbo's TurboJPEG from Debian's -dev package: the preview's JPEG frames.
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        // libheif from Debian's -dev package (HEVC through its x265 plugin): HEIC photos.
+        .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
+        // libexif from Debian's -dev package: the photos' EXIF blocks.
+        .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
+        // libpng from Debian's -dev package: 16-bit PNG photos.
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
         // Linux constants and calls Swift cannot import directly (O_DIRECT, renameat2, V4L2 codes).
         .target(name: "CLinux"),
         // Shared vocabulary: timestamps, ratios, the frame-index barcode, byte sinks, drop reasons.
@@ -45,8 +51,10 @@ let package = Package(
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
         // The live preview: newest-frame JPEG output and its HTTP server (MJPEG, snapshot, status).
         .target(name: "ReelPreview", dependencies: ["CMicroHTTPD", "CTurboJPEG", "ReelCore", "ReelMedia", "ReelCapture"]),
+        // Still photos: the zero-shutter-lag frame ring, the shutter, JPEG/HEIC/PNG encoding with EXIF.
+        .target(name: "ReelPhoto", dependencies: ["CHeif", "CExif", "CPNG", "CTurboJPEG", "CLinux", "ReelCore", "ReelMedia", "ReelCapture"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
-        .target(name: "ReelCLI", dependencies: ["ReelPreview", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia"]),
+        .target(name: "ReelCLI", dependencies: ["ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia"]),
         // `reel` itself: a thin entry into ReelCLI.
         .executableTarget(name: "reel", dependencies: ["ReelCLI"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
@@ -54,6 +62,7 @@ let package = Package(
         .testTarget(name: "ReelMetricsTests", dependencies: ["ReelMetrics", "ReelBench"]),
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage"]),
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
+        .testTarget(name: "ReelPhotoTests", dependencies: ["ReelPhoto", "ReelCapture", "ReelCore", "ReelMedia"]),
         .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench"]),
     ],
     swiftLanguageModes: [.v6]

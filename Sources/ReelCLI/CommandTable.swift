@@ -28,6 +28,22 @@ public enum CommandTable {
         json,
     ])
 
+    public static let photo = CommandSpec("photo", [
+        .value("--count", "N", "photos to take, 1–1000 (default 1)", sample: "2"),
+        .value("--interval", "S", "seconds between presses, 0.001–60 (default 0.5)", sample: "0.2"),
+        .value("--format", "jpeg|heic|png", "file format (default heic; png: 16-bit RGB)", sample: "jpeg"),
+        .value("--quality", "speed|balanced|quality", "processing level asked for (default balanced)", sample: "quality"),
+        .flag("--no-prioritization", "keep quality for every press (off: a quality press that finds the encoder busy gets balanced)"),
+        .value("--ratio", "4x3|3x4", "photo ratio; the 4032x4032 photo format has only these (default 4x3)", sample: "3x4"),
+        .value("--ring", "N", "full-sensor frames kept for zero shutter lag, 1–30 (default 3)", sample: "3"),
+        .value("--shutter", "zsl|next-frame", "which frame a press takes: the nearest in the ring (default) or the next one", sample: "zsl"),
+        .flag("--eager", "initialise the photo output before capture starts (default: after the first frame)"),
+        .value("--fps", "N", "sensor frame rate, 1–60 (default 30)", sample: "30"),
+        .value("--out", "DIR", "output directory (default photos)", sample: "photos"),
+        .value("--name", "PREFIX", "photo name prefix, without '/'", sample: "shot"),
+        json,
+    ])
+
     public static let devices = CommandSpec("devices", [json])
     public static let probe = CommandSpec("probe", operands: "FILE...", maxOperands: .max, [
         .flag("--frames", "decode every frame and read back the barcodes"), json,
@@ -81,7 +97,7 @@ public enum CommandTable {
     ])
 
     /// Every subcommand, hidden ones included.
-    public static var all: [CommandSpec] { [record, devices, probe, verify, jitter] + pool + [load] }
+    public static var all: [CommandSpec] { [record, photo, devices, probe, verify, jitter] + pool + [load] }
 
     public static func spec(_ name: String) -> CommandSpec? { all.first { $0.name == name } }
 
