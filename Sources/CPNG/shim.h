@@ -27,7 +27,7 @@ static inline void CPNG_write(png_structp png, png_bytep data, size_t length) {
 static inline void CPNG_flush(png_structp png) { (void)png; }
 
 /// Encodes `width`×`height` RGB samples of 16 bits (host order, `rowStride` samples a row)
-/// as a 16-bit PNG at zlib `level` with an eXIf chunk (TIFF-headed `exif`, may be NULL) into
+/// as a 16-bit PNG at zlib `level` with an eXIf chunk before IDAT (TIFF-headed `exif`, may be NULL) into
 /// `*out` (free out->data afterwards). Returns 0, or -1 with libpng's message in `message`.
 static inline int CPNG_encodeRGB16(const uint16_t *rgb, int width, int height, size_t rowStride, int level,
                                    const unsigned char *exif, unsigned int exifSize,
@@ -49,8 +49,10 @@ static inline int CPNG_encodeRGB16(const uint16_t *rgb, int width, int height, s
     png_set_compression_level(png, level);
     png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 16, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    if (exif && exifSize > 0) png_set_eXIf_1(png, info, (png_uint_32)exifSize, (png_bytep)exif);
     png_write_info(png, info);
+    // eXIf before the image data (libpng's png_set_eXIf_1 puts it after IDAT, where some
+    // readers ignore it).
+    if (exif && exifSize > 0) png_write_chunk(png, (png_const_bytep)"eXIf", exif, exifSize);
     row = (uint16_t *)malloc((size_t)width * 3 * 2);
     if (!row) png_error(png, "out of memory");
     for (int y = 0; y < height; y++) {

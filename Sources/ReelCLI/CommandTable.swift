@@ -37,6 +37,7 @@ public enum CommandTable {
         .value("--ratio", "4x3|3x4", "photo ratio; the 4032x4032 photo format has only these (default 4x3)", sample: "3x4"),
         .value("--ring", "N", "full-sensor frames kept for zero shutter lag, 1–30 (default 3)", sample: "3"),
         .value("--shutter", "zsl|next-frame", "which frame a press takes: the nearest in the ring (default) or the next one", sample: "zsl"),
+        .value("--sensor-noise", "SIGMA", "synthetic sensor read-out noise, 0.1–50 luma levels; quality photos then merge the ring's frames", sample: "8"),
         .flag("--eager", "initialise the photo output before capture starts (default: after the first frame)"),
         .value("--fps", "N", "sensor frame rate, 1–60 (default 30)", sample: "30"),
         .value("--out", "DIR", "output directory (default photos)", sample: "photos"),

@@ -31,6 +31,7 @@ struct PhotoSummary: Encodable {
     var fps: Int
     var deferredStart: Bool
     var initialisationMs: Double
+    var sensorNoise: Double?
     var error: String?
 }
 
@@ -65,6 +66,11 @@ enum PhotoCommand {
                     throw UsageError("--shutter: unknown shutter '\(printable(v))' (use zsl or next-frame)")
                 }
                 p.settings.shutter = s
+            case "--sensor-noise":
+                guard let sigma = Double(v.trimmingCharacters(in: .whitespaces)), sigma.isFinite, SensorNoise.range.contains(sigma) else {
+                    throw UsageError("--sensor-noise: '\(printable(v))' is not a noise level from 0.1 to 50 (luma levels)")
+                }
+                p.settings.sensorNoise = SensorNoise(sigma: sigma)
             case "--eager": p.settings.deferInitialisation = false
             case "--fps": p.fps = try parseInt(v, option: name, range: 1...60)
             case "--out":
@@ -140,6 +146,7 @@ enum PhotoCommand {
                                    source: "synthetic:\(settings.photoFormat.size.width)", fps: p.fps,
                                    deferredStart: settings.deferInitialisation,
                                    initialisationMs: output.initialisationMilliseconds,
+                                   sensorNoise: settings.sensorNoise?.sigma,
                                    error: failure.map { ReelCLI.report($0).line })
         if p.json {
             printJSON(summary)

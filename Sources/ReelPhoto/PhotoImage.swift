@@ -1,6 +1,9 @@
 import ReelCapture
 import ReelCore
 import ReelMedia
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A photo's own pixels: 8-bit 4:2:0 planes, tightly packed, copied out of a sensor buffer
 /// so the buffer goes back to the sensor at once.
@@ -48,6 +51,52 @@ public final class PhotoImage: @unchecked Sendable { // written only before it i
         for row in 0..<height {
             (d + row * width).update(from: source.base + (row0 + row) * source.stride + x, count: width)
         }
+    }
+
+    /// A copy of the planes.
+    public func duplicate() -> PhotoImage {
+        let out = PhotoImage(width: width, height: height)
+        out.y.baseAddress!.update(from: y.baseAddress!, count: y.count)
+        out.u.baseAddress!.update(from: u.baseAddress!, count: u.count)
+        out.v.baseAddress!.update(from: v.baseAddress!, count: v.count)
+        return out
+    }
+
+    /// This picture with frame `frameIndex`'s sensor noise added to its luma (a new image).
+    public func withNoise(_ noise: SensorNoise, frameIndex: Int) -> PhotoImage {
+        let out = duplicate()
+        noise.apply(luma: out.y.baseAddress!, width: width, height: height, stride: width, frameIndex: frameIndex)
+        return out
+    }
+
+    /// Multi-frame noise reduction: each luma sample of `self` (the reference) averaged with
+    /// the samples of `others` at the same place that lie within `threshold` of it (a sample
+    /// further away is motion or a different picture there, and is left out); chroma is the
+    /// reference's.
+    public func merged(with others: [PhotoImage], threshold: Int) -> PhotoImage {
+        let out = duplicate()
+        let n = y.count
+        let sources = others.filter { $0.width == width && $0.height == height }.map { UnsafePointer($0.y.baseAddress!) }
+        let ref = UnsafePointer(y.baseAddress!), dst = out.y.baseAddress!
+        for i in 0..<n {
+            let r = Int(ref[i])
+            var sum = r, count = 1
+            for s in sources {
+                let v = Int(s[i])
+                if abs(v - r) <= threshold { sum += v; count += 1 }
+            }
+            dst[i] = UInt8((sum + count / 2) / count)
+        }
+        return out
+    }
+
+    /// Peak signal-to-noise ratio of this picture's luma against `clean`'s, in dB (∞ when equal).
+    public func lumaPSNR(against clean: PhotoImage) -> Double {
+        var squared = 0.0
+        let a = y.baseAddress!, b = clean.y.baseAddress!
+        for i in 0..<min(y.count, clean.y.count) { let d = Double(Int(a[i]) - Int(b[i])); squared += d * d }
+        let mse = squared / Double(max(1, y.count))
+        return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
     }
 
     /// The picture turned by `quarterTurns` × 90° clockwise (a new image; 0 returns self).

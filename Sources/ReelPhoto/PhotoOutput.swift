@@ -28,6 +28,9 @@ public struct PhotoSettings: Sendable {
     /// Initialise (prepare the encoders) on a thread after the first frame instead of in
     /// `prepare` (Deferred Start); presses before then are buffered with their frame.
     public var deferInitialisation = false
+    /// The synthetic sensor's read-out noise (nil: none). With noise, `quality` photos get
+    /// multi-frame noise reduction over the ring's frames, and each photo reports its PSNR.
+    public var sensorNoise: SensorNoise? = nil
 
     public init() {}
 }
@@ -71,6 +74,8 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     private struct Job {
         let request: PhotoRequest
         let image: PhotoImage
+        /// The other ring frames (clean copies, with their indices) for noise reduction.
+        let extras: [(PhotoImage, Int)]
         let frameTime: Double
         let pressMonotonic: UInt64
     }
@@ -206,7 +211,14 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
             guard arrivals > seen, let next = ring.last else { condition.unlock(); throw PhotoError.noFrame }
             chosen = next
         }
-        let bytes = PhotoImage.byteCount(width: crop.width, height: crop.height)
+        // Fast-capture prioritisation: `quality` only when no `quality` photo waits before it.
+        var level = settings.quality
+        if settings.fastCapturePrioritization && level == .quality
+            && (jobs.contains { $0.request.quality == .quality } || working) {
+            level = .balanced
+        }
+        let others = level == .quality && settings.sensorNoise != nil ? ring.filter { $0.index != chosen.index } : []
+        let bytes = PhotoImage.byteCount(width: crop.width, height: crop.height) * (1 + others.count)
         guard queuedBytes + bytes <= settings.memoryBudget else {
             refused += 1
             let held = queuedBytes
@@ -214,12 +226,6 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
             throw PhotoError.overBudget(bytes: held, budget: settings.memoryBudget)
         }
         queuedBytes += bytes
-        // Fast-capture prioritisation: `quality` only when no `quality` photo waits before it.
-        var level = settings.quality
-        if settings.fastCapturePrioritization && level == .quality
-            && (jobs.contains { $0.request.quality == .quality } || working) {
-            level = .balanced
-        }
         sequence += 1
         let pressed = chosen.index + Int(((press - chosen.pts.seconds) / frameDuration).rounded())
         let request = PhotoRequest(sequence: sequence, frameIndex: chosen.index, pressedFrameIndex: pressed,
@@ -227,16 +233,18 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         condition.unlock()
 
         let image: PhotoImage
+        var extras: [(PhotoImage, Int)] = []
         do {
-            image = try PhotoImage.copy(chosen.buffer, crop: chosen.buffer.size == settings.photoFormat.size
-                                        ? crop : settings.ratio.crop(in: chosen.buffer.size))
+            let rect = chosen.buffer.size == settings.photoFormat.size ? crop : settings.ratio.crop(in: chosen.buffer.size)
+            image = try PhotoImage.copy(chosen.buffer, crop: rect)
+            for f in others where f.buffer.size == chosen.buffer.size { extras.append((try PhotoImage.copy(f.buffer, crop: rect), f.index)) }
         } catch {
             condition.lock(); queuedBytes -= bytes; condition.unlock()
             throw error
         }
         let frameTime = chosen.pts.seconds
         condition.lock()
-        jobs.append(Job(request: request, image: image, frameTime: frameTime, pressMonotonic: pressMonotonic))
+        jobs.append(Job(request: request, image: image, extras: extras, frameTime: frameTime, pressMonotonic: pressMonotonic))
         condition.broadcast()
         condition.unlock()
         return request
@@ -283,7 +291,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
             let result = deliver(job, encoder: encoder)
             condition.lock()
             working = false
-            queuedBytes -= job.image.byteCount
+            queuedBytes -= job.image.byteCount * (1 + job.extras.count)
             switch result {
             case .success(let p): delivered.append(p)
             case .failure(let e): failures.append(e)
@@ -295,17 +303,31 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
 
     private func deliver(_ job: Job, encoder: PhotoEncoder) -> Result<Photo, PhotoError> {
         let r = job.request
-        let image = job.image
+        let start = MonotonicClock.now()
+        // The sensor's read-out noise, then (quality) multi-frame noise reduction.
+        var image = job.image
+        var psnrProxy: Double? = nil, psnrFinal: Double? = nil
+        if let noise = settings.sensorNoise {
+            let proxy = job.image.withNoise(noise, frameIndex: r.frameIndex)
+            psnrProxy = proxy.lumaPSNR(against: job.image)
+            image = proxy
+            if !job.extras.isEmpty {
+                let others = job.extras.map { $0.0.withNoise(noise, frameIndex: $0.1) }
+                image = proxy.merged(with: others, threshold: Int((3 * noise.sigma).rounded(.up)))
+                psnrFinal = image.lumaPSNR(against: job.image)
+            }
+        }
+        let processMs = Double(MonotonicClock.now() - start) / 1e6
         let captured = startedAt.addingTimeInterval(Double(job.pressMonotonic &- startedMonotonic) / 1e9
                                                     + (job.frameTime - r.pressTime))
         let fields = ExifFields(make: settings.make, model: settings.model, orientation: 1, capturedAt: captured,
                                 width: image.width, height: image.height, frameIndex: r.frameIndex,
                                 sessionTime: job.frameTime, pressTime: r.pressTime, sessionID: sessionID, quality: r.quality)
         do {
-            let start = MonotonicClock.now()
+            let encodeStart = MonotonicClock.now()
             let exif = try fields.block()
             let bytes = try encoder.encode(image, format: settings.format, quality: r.quality, exif: exif)
-            let encodeMs = Double(MonotonicClock.now() - start) / 1e6
+            let encodeMs = Double(MonotonicClock.now() - encodeStart) / 1e6
             let name = "\(settings.namePrefix)-\(String(format: "%04d", r.sequence)).\(settings.format.fileExtension)"
             let path = try PhotoFile.save(bytes, directory: settings.directory, name: name)
             return .success(Photo(path: path, format: settings.format, width: image.width, height: image.height,
@@ -314,9 +336,14 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
                                   lagMs: (job.frameTime - r.pressTime) * 1000, quality: r.quality,
                                   requestedQuality: settings.quality, buffered: r.buffered,
                                   pressToFileMs: Double(MonotonicClock.now() - job.pressMonotonic) / 1e6,
-                                  encodeMs: encodeMs, exifOrientation: fields.orientation))
+                                  encodeMs: encodeMs, processMs: processMs, exifOrientation: fields.orientation,
+                                  noiseSigma: settings.sensorNoise?.sigma, mergedFrames: 1 + (psnrFinal == nil ? 0 : job.extras.count),
+                                  psnrProxy: psnrProxy.map(finite), psnrFinal: psnrFinal.map(finite)))
         } catch {
             return .failure(error)
         }
     }
 }
+
+/// A PSNR as JSON can carry it (identical pictures: 99 dB).
+private func finite(_ x: Double) -> Double { x.isFinite ? (x * 100).rounded() / 100 : 99 }

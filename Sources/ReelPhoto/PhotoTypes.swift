@@ -80,8 +80,18 @@ public struct Photo: Sendable, Codable, Hashable {
     public var pressToFileMs: Double
     /// Encoding alone, in milliseconds.
     public var encodeMs: Double
+    /// Noise and noise reduction before encoding, in milliseconds.
+    public var processMs: Double
     /// The EXIF Orientation written (1: upright).
     public var exifOrientation: Int
+    /// `--sensor-noise`: the sensor's noise (nil: a clean sensor).
+    public var noiseSigma: Double?
+    /// Frames merged by noise reduction (1: none).
+    public var mergedFrames: Int
+    /// Luma PSNR (dB) against the clean pattern of the single noisy frame (the proxy) and of
+    /// the noise-reduced photo (nil without noise, or without reduction).
+    public var psnrProxy: Double?
+    public var psnrFinal: Double?
 }
 
 /// A press the output accepted: the frame it took and the level it will get.

@@ -1,0 +1,246 @@
+import Foundation
+import ReelCore
+import Testing
+
+/// `reel photo --json` as the tests read it.
+struct PhotoRun: Decodable {
+    struct Shot: Decodable {
+        let path: String, format: String, width: Int, height: Int, bytes: Int
+        let frameIndex: Int, pressedFrameIndex: Int, pressTime: Double, frameTime: Double
+        let lagFrames: Int, lagMs: Double, quality: String, requestedQuality: String, buffered: Bool
+        let exifOrientation: Int
+    }
+    let photos: [Shot]
+    let presses: Int, delivered: Int, refused: Int, failed: Int
+    let format: String, quality: String, prioritization: Bool, shutter: String, ring: Int, ratio: String
+    let deferredStart: Bool
+    let error: String?
+}
+
+let havePhotoTools = installedTool("ffmpeg") != nil && installedTool("exiftool") != nil
+    && installedTool("heif-convert") != nil && installedTool("heif-info") != nil
+
+/// Runs `tool args…`; its status and stdout.
+func runTool(_ tool: String, _ args: [String]) throws -> (status: Int32, stdout: Data) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: try #require(installedTool(tool)))
+    p.arguments = args
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, data)
+}
+
+/// The frame-index barcode of a photo, decoded by independent decoders: ffmpeg for JPEG and
+/// PNG, libheif's heif-convert (to PNG, then ffmpeg) for HEIC. Also its size.
+func photoBarcode(_ path: String) throws -> (index: Int?, width: Int, height: Int) {
+    var source = path
+    let dir = temporaryDirectory("reel-photo-decode")
+    defer { removeTree(dir) }
+    if path.hasSuffix(".heic") {
+        source = dir + "/decoded.png"
+        let r = try runTool("heif-convert", [path, source])
+        try #require(r.status == 0, "heif-convert could not decode \(path)")
+    }
+    let info = try #require(ffprobe(source), "ffprobe cannot open \(source)")
+    let gray = try runTool("ffmpeg", ["-v", "error", "-i", source, "-f", "rawvideo", "-pix_fmt", "gray", "-"]).stdout
+    try #require(gray.count == info.width * info.height)
+    let index = gray.withUnsafeBytes { raw in
+        FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: info.width, width: info.width, height: info.height, depth: 8))
+    }
+    return (index, info.width, info.height)
+}
+
+/// exiftool's reading of a photo's tags (`-j -n`: numbers as numbers).
+func exifTags(_ path: String) throws -> [String: Any] {
+    let r = try runTool("exiftool", ["-j", "-n", "-a", path])
+    try #require(r.status == 0)
+    let list = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
+    return try #require(list.first)
+}
+
+@Suite("PhotoTests", .enabled(if: havePhotoTools, "needs ffmpeg, exiftool (libimage-exiftool-perl) and heif-convert/heif-info (libheif-examples)"))
+struct PhotoTests {
+    @Test(arguments: ["jpeg", "heic", "png"])
+    func photosShowThePressedFrameAndCarryTheirExif(format: String) throws {
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let run = try reel(["photo", "--count", "3", "--interval", "0.25", "--format", format, "--out", out, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRun.self)
+        #expect(summary.presses == 3 && summary.delivered == 3 && summary.refused == 0 && summary.failed == 0)
+        #expect(summary.photos.count == 3)
+        #expect(Set(summary.photos.map(\.frameIndex)).count == 3, "each press its own frame")
+        for shot in summary.photos {
+            #expect(shot.format == format)
+            #expect(shot.path.hasSuffix(format == "jpeg" ? ".jpg" : "." + format))
+            #expect(FileManager.default.fileExists(atPath: shot.path))
+            let attributes = try FileManager.default.attributesOfItem(atPath: shot.path)
+            #expect((attributes[.size] as? NSNumber)?.intValue == shot.bytes)
+            // Zero shutter lag: the photo is the frame nearest the press.
+            #expect(shot.lagFrames == 0 && shot.frameIndex == shot.pressedFrameIndex)
+            #expect(abs(shot.frameTime - shot.pressTime) <= 1.0 / 30 / 2 + 1e-6)
+            let decoded = try photoBarcode(shot.path)
+            #expect(decoded.index == shot.frameIndex, "\(shot.path): barcode \(String(describing: decoded.index)), reported \(shot.frameIndex)")
+            #expect(decoded.width == 4032 && decoded.height == 3024)
+            #expect(shot.width == 4032 && shot.height == 3024)
+            // Every EXIF field written, as exiftool reads it.
+            let tags = try exifTags(shot.path)
+            #expect(tags["Make"] as? String == "Reel")
+            #expect(tags["Model"] as? String == "Synthetic 4032x4032 sensor")
+            #expect((tags["Orientation"] as? NSNumber)?.intValue == 1)
+            #expect((tags["ExifImageWidth"] as? NSNumber)?.intValue == 4032)
+            #expect((tags["ExifImageHeight"] as? NSNumber)?.intValue == 3024)
+            let date = try #require(tags["DateTimeOriginal"] as? String)
+            #expect(date.range(of: #"^\d{4}:\d\d:\d\d \d\d:\d\d:\d\d$"#, options: .regularExpression) != nil)
+            #expect(tags["SubSecTimeOriginal"] != nil)
+            let comment = try #require(tags["UserComment"] as? String)
+            #expect(comment.hasPrefix("reel frame=\(shot.frameIndex) sessionTime="))
+            #expect(comment.contains(String(format: "sessionTime=%.6f", shot.frameTime)))
+            let id = try #require(tags["ImageUniqueID"] as? String)
+            #expect(id.count == 32 && id.hasPrefix(String(format: "%08X", shot.frameIndex)))
+            #expect(id.dropFirst(8).prefix(16) == Substring(String(format: "%016llX", UInt64((shot.frameTime * 1e6).rounded()))))
+            #expect(tags["Warning"] == nil, "exiftool warns: \(String(describing: tags["Warning"]))")
+            if format == "heic" {
+                let info = try runTool("heif-info", [shot.path])
+                #expect(info.status == 0)
+                #expect(String(decoding: info.stdout, as: UTF8.self).contains("4032x3024"))
+            }
+        }
+        // Nothing half-written is left behind.
+        let names = try FileManager.default.contentsOfDirectory(atPath: out)
+        #expect(names.allSatisfy { !$0.hasPrefix(".") }, "\(names)")
+    }
+
+    @Test func portraitRatioGivesA3x4Photo() throws {
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let run = try reel(["photo", "--ratio", "3x4", "--format", "jpeg", "--out", out, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let shot = try #require(try run.decode(PhotoRun.self).photos.first)
+        let decoded = try photoBarcode(shot.path)
+        #expect(decoded.width == 3024 && decoded.height == 4032)
+        #expect(decoded.index == shot.frameIndex)
+    }
+
+    @Test(arguments: [
+        (["--ratio", "16x9"], "ratio 16x9 is not supported by the 4032x4032 photo format (supported: 4x3, 3x4)"),
+        (["--ratio", "1x1"], "ratio 1x1 is not supported by the 4032x4032 photo format"),
+        (["--format", "gif"], "--format: unknown photo format 'gif'"),
+        (["--quality", "best"], "--quality: unknown level 'best'"),
+        (["--count", "0"], "--count: 0 is out of range"),
+        (["--ring", "31"], "--ring: 31 is out of range"),
+        (["--shutter", "late"], "--shutter: unknown shutter 'late'"),
+    ])
+    func badPhotoOptionsAreUsageErrors(args: [String], message: String) throws {
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let run = try reel(["photo", "--out", out] + args)
+        #expect(run.status == 64)
+        #expect(run.stderr.hasPrefix("reel: ") && run.stderr.contains(message), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
+    }
+
+    @Test func anUnwritableDirectoryExits73() throws {
+        let run = try reel(["photo", "--out", "/proc/reel-photos"])
+        #expect(run.status == 73)
+        #expect(run.stderr.hasPrefix("reel: photo: cannot create or write"))
+    }
+
+    /// Responsive capture: the first press comes with the first frame, before the deferred
+    /// output has prepared its encoders; it is buffered with its frame and delivered.
+    @Test func aPressBeforeTheOutputIsReadyIsBufferedAndDelivered() throws {
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let run = try reel(["photo", "--format", "heic", "--out", out, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRun.self)
+        #expect(summary.deferredStart)
+        let shot = try #require(summary.photos.first)
+        #expect(shot.buffered, "the press came before the HEIC encoder was ready")
+        #expect(shot.frameIndex <= 1 && shot.lagFrames == 0)
+        #expect(try photoBarcode(shot.path).index == shot.frameIndex)
+
+        let eager = try reel(["photo", "--format", "jpeg", "--eager", "--out", out, "--json"])
+        #expect(eager.status == 0)
+        let e = try eager.decode(PhotoRun.self)
+        #expect(!e.deferredStart && e.photos.count == 1 && e.photos[0].buffered == false)
+    }
+
+    /// The naive shutter takes the next frame delivered after the press, never an earlier one.
+    @Test func theNextFrameShutterNeverTakesAnEarlierFrame() throws {
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let run = try reel(["photo", "--shutter", "next-frame", "--count", "3", "--interval", "0.2", "--format", "jpeg", "--out", out, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRun.self)
+        #expect(summary.shutter == "next-frame" && summary.photos.count == 3)
+        for shot in summary.photos {
+            #expect(shot.frameTime >= shot.pressTime - 1.0 / 30)
+            #expect(try photoBarcode(shot.path).index == shot.frameIndex)
+        }
+    }
+}
+
+@Suite("RealtimePhotoTests", .serialized, .enabled(if: havePhotoTools, "needs ffmpeg and exiftool"))
+struct RealtimePhotoTests {
+    /// Fast-capture prioritisation: presses every 40 ms ask for `quality`; those that find a
+    /// `quality` photo still waiting get `balanced`, and every press yields its frame.
+    @Test func burstPressesAreLoweredToBalancedAndNoneIsLost() throws {
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let on = try reel(["photo", "--count", "6", "--interval", "0.04", "--quality", "quality", "--format", "jpeg", "--out", out, "--json"])
+        #expect(on.status == 0, "\(on.stderr)")
+        let s = try on.decode(PhotoRun.self)
+        #expect(s.delivered == 6 && s.photos.count == 6)
+        #expect(s.photos[0].quality == "quality")
+        #expect(s.photos.dropFirst().contains { $0.quality == "balanced" })
+        #expect(s.photos.allSatisfy { $0.requestedQuality == "quality" && $0.lagFrames == 0 })
+        for shot in s.photos { #expect(try photoBarcode(shot.path).index == shot.frameIndex) }
+
+        let off = try reel(["photo", "--count", "6", "--interval", "0.04", "--quality", "quality", "--no-prioritization", "--format", "jpeg", "--out", out, "--json"])
+        #expect(off.status == 0, "\(off.stderr)")
+        let o = try off.decode(PhotoRun.self)
+        #expect(!o.prioritization && o.photos.count == 6 && o.photos.allSatisfy { $0.quality == "quality" })
+    }
+}
+
+@Suite("PhotoNoiseTests", .enabled(if: havePhotoTools, "needs ffmpeg and exiftool"))
+struct PhotoNoiseTests {
+    /// Multi-frame noise reduction: a `quality` photo of a noisy sensor merges the ring's
+    /// frames and is measurably closer to the clean pattern than one noisy frame; its barcode
+    /// still reads the pressed frame.
+    @Test func qualityMergesTheRingAndRaisesPSNR() throws {
+        struct Noisy: Decodable {
+            struct Shot: Decodable { let path: String; let frameIndex: Int; let mergedFrames: Int; let psnrProxy: Double?; let psnrFinal: Double?; let quality: String }
+            let photos: [Shot]
+            let sensorNoise: Double?
+        }
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let run = try reel(["photo", "--sensor-noise", "8", "--quality", "quality", "--ring", "5", "--format", "jpeg", "--out", out, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let s = try run.decode(Noisy.self)
+        #expect(s.sensorNoise == 8)
+        let shot = try #require(s.photos.first)
+        #expect(shot.quality == "quality" && shot.mergedFrames >= 3)
+        let proxy = try #require(shot.psnrProxy), final = try #require(shot.psnrFinal)
+        // σ 8: one frame ≈ 30 dB; merging k frames gains up to 10·log10(k) dB.
+        #expect(proxy > 28 && proxy < 32)
+        #expect(final > proxy + 2, "proxy \(proxy) dB, final \(final) dB")
+        #expect(try photoBarcode(shot.path).index == shot.frameIndex)
+
+        let balanced = try reel(["photo", "--sensor-noise", "8", "--quality", "balanced", "--format", "jpeg", "--out", out, "--json"])
+        let b = try #require(try balanced.decode(Noisy.self).photos.first)
+        #expect(b.mergedFrames == 1 && b.psnrFinal == nil && b.psnrProxy != nil)
+    }
+
+    @Test func aNoiseLevelOutOfRangeIsAUsageError() throws {
+        let run = try reel(["photo", "--sensor-noise", "80"])
+        #expect(run.status == 64 && run.stderr.hasPrefix("reel: --sensor-noise: '80' is not a noise level"))
+    }
+}
