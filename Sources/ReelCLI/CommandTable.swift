@@ -38,6 +38,8 @@ public enum CommandTable {
         .value("--ring", "N", "full-sensor frames kept for zero shutter lag, 1–30 (default 3)", sample: "3"),
         .value("--shutter", "zsl|next-frame", "which frame a press takes: the nearest in the ring (default) or the next one", sample: "zsl"),
         .value("--sensor-noise", "SIGMA", "synthetic sensor read-out noise, 0.1–50 luma levels; quality photos then merge the ring's frames", sample: "8"),
+        .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted (default landscape)", sample: "portrait"),
+        .flag("--no-compensation", "store pixels as the sensor reads them out, with the EXIF Orientation a viewer needs"),
         .flag("--eager", "initialise the photo output before capture starts (default: after the first frame)"),
         .value("--fps", "N", "sensor frame rate, 1–60 (default 30)", sample: "30"),
         .value("--out", "DIR", "output directory (default photos)", sample: "photos"),

@@ -32,6 +32,8 @@ struct PhotoSummary: Encodable {
     var deferredStart: Bool
     var initialisationMs: Double
     var sensorNoise: Double?
+    var sensorOrientation: SensorOrientation
+    var compensation: Bool
     var error: String?
 }
 
@@ -39,7 +41,7 @@ enum PhotoCommand {
     static func parse(_ argv: [String]) throws -> PhotoInvocation {
         var p = PhotoInvocation()
         p.settings.directory = "photos"
-        p.settings.deferInitialisation = true
+        p.settings.initialisation = .afterFirstFrame
         for (name, value) in try ScannedArguments(argv, spec: CommandTable.photo).options {
             let v = value ?? ""
             switch name {
@@ -71,7 +73,13 @@ enum PhotoCommand {
                     throw UsageError("--sensor-noise: '\(printable(v))' is not a noise level from 0.1 to 50 (luma levels)")
                 }
                 p.settings.sensorNoise = SensorNoise(sigma: sigma)
-            case "--eager": p.settings.deferInitialisation = false
+            case "--sensor-orientation":
+                guard let o = SensorOrientation.allCases.first(where: { $0.rawValue.lowercased() == v.lowercased() }) else {
+                    throw UsageError("--sensor-orientation: unknown orientation '\(printable(v))' (use landscape, portrait or landscapeLeft)")
+                }
+                p.settings.sensorOrientation = o
+            case "--no-compensation": p.settings.orientationCompensation = false
+            case "--eager": p.settings.initialisation = .inPrepare
             case "--fps": p.fps = try parseInt(v, option: name, range: 1...60)
             case "--out":
                 guard !v.isEmpty else { throw UsageError("--out needs a directory") }
@@ -144,9 +152,11 @@ enum PhotoCommand {
                                    prioritization: settings.fastCapturePrioritization, shutter: settings.shutter,
                                    ring: settings.ringSize, ratio: settings.ratio.rawValue,
                                    source: "synthetic:\(settings.photoFormat.size.width)", fps: p.fps,
-                                   deferredStart: settings.deferInitialisation,
+                                   deferredStart: settings.initialisation != .inPrepare,
                                    initialisationMs: output.initialisationMilliseconds,
                                    sensorNoise: settings.sensorNoise?.sigma,
+                                   sensorOrientation: settings.sensorOrientation,
+                                   compensation: settings.orientationCompensation && settings.format != .png,
                                    error: failure.map { ReelCLI.report($0).line })
         if p.json {
             printJSON(summary)

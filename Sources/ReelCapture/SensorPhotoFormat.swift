@@ -26,3 +26,25 @@ public struct SensorPhotoFormat: Sendable, Hashable {
         return ratio.crop(in: size)
     }
 }
+
+/// How a sensor is mounted relative to the device (`--sensor-orientation`): the rotation its
+/// read-out has against the scene. Center Stage's square sensor is mounted `portrait`.
+public enum SensorOrientation: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Upright: read-out and scene agree.
+    case landscape
+    /// Mounted a quarter turn: the read-out is the scene turned 90° counter-clockwise; shown
+    /// upright after a 90° clockwise turn (EXIF Orientation 6).
+    case portrait
+    /// Mounted upside down: the read-out is the scene turned 180° (EXIF Orientation 3).
+    case landscapeLeft
+
+    /// Quarter turns clockwise the read-out is from the scene (portrait: -1, i.e. 3).
+    public var readoutQuarterTurns: Int {
+        switch self { case .landscape: 0; case .portrait: 3; case .landscapeLeft: 2 }
+    }
+
+    /// The EXIF Orientation a viewer needs to show the read-out upright.
+    public var exifOrientation: Int {
+        switch self { case .landscape: 1; case .portrait: 6; case .landscapeLeft: 3 }
+    }
+}

@@ -3,6 +3,16 @@ import ReelCapture
 import ReelCore
 import ReelMedia
 
+/// When a `PhotoOutput` runs `initialise()`.
+public enum PhotoInitialisation: Sendable, Hashable {
+    /// In the session's `prepare`, before the source starts (eager).
+    case inPrepare
+    /// On its own thread once the first frame has arrived (Deferred Start).
+    case afterFirstFrame
+    /// When its owner calls `initialise()` (a session that schedules deferred outputs itself).
+    case byCaller
+}
+
 /// How a `PhotoOutput` takes and saves photos.
 public struct PhotoSettings: Sendable {
     public var format: PhotoFileFormat = .heic
@@ -25,12 +35,20 @@ public struct PhotoSettings: Sendable {
     /// Bytes of copied frames that may wait for the encoder: beyond it a press is refused
     /// (`PhotoError.overBudget`). Default 1 GiB: 57 photos of 4032×3024 (18.3 MB each).
     public var memoryBudget: Int = 1 << 30
-    /// Initialise (prepare the encoders) on a thread after the first frame instead of in
-    /// `prepare` (Deferred Start); presses before then are buffered with their frame.
-    public var deferInitialisation = false
+    /// When the output prepares its encoders (`initialise()`); presses before then are
+    /// buffered with their frame.
+    public var initialisation: PhotoInitialisation = .inPrepare
     /// The synthetic sensor's read-out noise (nil: none). With noise, `quality` photos get
     /// multi-frame noise reduction over the ring's frames, and each photo reports its PSNR.
     public var sensorNoise: SensorNoise? = nil
+    /// How the sensor is mounted. The synthetic sensor draws the scene upright, so its
+    /// mounting is applied where a still is read out (the crop is turned by
+    /// `readoutQuarterTurns`), as the noise is.
+    public var sensorOrientation: SensorOrientation = .landscape
+    /// Orientation compensation: processed photos (JPEG, HEIC) are turned back upright and get
+    /// EXIF Orientation 1. Off, or for the uncompressed PNG (never compensated), the pixels are
+    /// stored as the sensor reads them out, with the EXIF Orientation a viewer needs.
+    public var orientationCompensation = true
 
     public init() {}
 }
@@ -94,10 +112,17 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     /// Idempotent. - Throws: `PhotoError.encoder`.
     public func initialise() throws(PhotoError) {
         condition.lock()
+        // Another thread (the deferred start) may be at it: wait for its outcome.
+        while initialising && !ready && initialisationError == nil { condition.wait() }
         if ready { condition.unlock(); return }
         if let e = initialisationError { condition.unlock(); throw e }
         initialising = true
         condition.unlock()
+        try performInitialisation()
+    }
+
+    /// The work of `initialise()`, by the one thread that set `initialising`.
+    private func performInitialisation() throws(PhotoError) {
         let start = MonotonicClock.now()
         let made: PhotoEncoder
         do {
@@ -124,7 +149,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     // MARK: FrameOutput
 
     public func prepare(ratio: AspectRatio, size: Size, timescale: Int32) {
-        guard !settings.deferInitialisation else { return }
+        guard settings.initialisation == .inPrepare else { return }
         do { try initialise() } catch { /* kept in initialisationError; presses report it */ }
     }
 
@@ -139,7 +164,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         arrivals += 1
         frameDuration = Double(frame.duration) / Double(frame.pts.timescale)
         clockOrigin = min(clockOrigin ?? .max, now - ptsNs)
-        if settings.deferInitialisation && !initialising && !ready {
+        if settings.initialisation == .afterFirstFrame && !initialising && !ready {
             initialising = true
             startInit = true
         }
@@ -149,7 +174,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         if startInit {
             // Deferred Start: the output gets ready after the first frame, off the capture thread.
             Thread.detachNewThread { [self] in
-                do { try initialise() } catch { /* kept in initialisationError */ }
+                do { try performInitialisation() } catch { /* kept in initialisationError */ }
             }
         }
         return .taken
@@ -317,10 +342,21 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
                 psnrFinal = image.lumaPSNR(against: job.image)
             }
         }
+        // The sensor's mounting (read-out turned), then compensation (turned back).
+        let mount = settings.sensorOrientation
+        var orientation = 1
+        if mount != .landscape {
+            image = image.rotated(quarterTurns: mount.readoutQuarterTurns)
+            if settings.orientationCompensation && settings.format != .png {
+                image = image.rotated(quarterTurns: 4 - mount.readoutQuarterTurns)
+            } else {
+                orientation = mount.exifOrientation
+            }
+        }
         let processMs = Double(MonotonicClock.now() - start) / 1e6
         let captured = startedAt.addingTimeInterval(Double(job.pressMonotonic &- startedMonotonic) / 1e9
                                                     + (job.frameTime - r.pressTime))
-        let fields = ExifFields(make: settings.make, model: settings.model, orientation: 1, capturedAt: captured,
+        let fields = ExifFields(make: settings.make, model: settings.model, orientation: orientation, capturedAt: captured,
                                 width: image.width, height: image.height, frameIndex: r.frameIndex,
                                 sessionTime: job.frameTime, pressTime: r.pressTime, sessionID: sessionID, quality: r.quality)
         do {

@@ -244,3 +244,71 @@ struct PhotoNoiseTests {
         #expect(run.status == 64 && run.stderr.hasPrefix("reel: --sensor-noise: '80' is not a noise level"))
     }
 }
+
+/// A gray picture turned as EXIF `orientation` tells a viewer (1, 3, 6 or 8).
+func upright(_ gray: [UInt8], width: Int, height: Int, orientation: Int) -> (pixels: [UInt8], width: Int, height: Int) {
+    switch orientation {
+    case 3: return (gray.reversed(), width, height)
+    case 6: // rotate 90° clockwise: new (x, y) = old (y, h-1-x)
+        var out = [UInt8](repeating: 0, count: gray.count)
+        for y in 0..<width { for x in 0..<height { out[y * height + x] = gray[(height - 1 - x) * width + y] } }
+        return (out, height, width)
+    case 8:
+        var out = [UInt8](repeating: 0, count: gray.count)
+        for y in 0..<width { for x in 0..<height { out[y * height + x] = gray[x * width + (width - 1 - y)] } }
+        return (out, height, width)
+    default: return (gray, width, height)
+    }
+}
+
+@Suite("PhotoOrientationTests", .enabled(if: havePhotoTools, "needs ffmpeg, exiftool and heif-convert"))
+struct PhotoOrientationTests {
+    /// The barcode of a photo after a viewer applies its EXIF Orientation, and the stored size.
+    func viewed(_ path: String) throws -> (index: Int?, stored: (Int, Int), orientation: Int) {
+        var source = path
+        let dir = temporaryDirectory("reel-photo-decode")
+        defer { removeTree(dir) }
+        if path.hasSuffix(".heic") {
+            source = dir + "/decoded.png"
+            // heif-convert applies no EXIF rotation (HEIC rotation is an irot box, which Reel does not write).
+            #expect(try runTool("heif-convert", [path, source]).status == 0)
+        }
+        let info = try #require(ffprobe(source))
+        let gray = [UInt8](try runTool("ffmpeg", ["-v", "error", "-noautorotate", "-i", source, "-f", "rawvideo", "-pix_fmt", "gray", "-"]).stdout)
+        try #require(gray.count == info.width * info.height)
+        let orientation = (try exifTags(path)["Orientation"] as? NSNumber)?.intValue ?? 1
+        let shown = upright(gray, width: info.width, height: info.height, orientation: orientation)
+        let index = shown.pixels.withUnsafeBytes { raw in
+            FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: shown.width, width: shown.width, height: shown.height, depth: 8))
+        }
+        return (index, (info.width, info.height), orientation)
+    }
+
+    @Test(arguments: [
+        // format, mounting, compensation → stored size, EXIF orientation
+        ("jpeg", "portrait", true, 4032, 3024, 1),
+        ("jpeg", "portrait", false, 3024, 4032, 6),
+        ("heic", "portrait", true, 4032, 3024, 1),
+        ("jpeg", "landscapeLeft", false, 4032, 3024, 3),
+        ("png", "portrait", true, 3024, 4032, 6),   // the uncompressed still is never turned
+    ])
+    func mountedSensorsArePhotographedUprightOrTaggedForTheViewer(format: String, mount: String, compensation: Bool,
+                                                                   width: Int, height: Int, orientation: Int) throws {
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let run = try reel(["photo", "--format", format, "--sensor-orientation", mount, "--out", out, "--json"]
+                           + (compensation ? [] : ["--no-compensation"]))
+        #expect(run.status == 0, "\(run.stderr)")
+        let shot = try #require(try run.decode(PhotoRun.self).photos.first)
+        #expect(shot.exifOrientation == orientation && shot.width == width && shot.height == height)
+        let v = try viewed(shot.path)
+        #expect(v.stored == (width, height))
+        #expect(v.orientation == orientation)
+        #expect(v.index == shot.frameIndex, "viewed upright, the barcode reads the pressed frame")
+    }
+
+    @Test func anUnknownOrientationIsAUsageError() throws {
+        let run = try reel(["photo", "--sensor-orientation", "sideways"])
+        #expect(run.status == 64 && run.stderr.hasPrefix("reel: --sensor-orientation: unknown orientation 'sideways'"))
+    }
+}

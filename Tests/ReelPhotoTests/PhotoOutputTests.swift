@@ -28,7 +28,7 @@ private func settings(_ dir: String, format: SensorPhotoFormat, ring: Int = 3) -
     s.ringSize = ring
     s.photoFormat = format
     s.directory = dir
-    s.deferInitialisation = true
+    s.initialisation = .byCaller
     return s
 }
 
