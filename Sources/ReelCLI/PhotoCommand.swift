@@ -12,6 +12,15 @@ public struct PhotoInvocation: Sendable {
     public var fps = 30
     public var json = false
     public var nameGiven = false
+    /// `--finish-pending`: only finish the deferred photos left in the output directory.
+    public var finishPendingOnly = false
+}
+
+/// The JSON object `reel photo --finish-pending --json` prints.
+struct FinishPendingSummary: Encodable {
+    var finished: [FinishedPhoto]
+    var failed: Int
+    var error: String?
 }
 
 /// The JSON object `reel photo --json` prints.
@@ -20,10 +29,12 @@ struct PhotoSummary: Encodable {
     var presses: Int
     var delivered: Int
     var refused: Int
+    var blocked: Int
     var failed: Int
     var format: PhotoFileFormat
     var quality: PhotoQuality
     var prioritization: Bool
+    var responsive: Bool
     var shutter: ShutterMode
     var ring: Int
     var ratio: String
@@ -34,6 +45,9 @@ struct PhotoSummary: Encodable {
     var sensorNoise: Double?
     var sensorOrientation: SensorOrientation
     var compensation: Bool
+    var deferredProcessing: Bool
+    /// Deferred photos of earlier runs finished at this start.
+    var pendingFinished: [FinishedPhoto]
     var error: String?
 }
 
@@ -78,6 +92,9 @@ enum PhotoCommand {
                     throw UsageError("--sensor-orientation: unknown orientation '\(printable(v))' (use landscape, portrait or landscapeLeft)")
                 }
                 p.settings.sensorOrientation = o
+            case "--no-deferred": p.settings.deferredProcessing = false
+            case "--finish-pending": p.finishPendingOnly = true
+            case "--no-responsive": p.settings.responsiveCapture = false
             case "--no-compensation": p.settings.orientationCompensation = false
             case "--eager": p.settings.initialisation = .inPrepare
             case "--fps": p.fps = try parseInt(v, option: name, range: 1...60)
@@ -106,8 +123,28 @@ enum PhotoCommand {
             f.timeZone = TimeZone(identifier: "UTC")
             p.settings.namePrefix = "reel-" + f.string(from: Date())
         }
+        if p.finishPendingOnly {
+            let (finished, errors) = PhotoOutput.finishPending(directory: p.settings.directory)
+            let failure = errors.first.map { ReelCLI.report($0).line }
+            if p.json {
+                printJSON(FinishPendingSummary(finished: finished, failed: errors.count, error: failure))
+            } else {
+                for f in finished { print("\(f.path): final of frame #\(f.frameIndex), \(f.mergedFrames) frames merged, PSNR \(fixed(f.psnrProxy, 2)) → \(fixed(f.psnrFinal, 2)) dB") }
+                if finished.isEmpty && errors.isEmpty { print("nothing pending in \(p.settings.directory)") }
+            }
+            if let e = errors.first { throw e }
+            return 0
+        }
         let settings = p.settings
         let output = try PhotoOutput(settings: settings)
+        // Deferred photos an earlier run left here are finished beside this run.
+        final class Pending: @unchecked Sendable { var finished: [FinishedPhoto] = [] } // written before `pendingDone`
+        let pending = Pending()
+        let pendingDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            pending.finished = PhotoOutput.finishPending(directory: settings.directory).finished
+            pendingDone.signal()
+        }
         // A fresh session on the sensor's photo format; the ring and the copies hold a few
         // buffers, so the sensor gets that many more than a recording's.
         let rate = FrameRate(frames: Int32(p.fps))!   // 1–60, checked by the parser
@@ -134,22 +171,24 @@ enum PhotoCommand {
         }
         if output.sessionTime() != nil { firstFrame = MonotonicClock.now() }
         var pressError: PhotoError? = nil
-        var refused = 0
+        var refused = 0, blocked = 0
         if let firstFrame {
             for i in 0..<p.count {
                 MonotonicClock.sleep(until: firstFrame + UInt64(Double(i) * p.interval * 1e9))
-                do { _ = try output.capture() } catch .overBudget { refused += 1 } catch { pressError = error; break }
+                do { _ = try output.capture() } catch .overBudget { refused += 1 } catch .busy { blocked += 1 } catch { pressError = error; break }
             }
         }
         output.finish()
         session.stopRunning()
         done.wait()
+        pendingDone.wait()
 
         let photos = output.photos.sorted { $0.pressTime < $1.pressTime }
         let failure: (any Error)? = box.error ?? pressError ?? output.errors.first ?? (firstFrame == nil ? PhotoError.noFrame : nil)
-        let summary = PhotoSummary(photos: photos, presses: p.count, delivered: photos.count, refused: refused,
+        let summary = PhotoSummary(photos: photos, presses: p.count, delivered: photos.count, refused: refused, blocked: blocked,
                                    failed: output.errors.count, format: settings.format, quality: settings.quality,
-                                   prioritization: settings.fastCapturePrioritization, shutter: settings.shutter,
+                                   prioritization: settings.fastCapturePrioritization,
+                                   responsive: settings.responsiveCapture, shutter: settings.shutter,
                                    ring: settings.ringSize, ratio: settings.ratio.rawValue,
                                    source: "synthetic:\(settings.photoFormat.size.width)", fps: p.fps,
                                    deferredStart: settings.initialisation != .inPrepare,
@@ -157,6 +196,7 @@ enum PhotoCommand {
                                    sensorNoise: settings.sensorNoise?.sigma,
                                    sensorOrientation: settings.sensorOrientation,
                                    compensation: settings.orientationCompensation && settings.format != .png,
+                                   deferredProcessing: settings.deferredProcessing, pendingFinished: pending.finished,
                                    error: failure.map { ReelCLI.report($0).line })
         if p.json {
             printJSON(summary)

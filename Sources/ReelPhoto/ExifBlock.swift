@@ -12,7 +12,7 @@ import ReelCore
 /// - `ImageUniqueID`: 32 hex digits: the frame index (8), the frame's session time in
 ///   microseconds (16), the session's id (8).
 /// - `UserComment`: `reel frame=INDEX sessionTime=SECONDS press=SECONDS quality=LEVEL`.
-public struct ExifFields: Sendable, Hashable {
+public struct ExifFields: Sendable, Hashable, Codable {
     public var make: String
     public var model: String
     public var orientation: Int

@@ -49,6 +49,17 @@ public struct PhotoSettings: Sendable {
     /// EXIF Orientation 1. Off, or for the uncompressed PNG (never compensated), the pixels are
     /// stored as the sensor reads them out, with the EXIF Orientation a viewer needs.
     public var orientationCompensation = true
+    /// Responsive capture: a press is accepted while the output initialises or encodes
+    /// (buffered). Off, a press that finds the output not ready or busy is refused
+    /// (`PhotoError.busy`, counted in `blockedPresses`), as a shutter button disabled until
+    /// the previous photo is done.
+    public var responsiveCapture = true
+    /// Deferred processing: a `quality` photo that merges frames (noise reduction) is first
+    /// delivered as a proxy (its single noisy frame at `balanced`) under its final name; the
+    /// merge and the `quality` encoding run on a second thread from a job kept on disk
+    /// (`DIR/.reel-pending`), and the final replaces the proxy. Off: the merge is done before
+    /// delivery.
+    public var deferredProcessing = true
 
     public init() {}
 }
@@ -81,9 +92,13 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     private var delivered: [Photo] = []
     private var failures: [PhotoError] = []
     private var refused = 0
+    private var blocked = 0
     private var sequence = 0
     private var stopping = false
     private var worker: Thread?
+    private var deferredJobs: [String] = []
+    private var deferredWorking = false
+    private var finishedDeferred: [FinishedPhoto] = []
     private let sessionID = UInt32.random(in: 0...UInt32.max)
     private let startedAt = Date()
     private let startedMonotonic = MonotonicClock.now()
@@ -133,6 +148,8 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         }
         let t = Thread { [self] in workLoop() }
         t.name = "reel-photo"
+        let d = Thread { [self] in deferredLoop() }
+        d.name = "reel-photo-deferred"
         condition.lock()
         encoder = made
         worker = t
@@ -141,6 +158,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         t.start()
+        d.start()
     }
 
     /// The output has finished initialising.
@@ -213,6 +231,11 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: 2)
         condition.lock()
         if let e = initialisationError { condition.unlock(); throw e }
+        if !settings.responsiveCapture && (!ready || working || !jobs.isEmpty) {
+            blocked += 1
+            condition.unlock()
+            throw PhotoError.busy
+        }
         while clockOrigin == nil {
             if !condition.wait(until: deadline) { condition.unlock(); throw PhotoError.noFrame }
         }
@@ -281,6 +304,8 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     public var photos: [Photo] { condition.lock(); defer { condition.unlock() }; return delivered }
     /// Presses refused for the memory budget.
     public var refusedPresses: Int { condition.lock(); defer { condition.unlock() }; return refused }
+    /// Presses refused because the output was not ready or busy (responsive capture off).
+    public var blockedPresses: Int { condition.lock(); defer { condition.unlock() }; return blocked }
     /// Errors of photos that could not be delivered.
     public var errors: [PhotoError] { condition.lock(); defer { condition.unlock() }; return failures }
 
@@ -291,7 +316,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: timeout)
         condition.lock()
         var done = true
-        while (!jobs.isEmpty || working) && initialisationError == nil {
+        while (!jobs.isEmpty || working || !deferredJobs.isEmpty || deferredWorking) && initialisationError == nil {
             if !condition.wait(until: deadline) { done = false; break }
         }
         stopping = true
@@ -301,6 +326,59 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         condition.unlock()
         _ = frames
         return done && (jobs.isEmpty || initialisationError != nil)
+    }
+
+    /// Deferred photos whose final has replaced their proxy.
+    public var finishedDeferredPhotos: [FinishedPhoto] { condition.lock(); defer { condition.unlock() }; return finishedDeferred }
+
+    /// Finishes the deferred photos a process left in `directory` (killed, or exited before
+    /// they were done): removes half-written leftovers of dead processes, then merges, encodes
+    /// and moves each final over its proxy. Returns what was finished and what failed.
+    public static func finishPending(directory: String) -> (finished: [FinishedPhoto], errors: [PhotoError]) {
+        PendingWork.sweep(photos: directory)
+        let jobs = PendingWork.list(photos: directory)
+        guard !jobs.isEmpty else { return ([], []) }
+        let encoder: PhotoEncoder
+        do { encoder = try PhotoEncoder(maxSize: SensorPhotoFormat.synthetic.size, warmUp: []) } catch { return ([], [error]) }
+        var finished: [FinishedPhoto] = [], errors: [PhotoError] = []
+        for j in jobs {
+            do { finished.append(try PendingWork.finish(j, encoder: encoder)) } catch { errors.append(error) }
+        }
+        return (finished, errors)
+    }
+
+    private func deferredLoop() {
+        var encoder: PhotoEncoder? = nil
+        while true {
+            condition.lock()
+            while deferredJobs.isEmpty && !stopping { condition.wait() }
+            if deferredJobs.isEmpty { condition.unlock(); return }
+            let dir = deferredJobs.removeFirst()
+            deferredWorking = true
+            condition.unlock()
+            var result: Result<FinishedPhoto, PhotoError>
+            do {
+                if encoder == nil { encoder = try PhotoEncoder(maxSize: crop.size, warmUp: []) }
+                result = .success(try PendingWork.finish(dir, encoder: encoder!))
+            } catch {
+                result = .failure(error)
+            }
+            condition.lock()
+            deferredWorking = false
+            switch result {
+            case .success(let f):
+                finishedDeferred.append(f)
+                if let i = delivered.firstIndex(where: { $0.path == f.path }) {
+                    delivered[i].psnrFinal = f.psnrFinal
+                    delivered[i].mergedFrames = f.mergedFrames
+                    delivered[i].bytes = f.bytes
+                    delivered[i].finalMs = Double(MonotonicClock.now() - delivered[i].pressMonotonic) / 1e6
+                }
+            case .failure(let e): failures.append(e)
+            }
+            condition.broadcast()
+            condition.unlock()
+        }
     }
 
     private func workLoop() {
@@ -318,7 +396,9 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
             working = false
             queuedBytes -= job.image.byteCount * (1 + job.extras.count)
             switch result {
-            case .success(let p): delivered.append(p)
+            case .success(let (p, pendingDir)):
+                delivered.append(p)
+                if let pendingDir { deferredJobs.append(pendingDir) }
             case .failure(let e): failures.append(e)
             }
             condition.broadcast()
@@ -326,33 +406,36 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         }
     }
 
-    private func deliver(_ job: Job, encoder: PhotoEncoder) -> Result<Photo, PhotoError> {
+    /// Processes, encodes and saves one photo; with deferred processing also the job
+    /// directory of its final (queued by the caller once the photo is listed).
+    private func deliver(_ job: Job, encoder: PhotoEncoder) -> Result<(Photo, String?), PhotoError> {
         let r = job.request
         let start = MonotonicClock.now()
-        // The sensor's read-out noise, then (quality) multi-frame noise reduction.
+        // The sensor's read-out noise, then (quality) multi-frame noise reduction — now, or
+        // deferred: then this photo is the proxy and a job on disk makes the final.
         var image = job.image
         var psnrProxy: Double? = nil, psnrFinal: Double? = nil
+        var deferred = false
+        var level = r.quality
         if let noise = settings.sensorNoise {
             let proxy = job.image.withNoise(noise, frameIndex: r.frameIndex)
             psnrProxy = proxy.lumaPSNR(against: job.image)
             image = proxy
             if !job.extras.isEmpty {
-                let others = job.extras.map { $0.0.withNoise(noise, frameIndex: $0.1) }
-                image = proxy.merged(with: others, threshold: Int((3 * noise.sigma).rounded(.up)))
-                psnrFinal = image.lumaPSNR(against: job.image)
+                if settings.deferredProcessing {
+                    deferred = true
+                    level = .balanced
+                } else {
+                    let others = job.extras.map { $0.0.withNoise(noise, frameIndex: $0.1) }
+                    image = proxy.merged(with: others, threshold: Int((3 * noise.sigma).rounded(.up)))
+                    psnrFinal = image.lumaPSNR(against: job.image)
+                }
             }
         }
         // The sensor's mounting (read-out turned), then compensation (turned back).
-        let mount = settings.sensorOrientation
-        var orientation = 1
-        if mount != .landscape {
-            image = image.rotated(quarterTurns: mount.readoutQuarterTurns)
-            if settings.orientationCompensation && settings.format != .png {
-                image = image.rotated(quarterTurns: 4 - mount.readoutQuarterTurns)
-            } else {
-                orientation = mount.exifOrientation
-            }
-        }
+        let compensate = settings.orientationCompensation && settings.format != .png
+        let (oriented, orientation) = orient(image, mount: settings.sensorOrientation, compensate: compensate)
+        image = oriented
         let processMs = Double(MonotonicClock.now() - start) / 1e6
         let captured = startedAt.addingTimeInterval(Double(job.pressMonotonic &- startedMonotonic) / 1e9
                                                     + (job.frameTime - r.pressTime))
@@ -362,11 +445,22 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         do {
             let encodeStart = MonotonicClock.now()
             let exif = try fields.block()
-            let bytes = try encoder.encode(image, format: settings.format, quality: r.quality, exif: exif)
+            var proxyFields = fields
+            proxyFields.quality = level
+            let bytes = try encoder.encode(image, format: settings.format, quality: level,
+                                           exif: deferred ? try proxyFields.block() : exif)
             let encodeMs = Double(MonotonicClock.now() - encodeStart) / 1e6
             let name = "\(settings.namePrefix)-\(String(format: "%04d", r.sequence)).\(settings.format.fileExtension)"
             let path = try PhotoFile.save(bytes, directory: settings.directory, name: name)
-            return .success(Photo(path: path, format: settings.format, width: image.width, height: image.height,
+            var pendingDir: String? = nil
+            if deferred, let noise = settings.sensorNoise {
+                let pending = PendingJob(target: path, format: settings.format, width: job.image.width, height: job.image.height,
+                                         frameIndices: [r.frameIndex] + job.extras.map(\.1), sigma: noise.sigma,
+                                         sensorOrientation: settings.sensorOrientation, compensation: compensate,
+                                         exif: fields, pressMonotonic: job.pressMonotonic)
+                pendingDir = try PendingWork.store(pending, frames: [job.image] + job.extras.map(\.0), photos: settings.directory)
+            }
+            return .success((Photo(path: path, format: settings.format, width: image.width, height: image.height,
                                   bytes: bytes.count, frameIndex: r.frameIndex, pressedFrameIndex: r.pressedFrameIndex,
                                   pressTime: r.pressTime, frameTime: job.frameTime, lagFrames: r.lagFrames,
                                   lagMs: (job.frameTime - r.pressTime) * 1000, quality: r.quality,
@@ -374,12 +468,10 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
                                   pressToFileMs: Double(MonotonicClock.now() - job.pressMonotonic) / 1e6,
                                   encodeMs: encodeMs, processMs: processMs, exifOrientation: fields.orientation,
                                   noiseSigma: settings.sensorNoise?.sigma, mergedFrames: 1 + (psnrFinal == nil ? 0 : job.extras.count),
-                                  psnrProxy: psnrProxy.map(finite), psnrFinal: psnrFinal.map(finite)))
+                                  psnrProxy: psnrProxy.map(finitePSNR), psnrFinal: psnrFinal.map(finitePSNR),
+                                  deferred: deferred, finalMs: nil, pressMonotonic: job.pressMonotonic), pendingDir))
         } catch {
             return .failure(error)
         }
     }
 }
-
-/// A PSNR as JSON can carry it (identical pictures: 99 dB).
-private func finite(_ x: Double) -> Double { x.isFinite ? (x * 100).rounded() / 100 : 99 }

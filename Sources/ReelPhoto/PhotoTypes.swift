@@ -52,7 +52,7 @@ public enum ShutterMode: String, Sendable, Codable {
 }
 
 /// One delivered photo, as `reel photo --json` prints it.
-public struct Photo: Sendable, Codable, Hashable {
+public struct Photo: Sendable, Encodable, Hashable {
     public var path: String
     public var format: PhotoFileFormat
     public var width: Int
@@ -92,6 +92,19 @@ public struct Photo: Sendable, Codable, Hashable {
     /// the noise-reduced photo (nil without noise, or without reduction).
     public var psnrProxy: Double?
     public var psnrFinal: Double?
+    /// Deferred processing: the file first held the proxy, and the final replaced it
+    /// `finalMs` after the press (nil until then, or when the process ended first: the job
+    /// waits on disk for `reel photo --finish-pending` or the next start).
+    public var deferred: Bool
+    public var finalMs: Double?
+    /// The press on CLOCK_MONOTONIC (ns); not in the JSON.
+    public var pressMonotonic: UInt64
+
+    enum CodingKeys: String, CodingKey {
+        case path, format, width, height, bytes, frameIndex, pressedFrameIndex, pressTime, frameTime, lagFrames, lagMs
+        case quality, requestedQuality, buffered, pressToFileMs, encodeMs, processMs, exifOrientation, noiseSigma
+        case mergedFrames, psnrProxy, psnrFinal, deferred, finalMs
+    }
 }
 
 /// A press the output accepted: the frame it took and the level it will get.
@@ -115,6 +128,8 @@ public enum PhotoError: UserFacingError, Sendable {
     case save(SystemError, kept: String)
     /// The press was refused: the photos waiting to be encoded hold `bytes` of the budget (exit 75).
     case overBudget(bytes: Int, budget: Int)
+    /// Responsive capture is off and the output was not ready or still busy with a photo (exit 75).
+    case busy
     /// No frame came within the wait (the session is not running; exit 70).
     case noFrame
     /// The sensor's pixel format cannot be taken as a photo (exit 69).
@@ -125,7 +140,7 @@ public enum PhotoError: UserFacingError, Sendable {
         case .encoder, .noFrame: return ExitStatus.software
         case .save(let e, _):
             return e.isOutOfSpace || e.errno == EIO ? ExitStatus.ioError : ExitStatus.cantCreate
-        case .overBudget: return ExitStatus.busy
+        case .overBudget, .busy: return ExitStatus.busy
         case .unsupportedPixelFormat: return ExitStatus.unavailable
         }
     }
@@ -136,6 +151,7 @@ public enum PhotoError: UserFacingError, Sendable {
         case .save(let e, let kept): return "photo: saving failed: \(e) (\(kept))"
         case .overBudget(let bytes, let budget):
             return "photo: press refused: \(bytes / 1_048_576) MiB of photos wait to be encoded (budget \(budget / 1_048_576) MiB)"
+        case .busy: return "photo: press refused: the output is not ready or still busy (responsive capture is off)"
         case .noFrame: return "photo: no frame arrived for the press (is the session running?)"
         case .unsupportedPixelFormat(let f): return "photo: the sensor's pixel format \(f) cannot be taken as a photo"
         }

@@ -207,6 +207,21 @@ struct RealtimePhotoTests {
         let o = try off.decode(PhotoRun.self)
         #expect(!o.prioritization && o.photos.count == 6 && o.photos.allSatisfy { $0.quality == "quality" })
     }
+
+    /// Responsive capture off: presses that find the output initialising or encoding are
+    /// refused (blocked) instead of buffered; on, the same presses all yield photos.
+    @Test func withoutResponsiveCapturePressesAreBlocked() throws {
+        struct Counts: Decodable { let delivered: Int; let blocked: Int; let responsive: Bool }
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let off = try reel(["photo", "--no-responsive", "--count", "4", "--interval", "0.03", "--format", "heic", "--out", out, "--json"])
+        #expect(off.status == 0, "\(off.stderr)")
+        let o = try off.decode(Counts.self)
+        #expect(!o.responsive && o.blocked >= 1 && o.delivered + o.blocked == 4, "\(o)")
+        let on = try reel(["photo", "--count", "4", "--interval", "0.03", "--format", "heic", "--out", out, "--json"])
+        let r = try on.decode(Counts.self)
+        #expect(r.responsive && r.blocked == 0 && r.delivered == 4)
+    }
 }
 
 @Suite("PhotoNoiseTests", .enabled(if: havePhotoTools, "needs ffmpeg and exiftool"))
@@ -216,23 +231,35 @@ struct PhotoNoiseTests {
     /// still reads the pressed frame.
     @Test func qualityMergesTheRingAndRaisesPSNR() throws {
         struct Noisy: Decodable {
-            struct Shot: Decodable { let path: String; let frameIndex: Int; let mergedFrames: Int; let psnrProxy: Double?; let psnrFinal: Double?; let quality: String }
+            struct Shot: Decodable { let path: String; let frameIndex: Int; let mergedFrames: Int; let psnrProxy: Double?; let psnrFinal: Double?; let quality: String; let deferred: Bool; let finalMs: Double? }
             let photos: [Shot]
             let sensorNoise: Double?
         }
         let out = temporaryDirectory("reel-photo")
         defer { removeTree(out) }
-        let run = try reel(["photo", "--sensor-noise", "8", "--quality", "quality", "--ring", "5", "--format", "jpeg", "--out", out, "--json"])
+        // The second press: the first comes with the first frame, when the ring holds one.
+        let run = try reel(["photo", "--sensor-noise", "8", "--quality", "quality", "--no-prioritization", "--ring", "5",
+                            "--count", "2", "--interval", "0.4", "--format", "jpeg", "--out", out, "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let s = try run.decode(Noisy.self)
         #expect(s.sensorNoise == 8)
-        let shot = try #require(s.photos.first)
+        #expect(s.photos.first?.mergedFrames == 1)
+        let shot = try #require(s.photos.last)
         #expect(shot.quality == "quality" && shot.mergedFrames >= 3)
         let proxy = try #require(shot.psnrProxy), final = try #require(shot.psnrFinal)
         // σ 8: one frame ≈ 30 dB; merging k frames gains up to 10·log10(k) dB.
         #expect(proxy > 28 && proxy < 32)
         #expect(final > proxy + 2, "proxy \(proxy) dB, final \(final) dB")
         #expect(try photoBarcode(shot.path).index == shot.frameIndex)
+        // Deferred processing (the default): a proxy first, the final in its place before exit.
+        #expect(shot.deferred && shot.finalMs != nil)
+        #expect((try exifTags(shot.path)["UserComment"] as? String)?.hasSuffix("quality=quality") == true)
+        #expect(PhotoDeferredTests.pendingJobs(out).isEmpty)
+
+        let now = try reel(["photo", "--sensor-noise", "8", "--quality", "quality", "--no-prioritization", "--no-deferred", "--ring", "5",
+                            "--count", "2", "--interval", "0.4", "--format", "jpeg", "--out", out, "--json"])
+        let n = try #require(try now.decode(Noisy.self).photos.last)
+        #expect(!n.deferred && n.mergedFrames >= 3 && (n.psnrFinal ?? 0) > (n.psnrProxy ?? 99) + 2)
 
         let balanced = try reel(["photo", "--sensor-noise", "8", "--quality", "balanced", "--format", "jpeg", "--out", out, "--json"])
         let b = try #require(try balanced.decode(Noisy.self).photos.first)
@@ -310,5 +337,70 @@ struct PhotoOrientationTests {
     @Test func anUnknownOrientationIsAUsageError() throws {
         let run = try reel(["photo", "--sensor-orientation", "sideways"])
         #expect(run.status == 64 && run.stderr.hasPrefix("reel: --sensor-orientation: unknown orientation 'sideways'"))
+    }
+}
+
+@Suite("DisruptivePhotoTests", .serialized, .enabled(if: havePhotoTools, "needs ffmpeg, exiftool and heif-convert"))
+struct PhotoDeferredTests {
+    static func pendingJobs(_ out: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: out + "/.reel-pending")) ?? []).filter { $0.hasSuffix(".job") }
+    }
+
+    /// Starts a run whose second photo is deferred and kills it (SIGKILL) once the job is on disk.
+    func killedRun(_ out: String) throws {
+        let p = try launch(["photo", "--sensor-noise", "8", "--quality", "quality", "--no-prioritization", "--ring", "5",
+                            "--count", "2", "--interval", "0.4", "--format", "heic", "--out", out, "--json"])
+        let start = Date()
+        while Self.pendingJobs(out).isEmpty && Date().timeIntervalSince(start) < 120 && p.process.isRunning { usleep(2000) }
+        try #require(!Self.pendingJobs(out).isEmpty, "no deferred job appeared")
+        p.signal(SIGKILL)
+        _ = p.wait()
+        #expect(p.process.terminationReason == .uncaughtSignal)
+        // What the killed run left under photo names is whole: it decodes and shows its frame.
+        let photos = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasSuffix(".heic") && !$0.hasPrefix(".") }
+        #expect(photos.count == 2)
+        for name in photos { #expect(try photoBarcode(out + "/" + name).index != nil, "\(name) is not a whole photo") }
+    }
+
+    @Test func aKilledRunsDeferredPhotoIsFinishedByFinishPendingAndAtTheNextStart() throws {
+        struct Finished: Decodable {
+            struct F: Decodable { let path: String; let frameIndex: Int; let mergedFrames: Int; let psnrProxy: Double; let psnrFinal: Double }
+            let finished: [F]; let failed: Int
+        }
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        try killedRun(out)
+        let job = try #require(Self.pendingJobs(out).first)
+        let proxyPath = out + "/" + job.dropLast(4)
+        #expect((try exifTags(proxyPath)["UserComment"] as? String)?.hasSuffix("quality=balanced") == true, "the proxy")
+
+        let run = try reel(["photo", "--finish-pending", "--out", out, "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let f = try run.decode(Finished.self)
+        #expect(f.failed == 0 && f.finished.count == 1)
+        let done = try #require(f.finished.first)
+        #expect(done.path == proxyPath && done.mergedFrames >= 3 && done.psnrFinal > done.psnrProxy + 2)
+        #expect((try exifTags(proxyPath)["UserComment"] as? String)?.hasSuffix("quality=quality") == true, "the final replaced the proxy")
+        #expect(try photoBarcode(proxyPath).index == done.frameIndex)
+        #expect(Self.pendingJobs(out).isEmpty)
+        // Nothing half-written is left: no partial photo, no partial job.
+        let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? [])
+            + ((try? FileManager.default.contentsOfDirectory(atPath: out + "/.reel-pending")) ?? [])
+        #expect(leftovers.allSatisfy { !$0.contains(".partial-") }, "\(leftovers)")
+
+        // Killed again; this time the next `reel photo` finishes it at its start.
+        try killedRun(out)
+        let next = try reel(["photo", "--format", "jpeg", "--out", out, "--json"])
+        #expect(next.status == 0, "\(next.stderr)")
+        struct Next: Decodable { struct F: Decodable { let path: String }; let pendingFinished: [F] }
+        #expect(try next.decode(Next.self).pendingFinished.count == 1)
+        #expect(Self.pendingJobs(out).isEmpty)
+    }
+
+    @Test func finishPendingWithNothingPendingSaysSo() throws {
+        let out = temporaryDirectory("reel-photo")
+        defer { removeTree(out) }
+        let run = try reel(["photo", "--finish-pending", "--out", out])
+        #expect(run.status == 0 && run.stdout.contains("nothing pending in \(out)"))
     }
 }

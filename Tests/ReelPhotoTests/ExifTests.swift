@@ -13,6 +13,6 @@ import ReelPhoto
         #expect(text.contains("Synthetic"))
         #expect(text.contains("2023:11:14 22:13:20"))
         #expect(text.contains(f.userComment))
-        #expect(f.imageUniqueID == "0000002A000000000015F9000000ABCD")
+        #expect(f.imageUniqueID == "0000002A0000000000155CC00000ABCD")
     }
 }
