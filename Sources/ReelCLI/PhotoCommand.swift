@@ -46,6 +46,11 @@ struct PhotoSummary: Encodable {
     var sensorOrientation: SensorOrientation
     var compensation: Bool
     var deferredProcessing: Bool
+    /// The sensor's frames during the run, and those it dropped, by reason (a press whose
+    /// nearest frame was dropped gets the nearest one kept: `lagFrames` ≠ 0).
+    var framesCaptured: Int
+    var framesDropped: Int
+    var dropReasons: [String: Int]
     /// Deferred photos of earlier runs finished at this start.
     var pendingFinished: [FinishedPhoto]
     var error: String?
@@ -196,7 +201,9 @@ enum PhotoCommand {
                                    sensorNoise: settings.sensorNoise?.sigma,
                                    sensorOrientation: settings.sensorOrientation,
                                    compensation: settings.orientationCompensation && settings.format != .png,
-                                   deferredProcessing: settings.deferredProcessing, pendingFinished: pending.finished,
+                                   deferredProcessing: settings.deferredProcessing,
+                                   framesCaptured: session.stats.framesCaptured, framesDropped: session.stats.drops.total,
+                                   dropReasons: session.stats.drops.table, pendingFinished: pending.finished,
                                    error: failure.map { ReelCLI.report($0).line })
         if p.json {
             printJSON(summary)

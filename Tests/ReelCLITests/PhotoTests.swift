@@ -348,6 +348,10 @@ struct PhotoDeferredTests {
 
     /// Starts a run whose second photo is deferred and kills it (SIGKILL) once the job is on disk.
     func killedRun(_ out: String) throws {
+        func heics() -> Set<String> {
+            Set(((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).filter { $0.hasSuffix(".heic") && !$0.hasPrefix(".") })
+        }
+        let before = heics()
         let p = try launch(["photo", "--sensor-noise", "8", "--quality", "quality", "--no-prioritization", "--ring", "5",
                             "--count", "2", "--interval", "0.4", "--format", "heic", "--out", out, "--json"])
         let start = Date()
@@ -357,7 +361,7 @@ struct PhotoDeferredTests {
         _ = p.wait()
         #expect(p.process.terminationReason == .uncaughtSignal)
         // What the killed run left under photo names is whole: it decodes and shows its frame.
-        let photos = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasSuffix(".heic") && !$0.hasPrefix(".") }
+        let photos = heics().subtracting(before)
         #expect(photos.count == 2)
         for name in photos { #expect(try photoBarcode(out + "/" + name).index != nil, "\(name) is not a whole photo") }
     }

@@ -29,8 +29,8 @@ lag = [x["lagFrames"] for x in p]; ms = [x["lagMs"] for x in p]
 late = sum(1 for x in p if x["frameIndex"] != x["pressedFrameIndex"])
 levels = {}
 for x in p: levels[x["quality"]] = levels.get(x["quality"], 0) + 1
-print("delivered %2d/%-2d blocked %2d refused %d late %2d | lag frames mean %.2f max %d | lag ms mean %6.1f max %6.1f | press-to-file max %7.0f ms | levels %s" % (
-    s["delivered"], s["presses"], s["blocked"], s["refused"], late,
+print("delivered %2d/%-2d blocked %2d refused %d late %2d sensor drops %2d | lag frames mean %.2f max %d | lag ms mean %6.1f max %6.1f | press-to-file max %7.0f ms | levels %s" % (
+    s["delivered"], s["presses"], s["blocked"], s["refused"], late, s["framesDropped"],
     sum(lag) / max(1, len(lag)), max(lag or [0]), sum(ms) / max(1, len(ms)), max(ms or [0]),
     max([x["pressToFileMs"] for x in p] or [0]), " ".join("%s=%d" % kv for kv in sorted(levels.items()))))
 PY
