@@ -254,7 +254,7 @@ struct PhotoNoiseTests {
         // Deferred processing (the default): a proxy first, the final in its place before exit.
         #expect(shot.deferred && shot.finalMs != nil)
         #expect((try exifTags(shot.path)["UserComment"] as? String)?.hasSuffix("quality=quality") == true)
-        #expect(PhotoDeferredTests.pendingJobs(out).isEmpty)
+        #expect(DisruptivePhotoTests.pendingJobs(out).isEmpty)
 
         let now = try reel(["photo", "--sensor-noise", "8", "--quality", "quality", "--no-prioritization", "--no-deferred", "--ring", "5",
                             "--count", "2", "--interval", "0.4", "--format", "jpeg", "--out", out, "--json"])
@@ -341,7 +341,7 @@ struct PhotoOrientationTests {
 }
 
 @Suite("DisruptivePhotoTests", .serialized, .enabled(if: havePhotoTools, "needs ffmpeg, exiftool and heif-convert"))
-struct PhotoDeferredTests {
+struct DisruptivePhotoTests {
     static func pendingJobs(_ out: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: out + "/.reel-pending")) ?? []).filter { $0.hasSuffix(".job") }
     }
