@@ -408,3 +408,21 @@ struct DisruptivePhotoTests {
         #expect(run.status == 0 && run.stdout.contains("nothing pending in \(out)"))
     }
 }
+
+@Suite("PhotoFullDiskTests", .enabled(if: canMountTmpfs && havePhotoTools, "needs to mount tmpfs (root)"))
+struct PhotoFullDiskTests {
+    /// A full disk while saving: exit 74, one line saying what was kept, and nothing
+    /// half-written in the directory.
+    @Test func aFullDiskExits74AndLeavesNoPartialPhoto() throws {
+        let dir = try #require(mountTmpfs(sizeKiB: 256))
+        defer { unmount(dir) }
+        let run = try reel(["photo", "--format", "png", "--out", dir, "--json"])
+        #expect(run.status == 74, "\(run.stderr)")
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("reel: photo: saving failed: ") && lines[0].contains("No space left on device")
+                && lines[0].contains("no file written for"), "\(run.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+        let summary = try run.decode(PhotoRun.self)
+        #expect(summary.delivered == 0 && summary.failed == 1 && summary.error?.contains("No space left") == true)
+    }
+}
