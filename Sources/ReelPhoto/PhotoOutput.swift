@@ -33,7 +33,7 @@ public struct PhotoSettings: Sendable {
     public var make: String = "Reel"
     public var model: String = "Synthetic 4032x4032 sensor"
     /// Bytes of copied frames that may wait for the encoder: beyond it a press is refused
-    /// (`PhotoError.overBudget`). Default 1 GiB: 57 photos of 4032×3024 (18.3 MB each).
+    /// (`PhotoError.overBudget`). Default 1 GiB: 58 photos of 4032×3024 (18.3 MB each).
     public var memoryBudget: Int = 1 << 30
     /// When the output prepares its encoders (`initialise()`); presses before then are
     /// buffered with their frame.

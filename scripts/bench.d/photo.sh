@@ -7,7 +7,9 @@
 #     prioritisation + responsive capture on vs all off (--no-prioritization --no-responsive
 #     --shutter next-frame): photos delivered, presses blocked, presses whose photo is not the
 #     pressed frame (late), the longest press-to-file time;
-#  3. noise reduction: luma PSNR against the clean pattern of one noisy frame (proxy) vs the
+#  3. the first photo after launch (a press with the first frame): the output initialised
+#     after the first frame with the press buffered (default) vs initialised before capture (--eager);
+#  4. noise reduction: luma PSNR against the clean pattern of one noisy frame (proxy) vs the
 #     ring merged (final), σ 8.
 # RUNS (default 2) repeats each pair; every run's figures are printed (the spread).
 set -euo pipefail
@@ -58,6 +60,25 @@ for burst in "10 0.1" "30 0.0333"; do
                 --out "$work/out" --json "${extra[@]}" >"$work/$arm.json"
             printf "run %d %-4s " "$r" "$arm"; summary "$work/$arm.json"
         done
+    done
+done
+
+echo
+echo "== first photo after launch: a press with the first frame, HEIC; deferred start + responsive capture vs eager"
+for r in $(seq "$runs"); do
+    for arm in deferred eager; do
+        rm -rf "$work/out"
+        if [ "$arm" = eager ]; then extra=(--eager); else extra=(); fi
+        s=$(date +%s.%N)
+        "$reel" photo --format heic --out "$work/out" --json "${extra[@]}" >"$work/first.json"
+        e=$(date +%s.%N)
+        python3 - "$work/first.json" "$r" "$arm" "$s" "$e" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); p = s["photos"][0]
+print("run %s %-8s frame #%d (pressed #%d) buffered %-5s initialisation %6.0f ms | press to file %6.0f ms | process wall %5.2f s" % (
+    sys.argv[2], sys.argv[3], p["frameIndex"], p["pressedFrameIndex"], str(p["buffered"]).lower(), s["initialisationMs"],
+    p["pressToFileMs"], float(sys.argv[5]) - float(sys.argv[4])))
+PY
     done
 done
 
