@@ -29,6 +29,12 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         // libevdev from Debian's -dev package: evdev input devices (camera, volume, headset keys).
         .systemLibrary(name: "CEvdev", pkgConfig: "libevdev", providers: [.apt(["libevdev-dev"])]),
+        // libheif from Debian's -dev package (HEVC through its x265 plugin): HEIC photos.
+        .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
+        // libexif from Debian's -dev package: the photos' EXIF blocks.
+        .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
+        // libpng from Debian's -dev package: 16-bit PNG photos.
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
         // Linux constants and calls Swift cannot import directly (O_DIRECT, renameat2, V4L2 codes).
         .target(name: "CLinux"),
         // Shared vocabulary: timestamps, ratios, the frame-index barcode, byte sinks, drop reasons.
@@ -54,8 +60,10 @@ let package = Package(
         // Hardware cost and system pressure: the calibration cache, the cost model, the
         // registry of live sessions, the PSI pressure monitor and the pressure policy.
         .target(name: "ReelCapacity", dependencies: ["ReelCore", "ReelMedia", "ReelStorage"]),
+        // Still photos: the zero-shutter-lag frame ring, the shutter, JPEG/HEIC/PNG encoding with EXIF.
+        .target(name: "ReelPhoto", dependencies: ["CHeif", "CExif", "CPNG", "CTurboJPEG", "CLinux", "ReelCore", "ReelMedia", "ReelCapture"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
-        .target(name: "ReelCLI", dependencies: ["ReelControl", "ReelPreview", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
+        .target(name: "ReelCLI", dependencies: ["ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
         // `reel` itself: a thin entry into ReelCLI.
         .executableTarget(name: "reel", dependencies: ["ReelCLI"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
@@ -66,6 +74,7 @@ let package = Package(
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelCore"]),
         .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"]),
         .testTarget(name: "ReelCapacityTests", dependencies: ["ReelCapacity", "ReelCore", "ReelMedia"]),
+        .testTarget(name: "ReelPhotoTests", dependencies: ["ReelPhoto", "ReelCapture", "ReelCore", "ReelMedia"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,6 +8,7 @@ import ReelWriter
 public enum ParsedCommand: Sendable {
     /// `report`: the `--report` directory, where the recording's write-latency plot goes.
     case record(RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest)
+    case photo(PhotoInvocation)
     case probe(files: [String], frames: Bool, json: Bool)
     case verify(paths: [String], json: Bool)
     case devices(json: Bool)
@@ -44,13 +45,14 @@ public enum ReelCLI {
     /// command line that is not one.
     public static func parse(_ argv: [String]) throws -> ParsedCommand {
         guard let command = argv.first else {
-            throw UsageError("no command: use record, cost, calibrate, probe, verify, pool, jitter, devices or control (reel help lists every option)")
+            throw UsageError("no command: use record, photo, cost, calibrate, probe, verify, pool, jitter, devices or control (reel help lists every option)")
         }
         let rest = Array(argv.dropFirst())
         switch command {
         case "record":
             let (o, json, report, preview, controls) = try RecordCommand.parse(rest)
             return .record(o, json: json, report: report, preview: preview, controls: controls)
+        case "photo": return .photo(try PhotoCommand.parse(rest))
         case "probe": return try ProbeCommand.parse(rest)
         case "verify": return try VerifyCommand.parse(rest)
         case "devices": return try DevicesCommand.parse(rest)
@@ -64,7 +66,7 @@ public enum ReelCLI {
             guard rest.isEmpty else { throw UsageError("help takes no arguments") }
             return .help
         default:
-            throw UsageError("unknown command '\(printable(command))' (use record, cost, calibrate, probe, verify, pool, jitter, devices or control)")
+            throw UsageError("unknown command '\(printable(command))' (use record, photo, cost, calibrate, probe, verify, pool, jitter, devices or control)")
         }
     }
 
@@ -73,6 +75,7 @@ public enum ReelCLI {
         switch command {
         case .record(let o, let json, let report, let preview, let controls):
             return try RecordCommand.run(o, json: json, report: report, preview: preview, controls: controls)
+        case .photo(let p): return try PhotoCommand.run(p)
         case .probe(let files, let frames, let json): return try ProbeCommand.run(files: files, frames: frames, json: json)
         case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)
         case .devices(let json): return DevicesCommand.run(json: json)

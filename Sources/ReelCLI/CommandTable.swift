@@ -33,6 +33,28 @@ public enum CommandTable {
         json,
     ])
 
+    public static let photo = CommandSpec("photo", [
+        .value("--count", "N", "photos to take, 1–1000 (default 1)", sample: "2"),
+        .value("--interval", "S", "seconds between presses, 0.001–60 (default 0.5)", sample: "0.2"),
+        .value("--format", "jpeg|heic|png", "file format (default heic; png: 16-bit RGB)", sample: "jpeg"),
+        .value("--quality", "speed|balanced|quality", "processing level asked for (default balanced)", sample: "quality"),
+        .flag("--no-prioritization", "keep quality for every press (off: a quality press that finds the encoder busy gets balanced)"),
+        .flag("--no-deferred", "merge noisy quality photos before delivery (default: a proxy at once, the final on a second thread)"),
+        .flag("--finish-pending", "only finish the deferred photos a killed or ended run left in --out"),
+        .flag("--no-responsive", "refuse a press while the output initialises or encodes (default: buffer it)"),
+        .value("--ratio", "4x3|3x4", "photo ratio; the 4032x4032 photo format has only these (default 4x3)", sample: "3x4"),
+        .value("--ring", "N", "full-sensor frames kept for zero shutter lag, 1–30 (default 3)", sample: "3"),
+        .value("--shutter", "zsl|next-frame", "which frame a press takes: the nearest in the ring (default) or the next one", sample: "zsl"),
+        .value("--sensor-noise", "SIGMA", "synthetic sensor read-out noise, 0.1–50 luma levels; quality photos then merge the ring's frames", sample: "8"),
+        .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted (default landscape)", sample: "portrait"),
+        .flag("--no-compensation", "store pixels as the sensor reads them out, with the EXIF Orientation a viewer needs"),
+        .flag("--eager", "initialise the photo output before capture starts (default: after the first frame)"),
+        .value("--fps", "N", "sensor frame rate, 1–60 (default 30)", sample: "30"),
+        .value("--out", "DIR", "output directory (default photos)", sample: "photos"),
+        .value("--name", "PREFIX", "photo name prefix, without '/'", sample: "shot"),
+        json,
+    ])
+
     /// `reel cost`: the options of `reel record` (issue 13).
     public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report"].contains($0.name) })
     /// `reel calibrate` (issue 13).
@@ -97,7 +119,7 @@ public enum CommandTable {
     ])
 
     /// Every subcommand, hidden ones included.
-    public static var all: [CommandSpec] { [record, cost, calibrate, devices, control, probe, verify, jitter] + pool + [load] }
+    public static var all: [CommandSpec] { [record, photo, cost, calibrate, devices, control, probe, verify, jitter] + pool + [load] }
 
     public static func spec(_ name: String) -> CommandSpec? { all.first { $0.name == name } }
 

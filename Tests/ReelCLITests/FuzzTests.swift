@@ -95,6 +95,10 @@ func bounded(_ groups: [[String]]) -> [String] {
         tail = ["--frames", "2"]
     case "jitter": tail = ["--duration", "0.1", "--rate", "50M", "--ring", "8M", "--contention", "none", "--no-floor"]
     case "pool create": tail = ["--capacity", "16M", "--slot", "4M", "--write-mode", "buffered"]
+    case "photo":
+        // One quick shot (4032x4032 sensor buffers are large): the options last win.
+        rest.removeAll { ["--count", "--ring"].contains(optionName($0)) }
+        tail = ["--count", "1", "--ring", "3"]
     case "pool resize": tail = ["--capacity", "16M"]
     case "pool wait": tail = ["--timeout", "1"]
     case "pool calibrate": tail = ["--seconds", "0.5"]

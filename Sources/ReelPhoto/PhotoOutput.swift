@@ -1,0 +1,477 @@
+import Foundation
+import ReelCapture
+import ReelCore
+import ReelMedia
+
+/// When a `PhotoOutput` runs `initialise()`.
+public enum PhotoInitialisation: Sendable, Hashable {
+    /// In the session's `prepare`, before the source starts (eager).
+    case inPrepare
+    /// On its own thread once the first frame has arrived (Deferred Start).
+    case afterFirstFrame
+    /// When its owner calls `initialise()` (a session that schedules deferred outputs itself).
+    case byCaller
+}
+
+/// How a `PhotoOutput` takes and saves photos.
+public struct PhotoSettings: Sendable {
+    public var format: PhotoFileFormat = .heic
+    /// The level asked for (Apple's `maxPhotoQualityPrioritization`).
+    public var quality: PhotoQuality = .balanced
+    /// Fast-capture prioritisation: a `quality` press that finds the encoder busy gets `balanced`.
+    public var fastCapturePrioritization = true
+    /// Full-sensor frames kept for zero shutter lag (1–30).
+    public var ringSize = 3
+    public var shutter: ShutterMode = .zeroShutterLag
+    /// The photo's ratio; must be one of `photoFormat.supportedRatios`.
+    public var ratio: AspectRatio = .landscape4x3
+    public var photoFormat: SensorPhotoFormat = .synthetic
+    /// Where photos go (must exist and be writable).
+    public var directory: String = "photos"
+    /// Photos are `PREFIX-0001.heic`, … (an existing file is never replaced: the next free name is taken).
+    public var namePrefix: String = "photo"
+    public var make: String = "Reel"
+    public var model: String = "Synthetic 4032x4032 sensor"
+    /// Bytes of copied frames that may wait for the encoder: beyond it a press is refused
+    /// (`PhotoError.overBudget`). Default 1 GiB: 58 photos of 4032×3024 (18.3 MB each).
+    public var memoryBudget: Int = 1 << 30
+    /// When the output prepares its encoders (`initialise()`); presses before then are
+    /// buffered with their frame.
+    public var initialisation: PhotoInitialisation = .inPrepare
+    /// The synthetic sensor's read-out noise (nil: none). With noise, `quality` photos get
+    /// multi-frame noise reduction over the ring's frames, and each photo reports its PSNR.
+    public var sensorNoise: SensorNoise? = nil
+    /// How the sensor is mounted. The synthetic sensor draws the scene upright, so its
+    /// mounting is applied where a still is read out (the crop is turned by
+    /// `readoutQuarterTurns`), as the noise is.
+    public var sensorOrientation: SensorOrientation = .landscape
+    /// Orientation compensation: processed photos (JPEG, HEIC) are turned back upright and get
+    /// EXIF Orientation 1. Off, or for the uncompressed PNG (never compensated), the pixels are
+    /// stored as the sensor reads them out, with the EXIF Orientation a viewer needs.
+    public var orientationCompensation = true
+    /// Responsive capture: a press is accepted while the output initialises or encodes
+    /// (buffered). Off, a press that finds the output not ready or busy is refused
+    /// (`PhotoError.busy`, counted in `blockedPresses`), as a shutter button disabled until
+    /// the previous photo is done.
+    public var responsiveCapture = true
+    /// Deferred processing: a `quality` photo that merges frames (noise reduction) is first
+    /// delivered as a proxy (its single noisy frame at `balanced`) under its final name; the
+    /// merge and the `quality` encoding run on a second thread from a job kept on disk
+    /// (`DIR/.reel-pending`), and the final replaces the proxy. Off: the merge is done before
+    /// delivery.
+    public var deferredProcessing = true
+
+    public init() {}
+}
+
+/// The still-photo output of a capture session: keeps a ring of the most recent full-sensor
+/// frames; a press (`capture(pressTime:)`) takes the ring frame nearest its press time (zero
+/// shutter lag), copies its crop out, and one worker thread encodes and saves it.
+///
+/// Responsive capture: a press that comes before `initialise()` has finished is accepted,
+/// with its frame, and delivered once the output is ready. A press is refused only when the
+/// copied frames waiting for the encoder would exceed `memoryBudget`.
+public final class PhotoOutput: FrameOutput, @unchecked Sendable {
+    public let settings: PhotoSettings
+    private let crop: CropRect
+
+    // Everything below `condition` is guarded by it.
+    private let condition = NSCondition()
+    private var ring: [CapturedFrame] = []
+    private var arrivals = 0
+    /// Smallest (arrival on CLOCK_MONOTONIC − frame time) seen, in ns: the session clock's origin.
+    private var clockOrigin: Int64?
+    private var frameDuration: Double = 1.0 / 30
+    private var initialising = false
+    private var ready = false
+    private var initialisationError: PhotoError?
+    private var encoder: PhotoEncoder?
+    private var jobs: [Job] = []
+    private var working = false
+    private var queuedBytes = 0
+    private var delivered: [Photo] = []
+    private var failures: [PhotoError] = []
+    private var refused = 0
+    private var blocked = 0
+    private var sequence = 0
+    private var stopping = false
+    private var worker: Thread?
+    private var deferredJobs: [String] = []
+    private var deferredWorking = false
+    private var finishedDeferred: [FinishedPhoto] = []
+    private let sessionID = UInt32.random(in: 0...UInt32.max)
+    private let startedAt = Date()
+    private let startedMonotonic = MonotonicClock.now()
+    public private(set) var initialisationMilliseconds: Double = 0
+
+    private struct Job {
+        let request: PhotoRequest
+        let image: PhotoImage
+        /// The other ring frames (clean copies, with their indices) for noise reduction.
+        let extras: [(PhotoImage, Int)]
+        let frameTime: Double
+        let pressMonotonic: UInt64
+    }
+
+    /// - Throws: `CaptureError.unsupportedRatio` (exit 64) when the photo format lacks the ratio.
+    public init(settings: PhotoSettings) throws {
+        self.settings = settings
+        crop = try settings.photoFormat.crop(for: settings.ratio)
+    }
+
+    /// The photo's size.
+    public var photoSize: Size { crop.size }
+
+    /// Prepares the encoders for the largest photo (TurboJPEG handle and worst-case buffer,
+    /// libheif's x265 plugin) and starts the worker thread; buffered presses then go out.
+    /// Idempotent. - Throws: `PhotoError.encoder`.
+    public func initialise() throws(PhotoError) {
+        condition.lock()
+        // Another thread (the deferred start) may be at it: wait for its outcome.
+        while initialising && !ready && initialisationError == nil { condition.wait() }
+        if ready { condition.unlock(); return }
+        if let e = initialisationError { condition.unlock(); throw e }
+        initialising = true
+        condition.unlock()
+        try performInitialisation()
+    }
+
+    /// The work of `initialise()`, by the one thread that set `initialising`.
+    private func performInitialisation() throws(PhotoError) {
+        let start = MonotonicClock.now()
+        let made: PhotoEncoder
+        do {
+            made = try PhotoEncoder(maxSize: crop.size, warmUp: [settings.format])
+        } catch {
+            condition.lock(); initialisationError = error; failures.append(error); condition.broadcast(); condition.unlock()
+            throw error
+        }
+        let t = Thread { [self] in workLoop() }
+        t.name = "reel-photo"
+        let d = Thread { [self] in deferredLoop() }
+        d.name = "reel-photo-deferred"
+        condition.lock()
+        encoder = made
+        worker = t
+        ready = true
+        initialisationMilliseconds = Double(MonotonicClock.now() - start) / 1e6
+        condition.broadcast()
+        condition.unlock()
+        t.start()
+        d.start()
+    }
+
+    /// The output has finished initialising.
+    public var isReady: Bool { condition.lock(); defer { condition.unlock() }; return ready }
+
+    // MARK: FrameOutput
+
+    public func prepare(ratio: AspectRatio, size: Size, timescale: Int32) {
+        guard settings.initialisation == .inPrepare else { return }
+        do { try initialise() } catch { /* kept in initialisationError; presses report it */ }
+    }
+
+    public func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
+        let now = Int64(bitPattern: MonotonicClock.now())
+        let ptsNs = frame.pts.value * 1_000_000_000 / Int64(frame.pts.timescale)
+        var dropped: CapturedFrame? = nil
+        var startInit = false
+        condition.lock()
+        ring.append(frame)
+        if ring.count > settings.ringSize { dropped = ring.removeFirst() }
+        arrivals += 1
+        frameDuration = Double(frame.duration) / Double(frame.pts.timescale)
+        clockOrigin = min(clockOrigin ?? .max, now - ptsNs)
+        if settings.initialisation == .afterFirstFrame && !initialising && !ready {
+            initialising = true
+            startInit = true
+        }
+        condition.broadcast()
+        condition.unlock()
+        _ = dropped // its lease ends here, outside the lock
+        if startInit {
+            // Deferred Start: the output gets ready after the first frame, off the capture thread.
+            Thread.detachNewThread { [self] in
+                do { try performInitialisation() } catch { /* kept in initialisationError */ }
+            }
+        }
+        return .taken
+    }
+
+    // MARK: The shutter
+
+    /// The session clock now, in seconds (nil before the first frame).
+    public func sessionTime() -> Double? {
+        condition.lock(); defer { condition.unlock() }
+        return sessionTimeLocked()
+    }
+
+    /// The session-clock time of a `CLOCK_MONOTONIC` reading (ns), nil before the first frame.
+    public func sessionTime(monotonic: UInt64) -> Double? {
+        condition.lock(); defer { condition.unlock() }
+        guard let origin = clockOrigin else { return nil }
+        return Double(Int64(bitPattern: monotonic) - origin) / 1e9
+    }
+
+    private func sessionTimeLocked() -> Double? {
+        guard let origin = clockOrigin else { return nil }
+        return Double(Int64(bitPattern: MonotonicClock.now()) - origin) / 1e9
+    }
+
+    /// A press of the shutter at `pressTime` (seconds on the session clock; nil: now). With
+    /// zero shutter lag it takes the ring frame whose timestamp is nearest the press (waiting
+    /// at most half a frame for it when the press is newer than the newest frame); with
+    /// `.nextFrame` the next frame delivered. The frame's crop is copied at once and the photo
+    /// delivered by the worker (once the output is ready, if the press came before).
+    /// Safe from any thread; never blocks for the encoder.
+    /// - Throws: `PhotoError.overBudget` (refused), `.noFrame` (no frame within 2 s),
+    ///   `.unsupportedPixelFormat`, or the output's initialisation error.
+    public func capture(pressTime: Double? = nil) throws(PhotoError) -> PhotoRequest {
+        let pressMonotonic = MonotonicClock.now()
+        let deadline = Date(timeIntervalSinceNow: 2)
+        condition.lock()
+        if let e = initialisationError { condition.unlock(); throw e }
+        if !settings.responsiveCapture && (!ready || working || !jobs.isEmpty) {
+            blocked += 1
+            condition.unlock()
+            throw PhotoError.busy
+        }
+        while clockOrigin == nil {
+            if !condition.wait(until: deadline) { condition.unlock(); throw PhotoError.noFrame }
+        }
+        let press = pressTime ?? sessionTimeLocked()!
+        let chosen: CapturedFrame
+        switch settings.shutter {
+        case .zeroShutterLag:
+            // Wait until the frame nearest the press is in the ring.
+            while let newest = ring.last, newest.pts.seconds < press - frameDuration / 2, !stopping {
+                if !condition.wait(until: deadline) { break }
+            }
+            guard let nearest = ring.min(by: { abs($0.pts.seconds - press) < abs($1.pts.seconds - press) }) else {
+                condition.unlock(); throw PhotoError.noFrame
+            }
+            chosen = nearest
+        case .nextFrame:
+            let seen = arrivals
+            while arrivals == seen, !stopping {
+                if !condition.wait(until: deadline) { break }
+            }
+            guard arrivals > seen, let next = ring.last else { condition.unlock(); throw PhotoError.noFrame }
+            chosen = next
+        }
+        // Fast-capture prioritisation: `quality` only when no `quality` photo waits before it.
+        var level = settings.quality
+        if settings.fastCapturePrioritization && level == .quality
+            && (jobs.contains { $0.request.quality == .quality } || working) {
+            level = .balanced
+        }
+        let others = level == .quality && settings.sensorNoise != nil ? ring.filter { $0.index != chosen.index } : []
+        let bytes = PhotoImage.byteCount(width: crop.width, height: crop.height) * (1 + others.count)
+        guard queuedBytes + bytes <= settings.memoryBudget else {
+            refused += 1
+            let held = queuedBytes
+            condition.unlock()
+            throw PhotoError.overBudget(bytes: held, budget: settings.memoryBudget)
+        }
+        queuedBytes += bytes
+        sequence += 1
+        let pressed = chosen.index + Int(((press - chosen.pts.seconds) / frameDuration).rounded())
+        let request = PhotoRequest(sequence: sequence, frameIndex: chosen.index, pressedFrameIndex: pressed,
+                                   pressTime: press, lagFrames: chosen.index - pressed, quality: level, buffered: !ready)
+        condition.unlock()
+
+        let image: PhotoImage
+        var extras: [(PhotoImage, Int)] = []
+        do {
+            let rect = chosen.buffer.size == settings.photoFormat.size ? crop : settings.ratio.crop(in: chosen.buffer.size)
+            image = try PhotoImage.copy(chosen.buffer, crop: rect)
+            for f in others where f.buffer.size == chosen.buffer.size { extras.append((try PhotoImage.copy(f.buffer, crop: rect), f.index)) }
+        } catch {
+            condition.lock(); queuedBytes -= bytes; condition.unlock()
+            throw error
+        }
+        let frameTime = chosen.pts.seconds
+        condition.lock()
+        jobs.append(Job(request: request, image: image, extras: extras, frameTime: frameTime, pressMonotonic: pressMonotonic))
+        condition.broadcast()
+        condition.unlock()
+        return request
+    }
+
+    // MARK: Delivery
+
+    /// Photos delivered so far, in press order of completion.
+    public var photos: [Photo] { condition.lock(); defer { condition.unlock() }; return delivered }
+    /// Presses refused for the memory budget.
+    public var refusedPresses: Int { condition.lock(); defer { condition.unlock() }; return refused }
+    /// Presses refused because the output was not ready or busy (responsive capture off).
+    public var blockedPresses: Int { condition.lock(); defer { condition.unlock() }; return blocked }
+    /// Errors of photos that could not be delivered.
+    public var errors: [PhotoError] { condition.lock(); defer { condition.unlock() }; return failures }
+
+    /// Waits until every accepted press is delivered or failed (or `timeout` seconds), then
+    /// stops the worker and lets the ring's frames go. Returns whether all were done.
+    @discardableResult
+    public func finish(timeout: Double = 600) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        var done = true
+        while (!jobs.isEmpty || working || !deferredJobs.isEmpty || deferredWorking) && initialisationError == nil {
+            if !condition.wait(until: deadline) { done = false; break }
+        }
+        stopping = true
+        let frames = ring
+        ring = []
+        condition.broadcast()
+        condition.unlock()
+        _ = frames
+        return done && (jobs.isEmpty || initialisationError != nil)
+    }
+
+    /// Deferred photos whose final has replaced their proxy.
+    public var finishedDeferredPhotos: [FinishedPhoto] { condition.lock(); defer { condition.unlock() }; return finishedDeferred }
+
+    /// Finishes the deferred photos a process left in `directory` (killed, or exited before
+    /// they were done): removes half-written leftovers of dead processes, then merges, encodes
+    /// and moves each final over its proxy. Returns what was finished and what failed.
+    public static func finishPending(directory: String) -> (finished: [FinishedPhoto], errors: [PhotoError]) {
+        PendingWork.sweep(photos: directory)
+        let jobs = PendingWork.list(photos: directory)
+        guard !jobs.isEmpty else { return ([], []) }
+        let encoder: PhotoEncoder
+        do { encoder = try PhotoEncoder(maxSize: SensorPhotoFormat.synthetic.size, warmUp: []) } catch { return ([], [error]) }
+        var finished: [FinishedPhoto] = [], errors: [PhotoError] = []
+        for j in jobs {
+            do { finished.append(try PendingWork.finish(j, encoder: encoder)) } catch { errors.append(error) }
+        }
+        return (finished, errors)
+    }
+
+    private func deferredLoop() {
+        var encoder: PhotoEncoder? = nil
+        while true {
+            condition.lock()
+            while deferredJobs.isEmpty && !stopping { condition.wait() }
+            if deferredJobs.isEmpty { condition.unlock(); return }
+            let dir = deferredJobs.removeFirst()
+            deferredWorking = true
+            condition.unlock()
+            var result: Result<FinishedPhoto, PhotoError>
+            do {
+                if encoder == nil { encoder = try PhotoEncoder(maxSize: crop.size, warmUp: []) }
+                result = .success(try PendingWork.finish(dir, encoder: encoder!))
+            } catch {
+                result = .failure(error)
+            }
+            condition.lock()
+            deferredWorking = false
+            switch result {
+            case .success(let f):
+                finishedDeferred.append(f)
+                if let i = delivered.firstIndex(where: { $0.path == f.path }) {
+                    delivered[i].psnrFinal = f.psnrFinal
+                    delivered[i].mergedFrames = f.mergedFrames
+                    delivered[i].bytes = f.bytes
+                    delivered[i].finalMs = Double(MonotonicClock.now() - delivered[i].pressMonotonic) / 1e6
+                }
+            case .failure(let e): failures.append(e)
+            }
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    private func workLoop() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopping { condition.wait() }
+            if jobs.isEmpty { condition.unlock(); return }
+            let job = jobs.removeFirst()
+            working = true
+            let encoder = self.encoder!
+            condition.unlock()
+
+            let result = deliver(job, encoder: encoder)
+            condition.lock()
+            working = false
+            queuedBytes -= job.image.byteCount * (1 + job.extras.count)
+            switch result {
+            case .success(let (p, pendingDir)):
+                delivered.append(p)
+                if let pendingDir { deferredJobs.append(pendingDir) }
+            case .failure(let e): failures.append(e)
+            }
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    /// Processes, encodes and saves one photo; with deferred processing also the job
+    /// directory of its final (queued by the caller once the photo is listed).
+    private func deliver(_ job: Job, encoder: PhotoEncoder) -> Result<(Photo, String?), PhotoError> {
+        let r = job.request
+        let start = MonotonicClock.now()
+        // The sensor's read-out noise, then (quality) multi-frame noise reduction — now, or
+        // deferred: then this photo is the proxy and a job on disk makes the final.
+        var image = job.image
+        var psnrProxy: Double? = nil, psnrFinal: Double? = nil
+        var deferred = false
+        var level = r.quality
+        if let noise = settings.sensorNoise {
+            let proxy = job.image.withNoise(noise, frameIndex: r.frameIndex)
+            psnrProxy = proxy.lumaPSNR(against: job.image)
+            image = proxy
+            if !job.extras.isEmpty {
+                if settings.deferredProcessing {
+                    deferred = true
+                    level = .balanced
+                } else {
+                    let others = job.extras.map { $0.0.withNoise(noise, frameIndex: $0.1) }
+                    image = proxy.merged(with: others, threshold: Int((3 * noise.sigma).rounded(.up)))
+                    psnrFinal = image.lumaPSNR(against: job.image)
+                }
+            }
+        }
+        // The sensor's mounting (read-out turned), then compensation (turned back).
+        let compensate = settings.orientationCompensation && settings.format != .png
+        let (oriented, orientation) = orient(image, mount: settings.sensorOrientation, compensate: compensate)
+        image = oriented
+        let processMs = Double(MonotonicClock.now() - start) / 1e6
+        let captured = startedAt.addingTimeInterval(Double(job.pressMonotonic &- startedMonotonic) / 1e9
+                                                    + (job.frameTime - r.pressTime))
+        let fields = ExifFields(make: settings.make, model: settings.model, orientation: orientation, capturedAt: captured,
+                                width: image.width, height: image.height, frameIndex: r.frameIndex,
+                                sessionTime: job.frameTime, pressTime: r.pressTime, sessionID: sessionID, quality: r.quality)
+        do {
+            let encodeStart = MonotonicClock.now()
+            let exif = try fields.block()
+            var proxyFields = fields
+            proxyFields.quality = level
+            let bytes = try encoder.encode(image, format: settings.format, quality: level,
+                                           exif: deferred ? try proxyFields.block() : exif)
+            let encodeMs = Double(MonotonicClock.now() - encodeStart) / 1e6
+            let name = "\(settings.namePrefix)-\(String(format: "%04d", r.sequence)).\(settings.format.fileExtension)"
+            let path = try PhotoFile.save(bytes, directory: settings.directory, name: name)
+            var pendingDir: String? = nil
+            if deferred, let noise = settings.sensorNoise {
+                let pending = PendingJob(target: path, format: settings.format, width: job.image.width, height: job.image.height,
+                                         frameIndices: [r.frameIndex] + job.extras.map(\.1), sigma: noise.sigma,
+                                         sensorOrientation: settings.sensorOrientation, compensation: compensate,
+                                         exif: fields, pressMonotonic: job.pressMonotonic)
+                pendingDir = try PendingWork.store(pending, frames: [job.image] + job.extras.map(\.0), photos: settings.directory)
+            }
+            return .success((Photo(path: path, format: settings.format, width: image.width, height: image.height,
+                                  bytes: bytes.count, frameIndex: r.frameIndex, pressedFrameIndex: r.pressedFrameIndex,
+                                  pressTime: r.pressTime, frameTime: job.frameTime, lagFrames: r.lagFrames,
+                                  lagMs: (job.frameTime - r.pressTime) * 1000, quality: r.quality,
+                                  requestedQuality: settings.quality, buffered: r.buffered,
+                                  pressToFileMs: Double(MonotonicClock.now() - job.pressMonotonic) / 1e6,
+                                  encodeMs: encodeMs, processMs: processMs, exifOrientation: fields.orientation,
+                                  noiseSigma: settings.sensorNoise?.sigma, mergedFrames: 1 + (psnrFinal == nil ? 0 : job.extras.count),
+                                  psnrProxy: psnrProxy.map(finitePSNR), psnrFinal: psnrFinal.map(finitePSNR),
+                                  deferred: deferred, finalMs: nil, pressMonotonic: job.pressMonotonic), pendingDir))
+        } catch {
+            return .failure(error)
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import ReelCapture
+import ReelCore
+import ReelMedia
+import ReelPhoto
+import Testing
+
+/// A 1280×1280 sensor's frames, offered by hand: index `i` at `i/30` s, its barcode drawn.
+private final class Frames {
+    let pool: PixelBufferPool
+    let format = SensorPhotoFormat(size: Size(width: 1280, height: 1280), supportedRatios: [.landscape4x3, .portrait3x4])
+    init() throws { pool = try PixelBufferPool(count: 8, size: Size(width: 1280, height: 1280), format: .yuv420p) { b in
+        for p in 0..<3 { let (base, stride) = b.plane(p); base.update(repeating: 128, count: stride * (p == 0 ? 1280 : 640)) }
+    } }
+    func offer(_ index: Int, to output: PhotoOutput) throws {
+        let lease = try #require(pool.lease())
+        let (y, ys) = lease.buffer.plane(0)
+        FrameBarcode.draw(index: index, luma: y, stride: ys, centerX: 640, centerY: 640)
+        let frame = CapturedFrame(lease: lease, index: index, pts: Timestamp(value: Int64(index), timescale: 30), duration: 1,
+                                  ratio: .landscape4x3, crop: AspectRatio.landscape4x3.crop(in: Size(width: 1280, height: 1280)))
+        #expect(output.offer(frame, waiting: false) == .taken)
+    }
+}
+
+private func settings(_ dir: String, format: SensorPhotoFormat, ring: Int = 3) -> PhotoSettings {
+    var s = PhotoSettings()
+    s.format = .jpeg
+    s.ringSize = ring
+    s.photoFormat = format
+    s.directory = dir
+    s.initialisation = .byCaller
+    return s
+}
+
+@Suite struct PhotoOutputTests {
+    @Test func aPressTakesTheRingFrameNearestItsTime() throws {
+        let dir = NSTemporaryDirectory() + "reel-photo-unit-\(getpid())-1"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let frames = try Frames()
+        let output = try PhotoOutput(settings: settings(dir, format: frames.format))
+        for i in 0..<10 { try frames.offer(i, to: output) }
+        let a = try output.capture(pressTime: 9.4 / 30)
+        #expect(a.frameIndex == 9 && a.pressedFrameIndex == 9 && a.lagFrames == 0)
+        let b = try output.capture(pressTime: 8.4 / 30)
+        #expect(b.frameIndex == 8 && b.lagFrames == 0)
+        // Older than the ring (frames 7, 8, 9): the oldest kept frame, two frames late.
+        let c = try output.capture(pressTime: 5.0 / 30)
+        #expect(c.frameIndex == 7 && c.pressedFrameIndex == 5 && c.lagFrames == 2)
+        #expect(a.buffered && b.buffered && c.buffered, "pressed before the output was initialised")
+        try output.initialise()
+        #expect(output.finish(timeout: 60))
+        let photos = output.photos
+        #expect(photos.map(\.frameIndex).sorted() == [7, 8, 9])
+        #expect(output.errors.isEmpty)
+        for p in photos {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: p.path))
+            #expect(Array(bytes.prefix(4)) == [0xFF, 0xD8, 0xFF, 0xE1], "SOI, then the EXIF APP1 segment")
+            #expect(p.width == 1280 && p.height == 960 && p.buffered)
+        }
+    }
+
+    /// A press is refused only when the copies waiting for the encoder exceed the budget.
+    @Test func pressesBeyondTheMemoryBudgetAreRefusedAndTheRestDelivered() throws {
+        let dir = NSTemporaryDirectory() + "reel-photo-unit-\(getpid())-2"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let frames = try Frames()
+        var s = settings(dir, format: frames.format)
+        s.memoryBudget = 2 * (1280 * 960 * 3 / 2)
+        let output = try PhotoOutput(settings: s)
+        for i in 0..<3 { try frames.offer(i, to: output) }
+        _ = try output.capture(pressTime: 0)
+        _ = try output.capture(pressTime: 1.0 / 30)
+        #expect(throws: PhotoError.self) { try output.capture(pressTime: 2.0 / 30) }
+        #expect(output.refusedPresses == 1)
+        try output.initialise()
+        #expect(output.finish(timeout: 60))
+        #expect(output.photos.map(\.frameIndex).sorted() == [0, 1])
+    }
+
+    @Test func aRatioThePhotoFormatLacksIsAUsageError() throws {
+        var s = PhotoSettings()
+        s.ratio = .landscape16x9
+        do {
+            _ = try PhotoOutput(settings: s)
+            Issue.record("16x9 accepted on the 4032 photo format")
+        } catch let e as CaptureError {
+            #expect(e.exitStatus == 64)
+            #expect(e.description.contains("not supported by the 4032x4032 photo format"))
+        }
+    }
+}

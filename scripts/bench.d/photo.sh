@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The photo output, each comparison measured in the same run, runs alternating:
+#  1. shutter lag: zero shutter lag (the ring frame nearest the press) vs the naive path
+#     (the next frame delivered after the press), 20 presses each at 137 ms (not a multiple
+#     of the frame time, so presses fall all over the frame interval);
+#  2. bursts of 10 presses at 10 Hz and 30 at 30 Hz asking for `quality` on a noisy sensor:
+#     prioritisation + responsive capture on vs all off (--no-prioritization --no-responsive
+#     --shutter next-frame): photos delivered, presses blocked, presses whose photo is not the
+#     pressed frame (late), the longest press-to-file time;
+#  3. the first photo after launch (a press with the first frame): the output initialised
+#     after the first frame with the press buffered (default) vs initialised before capture (--eager);
+#  4. noise reduction: luma PSNR against the clean pattern of one noisy frame (proxy) vs the
+#     ring merged (final), σ 8.
+# RUNS (default 2) repeats each pair; every run's figures are printed (the spread).
+set -euo pipefail
+scripts/setup libimage-exiftool-perl >/dev/null
+swift build -c release 2>&1 | tail -1
+reel=$PWD/.build/release/reel
+runs=${RUNS:-2}
+work=$(mktemp -d /tmp/reel-bench-photo-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+echo "load: $(cat /proc/loadavg)"
+
+# summary FILE: one line of figures from a `reel photo --json` output.
+summary() {
+    python3 - "$1" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = s["photos"]
+lag = [x["lagFrames"] for x in p]; ms = [x["lagMs"] for x in p]
+late = sum(1 for x in p if x["frameIndex"] != x["pressedFrameIndex"])
+levels = {}
+for x in p: levels[x["quality"]] = levels.get(x["quality"], 0) + 1
+print("delivered %2d/%-2d blocked %2d refused %d late %2d sensor drops %2d | lag frames mean %.2f max %d | lag ms mean %6.1f max %6.1f | press-to-file max %7.0f ms | levels %s" % (
+    s["delivered"], s["presses"], s["blocked"], s["refused"], late, s["framesDropped"],
+    sum(lag) / max(1, len(lag)), max(lag or [0]), sum(ms) / max(1, len(ms)), max(ms or [0]),
+    max([x["pressToFileMs"] for x in p] or [0]), " ".join("%s=%d" % kv for kv in sorted(levels.items()))))
+PY
+}
+
+echo
+echo "== shutter lag: 20 presses at 137 ms, JPEG balanced"
+for r in $(seq "$runs"); do
+    for mode in zsl next-frame; do
+        rm -rf "$work/out"
+        "$reel" photo --count 20 --interval 0.137 --format jpeg --shutter "$mode" --eager --out "$work/out" --json >"$work/$mode.json"
+        printf "run %d %-10s " "$r" "$mode"; summary "$work/$mode.json"
+    done
+done
+
+for burst in "10 0.1" "30 0.0333"; do
+    set -- $burst
+    echo
+    echo "== burst: $1 presses every $2 s, quality asked, --sensor-noise 8, JPEG"
+    for r in $(seq "$runs"); do
+        for arm in on off; do
+            rm -rf "$work/out"
+            if [ "$arm" = on ]; then extra=(); else extra=(--no-prioritization --no-responsive --shutter next-frame); fi
+            "$reel" photo --count "$1" --interval "$2" --quality quality --sensor-noise 8 --format jpeg \
+                --out "$work/out" --json "${extra[@]}" >"$work/$arm.json"
+            printf "run %d %-4s " "$r" "$arm"; summary "$work/$arm.json"
+        done
+    done
+done
+
+echo
+echo "== first photo after launch: a press with the first frame, HEIC; deferred start + responsive capture vs eager"
+for r in $(seq "$runs"); do
+    for arm in deferred eager; do
+        rm -rf "$work/out"
+        if [ "$arm" = eager ]; then extra=(--eager); else extra=(); fi
+        s=$(date +%s.%N)
+        "$reel" photo --format heic --out "$work/out" --json "${extra[@]}" >"$work/first.json"
+        e=$(date +%s.%N)
+        python3 - "$work/first.json" "$r" "$arm" "$s" "$e" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); p = s["photos"][0]
+print("run %s %-8s frame #%d (pressed #%d) buffered %-5s initialisation %6.0f ms | press to file %6.0f ms | process wall %5.2f s" % (
+    sys.argv[2], sys.argv[3], p["frameIndex"], p["pressedFrameIndex"], str(p["buffered"]).lower(), s["initialisationMs"],
+    p["pressToFileMs"], float(sys.argv[5]) - float(sys.argv[4])))
+PY
+    done
+done
+
+echo
+echo "== noise reduction: sigma 8, quality, ring 3 and 5 (second press; the first has a ring of one)"
+for ring in 3 5; do
+    rm -rf "$work/out"
+    "$reel" photo --count 2 --interval 0.4 --quality quality --no-prioritization --sensor-noise 8 --ring "$ring" \
+        --format jpeg --out "$work/out" --json >"$work/nr.json"
+    python3 - "$work/nr.json" "$ring" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["photos"][-1]
+print("ring %s: merged %d frames, PSNR proxy %.2f dB, final %.2f dB (+%.2f dB), noise reduction %.0f ms" % (
+    sys.argv[2], p["mergedFrames"], p["psnrProxy"], p["psnrFinal"], p["psnrFinal"] - p["psnrProxy"], p["processMs"]))
+PY
+done
+echo "load: $(cat /proc/loadavg)"
