@@ -14,6 +14,7 @@ public enum ParsedCommand: Sendable {
     case jitter(JitterInvocation)
     case pool(PoolInvocation)
     case load(LoadInvocation)
+    case preview(PreviewInvocation)
     case help
 }
 
@@ -52,11 +53,12 @@ public enum ReelCLI {
         case "jitter": return .jitter(try JitterCommand.parse(rest))
         case "pool": return .pool(try PoolCommand.parse(rest))
         case "_load": return .load(try JitterCommand.parseLoad(rest))
+        case "preview": return .preview(try PreviewCommand.parse(rest))
         case "help", "--help", "-h":
             guard rest.isEmpty else { throw UsageError("help takes no arguments") }
             return .help
         default:
-            throw UsageError("unknown command '\(printable(command))' (use record, probe, verify, pool, jitter or devices)")
+            throw UsageError("unknown command '\(printable(command))' (use record, preview, probe, verify, pool, jitter or devices)")
         }
     }
 
@@ -70,6 +72,7 @@ public enum ReelCLI {
         case .jitter(let j): return try JitterCommand.run(j)
         case .pool(let p): return try PoolCommand.run(p)
         case .load(let l): return JitterCommand.load(l)
+        case .preview(let p): return try PreviewCommand.run(p)
         case .help:
             print(CommandTable.help, terminator: "")
             return 0
