@@ -1,3 +1,4 @@
+import CLinux
 import CTurboJPEG
 import Foundation
 import ReelCapture
@@ -104,8 +105,7 @@ public final class PreviewOutput: FrameOutput, @unchecked Sendable {
     private var lastUnsupported: PixelFormat?
     private var lastOfferNanoseconds: UInt64 = 0
     private var encodeNanoseconds: UInt64 = 0
-    private var thread: Thread?
-    private var threadDone = false
+    private var thread: pthread_t?
 
     public let quality: Int32
     public let maxWidth: Int
@@ -125,31 +125,44 @@ public final class PreviewOutput: FrameOutput, @unchecked Sendable {
         started = true
         condition.unlock()
         guard let handle = tjInitCompress() else {
-            condition.lock(); stopped = true; threadDone = true; condition.unlock()
+            condition.lock(); stopped = true; condition.unlock()
             throw PreviewError.encoderUnavailable(String(cString: tjGetErrorStr2(nil)))
         }
         let box = HandleBox(handle)
-        let t = Thread { [self] in
+        let body = ThreadBody { [self] in
+            // The name `top -H` and /proc/PID/task/*/comm show (15 bytes at most).
+            if CLinux_name_this_thread("reel-preview-jp") != 0 { /* a name is only cosmetic */ }
             self.encodeLoop(box)
-            self.condition.lock(); self.threadDone = true; self.condition.broadcast(); self.condition.unlock()
         }
-        t.name = "reel-preview-jpeg"
+        let context = Unmanaged.passRetained(body).toOpaque()
+        var t = pthread_t()
+        let created = pthread_create(&t, nil, { raw in
+            let body = Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue()
+            body.run()
+            return nil
+        }, context)
+        guard created == 0 else {
+            Unmanaged<ThreadBody>.fromOpaque(context).release()
+            condition.lock(); stopped = true; condition.unlock()
+            throw PreviewError.encoderUnavailable("pthread_create: \(String(cString: strerror(created)))")
+        }
         condition.lock(); thread = t; condition.unlock()
-        t.start()
     }
 
-    /// Stops the encoding thread, waits until it has ended (its TurboJPEG handle released),
-    /// and wakes every waiting client. Safe to call more than once, or without `start()`.
+    /// Stops the encoding thread, joins it (`pthread_join`: its TurboJPEG handle is released
+    /// when this returns), and wakes every waiting client. Safe to call more than once, from
+    /// any thread but the encoding thread, or without `start()`.
     public func stop() {
         condition.lock()
         stopped = true
         pending = nil
         condition.broadcast()
-        if thread != nil {
-            while !threadDone { condition.wait() }
-            thread = nil
-        }
+        let t = thread
+        thread = nil
         condition.unlock()
+        if let t {
+            if pthread_join(t, nil) != 0 { /* EDEADLK: called on the encoding thread itself, which now ends on its own */ }
+        }
     }
 
     public var isStopped: Bool { condition.lock(); defer { condition.unlock() }; return stopped }
@@ -193,6 +206,12 @@ public final class PreviewOutput: FrameOutput, @unchecked Sendable {
         }
         if let n = newest, n.sequence > after, !stopped { return n }
         return nil
+    }
+
+    /// What the encoding thread runs (handed to `pthread_create` as its argument).
+    private final class ThreadBody: @unchecked Sendable { // run once, by the new thread
+        let run: () -> Void
+        init(_ run: @escaping () -> Void) { self.run = run }
     }
 
     private final class HandleBox: @unchecked Sendable { // used by the encoding thread only

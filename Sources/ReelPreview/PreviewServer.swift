@@ -175,7 +175,9 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         return Self.hostAllowed(String(cString: raw), address: address)
     }
 
-    static func hostAllowed(_ header: String, address: PreviewAddress) -> Bool {
+    /// Whether a `Host` header value names a server bound at `address` (the DNS-rebinding
+    /// guard of a loopback preview without a token).
+    public static func hostAllowed(_ header: String, address: PreviewAddress) -> Bool {
         let value = header.lowercased()
         var name: Substring, port: Substring?
         if value.hasPrefix("[") {
