@@ -462,7 +462,7 @@ extension RealtimePreviewTests {
         defer { removeTree(dir) }
         let port = try freePort()
         let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "4", "--source", "synthetic:1280",
-                              "--plain", "--json", "--out", dir])
+                              "--codec", "prores:proxy", "--plain", "--json", "--out", dir])
         let base = "http://127.0.0.1:\(port)/"
         try waitForServer(base)
         usleep(800_000)
@@ -583,5 +583,92 @@ extension RealtimePreviewTests {
         let summary = try run.decode(RecordingSummary.self)
         #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
         #expect(summary.framesWritten == summary.framesCaptured && summary.framesWritten > 60)
+    }
+}
+
+/// scripts/preview-browser.py, from this file's place in the repository.
+private let previewBrowserScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("scripts/preview-browser.py").path
+
+/// Playwright for Python is importable by the `python3` on PATH (the one scripts/test's
+/// `python3 -m pip install playwright` installs into) and Debian's chromium is there.
+private let havePlaywright: Bool = {
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else { return false }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = ["python3", "-c", "import playwright.sync_api"]
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return false }
+    p.waitUntilExit()
+    return p.terminationStatus == 0
+}()
+
+extension RealtimePreviewTests {
+    /// The page in a real browser, driven by Playwright (scripts/preview-browser.py, Debian's
+    /// chromium): the picture shows, its barcode reads back from the screenshot, a click on
+    /// `9x16` answers with the frame the change landed on, the state line and the picture
+    /// follow, and the recording has its seam exactly there, which `reel verify` accepts.
+    /// The screenshots stay in a /tmp directory whose path the test prints.
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    func ratioClickInABrowserMakesTheSeam() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = temporaryDirectory("reel-preview-browser")
+        let port = try freePort()
+        // Long enough for a browser to start on a loaded machine; stopped with SIGINT below.
+        // ProRes Proxy: the cheapest encoder, so a loaded machine drops no frame (verify
+        // below wants every frame).
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "120", "--source", "synthetic:1280",
+                              "--codec", "prores:proxy", "--plain", "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", previewBrowserScript, base, shots, "--click", "9x16"]
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let text = out.fileHandleForReading.readDataToEndOfFile()
+        let why = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        rec.signal(SIGINT)
+        print("preview screenshots: \(shots)")
+        #expect(p.terminationStatus == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
+        #expect(result["natural"] as? [Int] == [1280, 720])
+        #expect(result["naturalAfter"] as? [Int] == [720, 1280], "the picture follows the ratio")
+        #expect((result["stateBefore"] as? String ?? "").hasPrefix("● recording") && (result["stateBefore"] as? String ?? "").hasSuffix("16x9"))
+        #expect((result["stateAfter"] as? String ?? "").hasSuffix("9x16"), "the state line follows")
+        #expect(result["ratioStatus"] as? Int == 200)
+        let answer = try #require(result["ratioAnswer"] as? [String: Any])
+        let seamFrame = try #require(answer["frameIndex"] as? Int)
+
+        // The element screenshot is the picture at its natural size (1280x720): read its barcode.
+        let shot = try #require(result["picture"] as? String)
+        let decode = Process()
+        decode.executableURL = URL(fileURLWithPath: try #require(installedTool("ffmpeg")))
+        decode.arguments = ["-v", "error", "-i", shot, "-vf", "scale=1280:720", "-f", "rawvideo", "-pix_fmt", "gray", "-"]
+        let gray = Pipe()
+        decode.standardOutput = gray
+        try decode.run()
+        let pixels = gray.fileHandleForReading.readDataToEndOfFile()
+        decode.waitUntilExit()
+        try #require(pixels.count == 1280 * 720)
+        let shown = pixels.withUnsafeBytes { raw in
+            FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: 1280, width: 1280, height: 720, depth: 8))
+        }
+        let index = try #require(shown, "no barcode in the screenshot \(shot)")
+        #expect(index < seamFrame, "the picture before the click shows an earlier frame")
+
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.seams.map(\.frameIndex) == [seamFrame])
+        #expect(summary.clips.map(\.ratio) == ["16x9", "9x16"])
+        #expect(summary.clips.last?.firstFrameIndex == seamFrame)
+        let verify = try reel(["verify", dir])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
     }
 }
