@@ -551,7 +551,7 @@ extension RealtimePreviewTests {
         let port = try freePort()
         // Until SIGINT (below): thousands of connections take a while on a loaded machine.
         let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "120", "--source", "synthetic:1280",
-                              "--plain", "--json", "--out", dir])
+                              "--codec", "prores:proxy", "--plain", "--json", "--out", dir])
         let base = "http://127.0.0.1:\(port)/"
         try waitForServer(base)
         let pid = rec.process.processIdentifier
