@@ -461,8 +461,10 @@ extension RealtimePreviewTests {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let port = try freePort()
-        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "4", "--source", "synthetic:1280",
-                              "--codec", "prores:proxy", "--plain", "--json", "--out", dir])
+        // --no-realtime (the seam and `reel verify` are checked, not drops): nothing is
+        // dropped on a loaded machine; it runs until SIGINT below.
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "600", "--source", "synthetic:1280",
+                              "--codec", "prores:proxy", "--no-realtime", "--plain", "--json", "--out", dir])
         let base = "http://127.0.0.1:\(port)/"
         try waitForServer(base)
         usleep(800_000)
@@ -485,6 +487,7 @@ extension RealtimePreviewTests {
             #expect(String(decoding: r.body, as: UTF8.self).contains("1x1, 4x3, 3x4, 16x9, 9x16"))
         }
 
+        rec.signal(SIGINT)
         let run = rec.wait()
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try run.decode(RecordingSummary.self)
@@ -617,10 +620,11 @@ extension RealtimePreviewTests {
         let shots = temporaryDirectory("reel-preview-browser")
         let port = try freePort()
         // Long enough for a browser to start on a loaded machine; stopped with SIGINT below.
-        // ProRes Proxy: the cheapest encoder, so a loaded machine drops no frame (verify
-        // below wants every frame).
+        // --no-realtime: what is checked here is the seam and `reel verify` (every frame), so
+        // the source waits for the writer instead of dropping frames on a loaded machine
+        // (drops under clients are the other tests' business).
         let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "120", "--source", "synthetic:1280",
-                              "--codec", "prores:proxy", "--plain", "--json", "--out", dir])
+                              "--codec", "prores:proxy", "--no-realtime", "--plain", "--json", "--out", dir])
         let base = "http://127.0.0.1:\(port)/"
         try waitForServer(base)
         let p = Process()
