@@ -12,6 +12,7 @@ public struct PreviewRatioChange: Codable, Sendable, Equatable {
     /// That frame's time on the session clock, in seconds.
     public var pts: Double
 
+    /// A change to `ratio` that landed on `frameIndex` at `pts` seconds.
     public init(ratio: String, frameIndex: Int?, pts: Double) {
         self.ratio = ratio; self.frameIndex = frameIndex; self.pts = pts
     }
@@ -27,6 +28,7 @@ public struct PreviewControls: Sendable {
     /// Provided by the photo output; nil when no photo output is attached.
     public var shutter: (@Sendable () throws -> Data)?
 
+    /// The handlers; a nil one makes its endpoint answer 501.
     public init(setRatio: (@Sendable (AspectRatio) throws -> PreviewRatioChange)? = nil,
                 shutter: (@Sendable () throws -> Data)? = nil) {
         self.setRatio = setRatio; self.shutter = shutter
@@ -61,6 +63,7 @@ public struct PreviewControls: Sendable {
 public enum PreviewControlError: Error, CustomStringConvertible, Sendable {
     /// The session did not deliver the frame a change waits for in time.
     case timedOut(String)
+    /// One line saying why.
     public var description: String {
         switch self { case .timedOut(let why): return why }
     }

@@ -13,6 +13,7 @@ public final class PreviewFrame: Sendable {
     public let part: [UInt8]
     /// Where the JPEG lies in `part`.
     public let jpegRange: Range<Int>
+    /// The captured frame's index (the one in its barcode).
     public let index: Int
     /// The frame's capture timestamp on the session clock, in microseconds.
     public let timestampMicroseconds: Int64
@@ -68,6 +69,7 @@ public enum PreviewError: Error, CustomStringConvertible, Sendable {
     /// `PreviewOutput.start()` on an output that was already started (an output runs once).
     case alreadyStarted
 
+    /// One line for stderr, starting `preview:`.
     public var description: String {
         switch self {
         case .encoderUnavailable(let why): return "preview: the JPEG encoder did not start: \(why)"
@@ -107,7 +109,9 @@ public final class PreviewOutput: FrameOutput, @unchecked Sendable {
     private var encodeNanoseconds: UInt64 = 0
     private var thread: pthread_t?
 
+    /// JPEG quality, 1–100.
     public let quality: Int32
+    /// Pictures wider than this are decimated by a whole factor.
     public let maxWidth: Int
 
     /// - Parameter quality: JPEG quality 1–100.
@@ -165,6 +169,7 @@ public final class PreviewOutput: FrameOutput, @unchecked Sendable {
         }
     }
 
+    /// True once `stop()` was called (or `start()` failed).
     public var isStopped: Bool { condition.lock(); defer { condition.unlock() }; return stopped }
 
     /// Frames encoded so far, frames not shown for their pixel format, mean encode time (ms).
@@ -183,6 +188,7 @@ public final class PreviewOutput: FrameOutput, @unchecked Sendable {
         return nil
     }
 
+    /// Keeps `frame` as the newest (replacing one still waiting) and wakes the encoder; never blocks, always `.taken`.
     public func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
         let now = MonotonicClock.now()
         condition.lock()

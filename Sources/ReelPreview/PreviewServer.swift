@@ -5,12 +5,17 @@ import ReelCore
 
 /// What `GET /status` and `GET /events` report.
 public struct PreviewStatus: Codable, Sendable {
+    /// True while a recording runs (`reel record`), false for `reel preview`.
     public var recording: Bool
     /// Seconds of media time captured.
     public var elapsed: Double
+    /// Frames captured so far.
     public var frames: Int
+    /// Frames captured per second of wall time.
     public var fps: Double
+    /// Frames dropped, every reason.
     public var drops: Int
+    /// The ratio in force (`16x9`, …).
     public var ratio: String
     /// Pictures the preview encoded, and its clients now streaming.
     public var previewFrames: Int
@@ -20,6 +25,7 @@ public struct PreviewStatus: Codable, Sendable {
     /// Bytes the storage pool can still take, when recording through a pool (else null).
     @EncodedNull public var poolRemainingCapacity: Int64?
 
+    /// The session's part of the status; the server fills in the preview's own counters.
     public init(recording: Bool, elapsed: Double, frames: Int, fps: Double, drops: Int, ratio: String,
                 poolRemainingCapacity: Int64? = nil) {
         self.recording = recording; self.elapsed = elapsed; self.frames = frames
@@ -71,17 +77,24 @@ public struct PreviewAddress: Sendable, Hashable, CustomStringConvertible {
 /// with 403: a page of another site that a DNS-rebinding attack points at 127.0.0.1 does not
 /// reach the preview.
 public final class PreviewServer: @unchecked Sendable { // immutable after init; `daemon` is used only by stop(), called once
+    /// Connections at once (MHD_OPTION_CONNECTION_LIMIT).
     public static let connectionLimit: UInt32 = 32
+    /// Connections at once from one IP address (MHD_OPTION_PER_IP_CONNECTION_LIMIT).
     public static let perAddressLimit: UInt32 = 16
+    /// Bytes a connection may use for its request (MHD_OPTION_CONNECTION_MEMORY_LIMIT).
     public static let requestMemory = 32 * 1024
+    /// Seconds a connection may stay idle (MHD_OPTION_CONNECTION_TIMEOUT).
     public static let idleTimeout: UInt32 = 10
     /// How long a stream or snapshot waits for a picture before answering 503 or ending.
     public static let pictureWait: Double = 5
 
+    /// The output whose pictures are served.
     public let output: PreviewOutput
+    /// Where it listens (the bound port when 0 was asked).
     public let address: PreviewAddress
     /// The access token every request must carry (`?token=` or `Authorization: Bearer`), if any.
     public let token: String?
+    /// What `POST /ratio` and `POST /shutter` call.
     public let controls: PreviewControls
     let status: @Sendable () -> PreviewStatus
     let clients = Counter()
