@@ -9,6 +9,7 @@
 #   - frames dropped by the recording in each case, and the CPU the preview costs: the reel
 #     process's user+system time with the preview and one client minus the same recording
 #     without --preview, as percent of one core.
+# Also the JPEG thread's own cost: `previewEncodeMs` from /status (mean ms a picture) × 30.
 # DURATION (default 10) seconds per case. Prints p50/p95/p99 in ms.
 set -euo pipefail
 scripts/setup
@@ -79,6 +80,8 @@ BROWSER_JS = """async ([offsetMs, seconds]) => {
   reader.cancel(); return lat;
 }"""
 
+encode_ms = []
+
 def run(clients=0, preview=True, browser=False):
     out = tempfile.mkdtemp(prefix="reel-bench-preview-")
     port = free_port()
@@ -108,6 +111,8 @@ def run(clients=0, preview=True, browser=False):
                 b.close()
         else:
             time.sleep(dur - 1)
+        status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5).read())
+        encode_ms.append(status["previewEncodeMs"])
         stop.set()
     _, status, usage = os.wait4(p.pid, 0)
     summary = json.loads(p.stdout.read())
@@ -129,6 +134,8 @@ for name, kw in [("no preview", dict(preview=False)), ("preview, 1 client", dict
     print(f"{label:<34} {len(xs):>6} {pct(xs, 50):>8.1f} {pct(xs, 95):>8.1f} {pct(xs, 99):>8.1f} {drops:>8} {cpu:>11.1f}")
 base = (results["no preview"] + results["no preview (again)"]) / 2
 spread = abs(results["no preview"] - results["no preview (again)"])
+print(f"preview JPEG thread: {min(encode_ms):.2f}–{max(encode_ms):.2f} ms a picture (crop copy + TurboJPEG, 960x540), "
+      f"{min(encode_ms) * 3:.1f}–{max(encode_ms) * 3:.1f} % of one core at 30 fps")
 print(f"preview CPU with 1 client: {results['preview, 1 client'] - base:.1f} % of one core "
       f"(8 clients: {results['preview, 8 clients'] - base:.1f} %); the two runs without preview differ by {spread:.1f} %")
 PY
