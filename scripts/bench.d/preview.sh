@@ -111,8 +111,11 @@ def run(clients=0, preview=True, browser=False):
                 b.close()
         else:
             time.sleep(dur - 1)
-        status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5).read())
-        encode_ms.append(status["previewEncodeMs"])
+        try:  # the browser may outlast the recording
+            status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5).read())
+            encode_ms.append(status["previewEncodeMs"])
+        except OSError:
+            pass
         stop.set()
     _, status, usage = os.wait4(p.pid, 0)
     summary = json.loads(p.stdout.read())
