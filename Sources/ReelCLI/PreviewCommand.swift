@@ -48,6 +48,17 @@ enum PreviewCommand {
     /// Opens the source, serves the preview (printing `preview: URL` on stderr), runs the
     /// session for `duration` or until SIGINT. Exit 0; the preview's errors as `reel record`'s.
     static func run(_ p: PreviewInvocation) throws -> Int32 {
+        // SIGINT stops the session (the first one), quits at once (a second one: 130). Set up
+        // first, so a SIGINT while the camera opens is not lost.
+        let interrupted = Interrupts()
+        signal(SIGINT, SIG_IGN)
+        let interrupts = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupts.setEventHandler {
+            if interrupted.count.add(1, ordering: .relaxed).newValue > 1 { _exit(130) }
+            interrupted.session.withLock { $0 }?.stopRunning()
+        }
+        interrupts.resume()
+        defer { interrupts.cancel() }
         let source: any VideoSource
         switch p.source {
         case .synthetic(let size):
@@ -56,6 +67,7 @@ enum PreviewCommand {
             source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc)
         }
         let session = try CaptureSession(source: source, ratio: p.ratio)
+        interrupted.session.withLock { $0 = session }
         let output = PreviewOutput()
         let token = p.request.token ?? (p.request.address.isLoopback ? nil : PreviewServer.generateToken())
         let started = DispatchTime.now().uptimeNanoseconds
@@ -78,17 +90,16 @@ enum PreviewCommand {
         session.addOutput(output)
         writeStderr("preview: \(server.pageURL)\n")
 
-        signal(SIGINT, SIG_IGN)
-        let interrupts = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        let count = Atomic<Int>(0)
-        interrupts.setEventHandler {
-            if count.add(1, ordering: .relaxed).newValue > 1 { _exit(130) }
-            session.stopRunning()
-        }
-        interrupts.resume()
-        defer { interrupts.cancel() }
         let limit = p.duration.map { Swift.max(1, Int(($0 * source.format.rate.perSecond).rounded())) }
+        // A SIGINT before the session runs: nothing to stop, done.
+        if interrupted.count.load(ordering: .relaxed) > 0 { return 0 }
         _ = try session.run(frameLimit: limit)
         return 0
     }
+}
+
+/// SIGINTs seen, and the session a SIGINT stops once there is one.
+private final class Interrupts: Sendable {
+    let count = Atomic<Int>(0)
+    let session = Mutex<CaptureSession?>(nil)
 }
