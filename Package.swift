@@ -53,7 +53,7 @@ let package = Package(
         // --report`). Above the product: only the CLI depends on it (scripts/check-architecture).
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
         // The live preview: newest-frame JPEG output and its HTTP server (MJPEG, snapshot, status).
-        .target(name: "ReelPreview", dependencies: ["CMicroHTTPD", "CTurboJPEG", "ReelCore", "ReelMedia", "ReelCapture"]),
+        .target(name: "ReelPreview", dependencies: ["CLinux", "CMicroHTTPD", "CTurboJPEG", "ReelCore", "ReelMedia", "ReelCapture"]),
         // Capture events (began/cancelled/ended presses from evdev keys, the terminal, the control
         // socket, the page), the event dispatcher and the controls (zoom, exposure bias, ratio).
         .target(name: "ReelControl", dependencies: ["CEvdev", "ReelCore"]),
@@ -71,6 +71,7 @@ let package = Package(
         .testTarget(name: "ReelMetricsTests", dependencies: ["ReelMetrics", "ReelBench"]),
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage"]),
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
+        .testTarget(name: "ReelPreviewTests", dependencies: ["ReelPreview", "ReelCapture", "ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelCore"]),
         .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"]),
         .testTarget(name: "ReelCapacityTests", dependencies: ["ReelCapacity", "ReelCore", "ReelMedia"]),

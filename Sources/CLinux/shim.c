@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <errno.h>
 #include <linux/magic.h>
+#include <pthread.h>
 #include "CLinux.h"
 
 const int CLinux_O_DIRECT = O_DIRECT;
@@ -79,3 +80,7 @@ const unsigned long CLinux_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF;
 const uint32_t CLinux_V4L2_PIX_FMT_YUYV = V4L2_PIX_FMT_YUYV;
 const uint32_t CLinux_V4L2_PIX_FMT_NV12 = V4L2_PIX_FMT_NV12;
 const uint32_t CLinux_V4L2_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
+
+int CLinux_name_this_thread(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
+}

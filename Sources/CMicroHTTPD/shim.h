@@ -48,14 +48,17 @@ static inline int CMicroHTTPD_listen(const char *host, uint16_t port, int backlo
 
 /// Starts a daemon with one thread per connection (a streaming client blocks only its own
 /// thread) on the listening socket `fd`. `connectionLimit` caps concurrent connections,
+/// `perAddressLimit` those from one IP address (MHD_OPTION_PER_IP_CONNECTION_LIMIT),
 /// `memoryLimit` the bytes each connection may use for its request (huge headers get 431/
 /// are refused), `timeout` closes connections idle that many seconds (a client that never reads).
 static inline struct MHD_Daemon *CMicroHTTPD_start(int fd, MHD_AccessHandlerCallback handler, void *context,
-                                                   unsigned connectionLimit, size_t memoryLimit, unsigned timeout) {
+                                                   unsigned connectionLimit, unsigned perAddressLimit,
+                                                   size_t memoryLimit, unsigned timeout) {
     return MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
                             0, NULL, NULL, handler, context,
                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
                             MHD_OPTION_CONNECTION_LIMIT, connectionLimit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, perAddressLimit,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memoryLimit,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout,
                             MHD_OPTION_END);

@@ -20,6 +20,7 @@ public enum ParsedCommand: Sendable {
     case jitter(JitterInvocation)
     case pool(PoolInvocation)
     case load(LoadInvocation)
+    case preview(PreviewInvocation)
     case help
 }
 
@@ -45,7 +46,7 @@ public enum ReelCLI {
     /// command line that is not one.
     public static func parse(_ argv: [String]) throws -> ParsedCommand {
         guard let command = argv.first else {
-            throw UsageError("no command: use record, photo, cost, calibrate, probe, verify, pool, jitter, devices or control (reel help lists every option)")
+            throw UsageError("no command: use record, preview, photo, cost, calibrate, probe, verify, pool, jitter, devices or control (reel help lists every option)")
         }
         let rest = Array(argv.dropFirst())
         switch command {
@@ -62,11 +63,12 @@ public enum ReelCLI {
         case "jitter": return .jitter(try JitterCommand.parse(rest))
         case "pool": return .pool(try PoolCommand.parse(rest))
         case "_load": return .load(try JitterCommand.parseLoad(rest))
+        case "preview": return .preview(try PreviewCommand.parse(rest))
         case "help", "--help", "-h":
             guard rest.isEmpty else { throw UsageError("help takes no arguments") }
             return .help
         default:
-            throw UsageError("unknown command '\(printable(command))' (use record, photo, cost, calibrate, probe, verify, pool, jitter, devices or control)")
+            throw UsageError("unknown command '\(printable(command))' (use record, preview, photo, cost, calibrate, probe, verify, pool, jitter, devices or control)")
         }
     }
 
@@ -85,6 +87,7 @@ public enum ReelCLI {
         case .jitter(let j): return try JitterCommand.run(j)
         case .pool(let p): return try PoolCommand.run(p)
         case .load(let l): return JitterCommand.load(l)
+        case .preview(let p): return try PreviewCommand.run(p)
         case .help:
             print(CommandTable.help, terminator: "")
             return 0

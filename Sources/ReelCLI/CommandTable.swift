@@ -33,6 +33,16 @@ public enum CommandTable {
         json,
     ])
 
+    /// `reel preview`: the session with the preview output alone (no recording).
+    public static let preview = CommandSpec("preview", [
+        .value("--source", "SOURCE", "as reel record's --source", sample: "synthetic:1280"),
+        .value("--fps", "N", "frame rate 1–240: 30, 29.97, 30000/1001", sample: "30"),
+        .value("--ratio", "R", "starting ratio: 16x9, 9x16, 1x1, 4x3, 3x4", sample: "1x1"),
+        .value("--preview", "[HOST:]PORT", "where to serve (HOST default 127.0.0.1; PORT 0 picks a free one; default 8080)", sample: "127.0.0.1:0"),
+        .value("--preview-token", "TOKEN", "access token (letters, digits, - and _); generated when HOST is not loopback", sample: "secret"),
+        .value("--duration", "SECONDS", "seconds of media time, 0.001–86400 (default: until SIGINT)", sample: "2"),
+    ])
+
     public static let photo = CommandSpec("photo", [
         .value("--count", "N", "photos to take, 1–1000 (default 1)", sample: "2"),
         .value("--interval", "S", "seconds between presses, 0.001–60 (default 0.5)", sample: "0.2"),
@@ -119,7 +129,7 @@ public enum CommandTable {
     ])
 
     /// Every subcommand, hidden ones included.
-    public static var all: [CommandSpec] { [record, photo, cost, calibrate, devices, control, probe, verify, jitter] + pool + [load] }
+    public static var all: [CommandSpec] { [record, preview, photo, cost, calibrate, devices, control, probe, verify, jitter] + pool + [load] }
 
     public static func spec(_ name: String) -> CommandSpec? { all.first { $0.name == name } }
 

@@ -180,16 +180,18 @@ enum RecordCommand {
         let started = DispatchTime.now().uptimeNanoseconds
         let server: PreviewServer
         do {
-            server = try PreviewServer(address: request.address, token: token, output: output) {
+            let pool = recording.pool
+            server = try PreviewServer(address: request.address, token: token, output: output,
+                                       controls: PreviewControls(setRatio: PreviewControls.ratio(of: session))) {
                 let stats = session.stats
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
                 let media: Double
                 if let first = stats.startPTS, let last = stats.lastPTS { media = last.seconds - first.seconds } else { media = 0 }
                 return PreviewStatus(recording: true, elapsed: media, frames: stats.framesCaptured,
                                      fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
-                                     drops: stats.drops.total, ratio: session.ratio.description)
+                                     drops: stats.drops.total, ratio: session.ratio.description,
+                                     poolRemainingCapacity: pool?.remainingCapacity)
             }
-            try output.start()
         } catch let error as PreviewError {
             throw CommandError(status: previewExitStatus(error), error.description)
         }

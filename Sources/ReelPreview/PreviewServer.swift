@@ -1,26 +1,37 @@
 import CMicroHTTPD
 import Foundation
+import ReelCapture
 import ReelCore
 
 /// What `GET /status` and `GET /events` report.
 public struct PreviewStatus: Codable, Sendable {
+    /// True while a recording runs (`reel record`), false for `reel preview`.
     public var recording: Bool
     /// Seconds of media time captured.
     public var elapsed: Double
+    /// Frames captured so far.
     public var frames: Int
+    /// Frames captured per second of wall time.
     public var fps: Double
+    /// Frames dropped, every reason.
     public var drops: Int
+    /// The ratio in force (`16x9`, …).
     public var ratio: String
     /// Pictures the preview encoded, and its clients now streaming.
     public var previewFrames: Int
     public var previewClients: Int
     /// Mean time to copy the crop out and encode it as JPEG, per picture, in milliseconds.
     public var previewEncodeMs: Double
+    /// Bytes the storage pool can still take, when recording through a pool (else null).
+    @EncodedNull public var poolRemainingCapacity: Int64?
 
-    public init(recording: Bool, elapsed: Double, frames: Int, fps: Double, drops: Int, ratio: String) {
+    /// The session's part of the status; the server fills in the preview's own counters.
+    public init(recording: Bool, elapsed: Double, frames: Int, fps: Double, drops: Int, ratio: String,
+                poolRemainingCapacity: Int64? = nil) {
         self.recording = recording; self.elapsed = elapsed; self.frames = frames
         self.fps = fps; self.drops = drops; self.ratio = ratio
         previewFrames = 0; previewClients = 0; previewEncodeMs = 0
+        self.poolRemainingCapacity = poolRemainingCapacity
     }
 }
 
@@ -52,45 +63,70 @@ public struct PreviewAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The preview's HTTP server (libmicrohttpd, one thread per connection):
-/// `GET /` (the page), `/stream.mjpg`, `/snapshot.jpg`, `/status`, `/events`.
+/// `GET /` (the page), `/stream.mjpg`, `/snapshot.jpg`, `/status`, `/events`, and the
+/// controls `POST /ratio` and `POST /shutter`.
 ///
-/// Limits: at most `connectionLimit` connections at once (more are refused by the server),
-/// request headers within `requestMemory` bytes, a connection idle for `idleTimeout` seconds
-/// (a client that stopped reading) is closed. A stream client holds one picture at a time,
-/// so memory is bounded by connections × one JPEG.
+/// Limits: at most `connectionLimit` connections at once and `perAddressLimit` from one IP
+/// address (more are refused by the server), request headers within `requestMemory` bytes,
+/// a connection idle for `idleTimeout` seconds (a client that stopped reading) is closed.
+/// Stream clients share each picture's one immutable copy, so memory is bounded by the
+/// pictures clients still hold (at most one each) plus per-connection buffers.
+///
+/// On loopback without a token, a request whose `Host` header is not this server's address
+/// (`localhost`, `127.0.0.1`, `[::1]` or the bound address, with the bound port) is refused
+/// with 403: a page of another site that a DNS-rebinding attack points at 127.0.0.1 does not
+/// reach the preview.
 public final class PreviewServer: @unchecked Sendable { // immutable after init; `daemon` is used only by stop(), called once
+    /// Connections at once (MHD_OPTION_CONNECTION_LIMIT).
     public static let connectionLimit: UInt32 = 32
+    /// Connections at once from one IP address (MHD_OPTION_PER_IP_CONNECTION_LIMIT).
+    public static let perAddressLimit: UInt32 = 16
+    /// Bytes a connection may use for its request (MHD_OPTION_CONNECTION_MEMORY_LIMIT).
     public static let requestMemory = 32 * 1024
+    /// Seconds a connection may stay idle (MHD_OPTION_CONNECTION_TIMEOUT).
     public static let idleTimeout: UInt32 = 10
+    /// How long a stream or snapshot waits for a picture before answering 503 or ending.
+    public static let pictureWait: Double = 5
 
+    /// The output whose pictures are served.
     public let output: PreviewOutput
+    /// Where it listens (the bound port when 0 was asked).
     public let address: PreviewAddress
     /// The access token every request must carry (`?token=` or `Authorization: Bearer`), if any.
     public let token: String?
+    /// What `POST /ratio` and `POST /shutter` call.
+    public let controls: PreviewControls
     let status: @Sendable () -> PreviewStatus
     let clients = Counter()
+    private let stopLock = NSLock()
     private var daemon: OpaquePointer?
     private var context: Unmanaged<PreviewServer>?
 
-    /// Binds `address` (port 0: any free port, see `address.port` after) and starts serving.
-    /// - Throws: `PreviewError.badAddress`, `.listen` (errno, EADDRINUSE when the port is in use),
+    /// Starts `output` (its JPEG thread), binds `address` (port 0: any free port, see
+    /// `address.port` after) and starts serving. On any failure nothing is left behind: the
+    /// output is stopped and joined, the socket closed, the daemon not running.
+    /// - Throws: `PreviewError.alreadyStarted`/`.encoderUnavailable` (from `output.start()`),
+    ///   `.badAddress`, `.listen` (errno, EADDRINUSE when the port is in use),
     ///   `.serverUnavailable` (`MHD_start_daemon` failed).
-    public init(address: PreviewAddress, token: String?, output: PreviewOutput,
+    public init(address: PreviewAddress, token: String?, output: PreviewOutput, controls: PreviewControls = PreviewControls(),
                 status: @escaping @Sendable () -> PreviewStatus) throws {
-        self.output = output; self.token = token; self.status = status
+        self.output = output; self.token = token; self.status = status; self.controls = controls
+        try output.start()
         var error: Int32 = 0
         var bound: UInt16 = 0
         let fd = CMicroHTTPD_listen(address.host, address.port, 64, &error, &bound)
         if fd < 0 {
+            output.stop()
             if error == EINVAL || error == EADDRNOTAVAIL { throw PreviewError.badAddress(address.host) }
             throw PreviewError.listen(address: address.description, errno: error)
         }
         self.address = PreviewAddress(host: address.host, port: bound)
         let me = Unmanaged.passRetained(self)
-        guard let d = CMicroHTTPD_start(fd, previewAccessHandler, me.toOpaque(), Self.connectionLimit,
+        guard let d = CMicroHTTPD_start(fd, previewAccessHandler, me.toOpaque(), Self.connectionLimit, Self.perAddressLimit,
                                         Self.requestMemory, Self.idleTimeout) else {
             me.release()
             if close(fd) != 0 { /* the start failure is the one reported */ }
+            output.stop()
             throw PreviewError.serverUnavailable(address.description)
         }
         daemon = d
@@ -102,14 +138,17 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         "http://\(address)/" + (token.map { "?token=\($0)" } ?? "")
     }
 
-    /// Stops serving: wakes streaming clients, closes every connection (`MHD_stop_daemon`).
+    /// Stops serving: stops the output (streaming clients end), closes every connection
+    /// (`MHD_stop_daemon`, which joins the connection threads) and the listening socket.
     public func stop() {
         output.stop()
-        guard let d = daemon else { return }
-        daemon = nil
+        stopLock.lock()
+        let d = daemon, c = context
+        daemon = nil; context = nil
+        stopLock.unlock()
+        guard let d else { return }
         MHD_stop_daemon(d)
-        context?.release()
-        context = nil
+        c?.release()
     }
 
     /// A random 128-bit token as 32 hex digits (from /dev/urandom through `SystemRandomNumberGenerator`).
@@ -142,6 +181,34 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         return false
     }
 
+    /// True when the `Host` header names this server: `localhost`, `127.0.0.1`, `[::1]` or
+    /// the bound host, with the bound port (or none when it is 80).
+    func hostAllowed(_ connection: OpaquePointer) -> Bool {
+        guard let raw = MHD_lookup_connection_value(connection, CMicroHTTPD_headerKind, "Host") else { return false }
+        return Self.hostAllowed(String(cString: raw), address: address)
+    }
+
+    /// Whether a `Host` header value names a server bound at `address` (the DNS-rebinding
+    /// guard of a loopback preview without a token).
+    public static func hostAllowed(_ header: String, address: PreviewAddress) -> Bool {
+        let value = header.lowercased()
+        var name: Substring, port: Substring?
+        if value.hasPrefix("[") {
+            guard let close = value.firstIndex(of: "]") else { return false }
+            name = value[value.index(after: value.startIndex)..<close]
+            let rest = value[value.index(after: close)...]
+            if rest.isEmpty { port = nil } else if rest.hasPrefix(":") { port = rest.dropFirst() } else { return false }
+        } else if let colon = value.lastIndex(of: ":") {
+            name = value[..<colon]; port = value[value.index(after: colon)...]
+        } else {
+            name = Substring(value); port = nil
+        }
+        let names: Set<String> = ["localhost", "127.0.0.1", "::1", address.host.lowercased()]
+        guard names.contains(String(name)) else { return false }
+        if let port { return UInt16(port) == address.port }
+        return address.port == 80
+    }
+
     private func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)
         guard x.count == y.count else { return false }
@@ -152,17 +219,26 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
 
     var page: String {
         let q = token.map { "?token=\($0)" } ?? ""
+        let amp = token.map { "&token=\($0)" } ?? ""
+        let buttons = ["1x1", "4x3", "3x4", "16x9", "9x16"].map { "<button data-r=\"\($0)\">\($0)</button>" }.joined()
         return """
         <!doctype html><html><head><meta charset="utf-8"><title>reel preview</title>
         <style>body{margin:0;background:#111;color:#ddd;font:14px system-ui,sans-serif}
-        img{display:block;max-width:100vw;max-height:90vh;margin:auto}#s{padding:6px 12px}</style></head>
+        img{display:block;max-width:100vw;max-height:80vh;margin:auto}#s,#c,#r{padding:6px 12px}
+        button{font:inherit;margin-right:4px}</style></head>
         <body><img id="p" src="/stream.mjpg\(q)" alt="live preview"><div id="s">connecting…</div>
+        <div id="c">\(buttons) <button id="shutter">shutter</button></div><div id="r"></div>
         <script>
-        const s=document.getElementById('s');const e=new EventSource('/events\(q)');let last='';
-        e.onmessage=m=>{const j=JSON.parse(m.data);last=(j.recording?'● recording':'stopped')+
-        '  '+j.elapsed.toFixed(1)+' s  '+j.frames+' frames  '+j.fps.toFixed(1)+' fps  '+j.drops+' dropped  '+j.ratio;
+        const s=document.getElementById('s'),r=document.getElementById('r');const e=new EventSource('/events\(q)');let last='';
+        e.onmessage=m=>{const j=JSON.parse(m.data);last=(j.recording?'● recording':'○ not recording')+
+        '  '+j.elapsed.toFixed(1)+' s  '+j.frames+' frames  '+j.fps.toFixed(1)+' fps  '+j.drops+' dropped  '+j.ratio+
+        (j.poolRemainingCapacity==null?'':'  pool '+(j.poolRemainingCapacity/1e9).toFixed(2)+' GB left');
         s.textContent=last;};
         e.onerror=()=>{s.textContent=(last?last+'  ':'')+'(disconnected)';};
+        async function post(path){const x=await fetch(path,{method:'POST'});const t=await x.text();
+        r.textContent=path.split('?')[0]+': '+x.status+' '+t;r.dataset.status=x.status;return t;}
+        for(const b of document.querySelectorAll('button[data-r]'))b.onclick=()=>post('/ratio?to='+b.dataset.r+'\(amp)');
+        document.getElementById('shutter').onclick=()=>post('/shutter\(q)');
         </script></body></html>
         """
     }
@@ -176,9 +252,10 @@ final class Counter: @unchecked Sendable { // `count` guarded by `lock`
     var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }
 
-private func respond(_ connection: OpaquePointer, _ code: UInt32, _ body: [UInt8], type: String,
+private func respond(_ connection: OpaquePointer, _ code: UInt32, _ body: some Collection<UInt8>, type: String,
                      headers: [(String, String)] = []) -> MHD_Result {
-    let response = body.withUnsafeBytes { raw in
+    let bytes = ContiguousArray(body)
+    let response = bytes.withUnsafeBytes { raw in
         MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), CMicroHTTPD_mustCopy)
     }
     guard let response else { return CMicroHTTPD_no }
@@ -189,34 +266,106 @@ private func respond(_ connection: OpaquePointer, _ code: UInt32, _ body: [UInt8
     return MHD_queue_response(connection, code, response)
 }
 
-private let previewAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, _, _ in
+/// A one-key JSON object `{"error": why}` for the controls' refusals.
+private func jsonError(_ connection: OpaquePointer, _ code: UInt32, _ why: String) -> MHD_Result {
+    let body = (try? JSONEncoder().encode(["error": why])) ?? Data("{}".utf8)
+    return respond(connection, code, Array(body), type: "application/json")
+}
+
+private let previewAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, uploadSize, connectionContext in
     guard let cls, let connection, let url, let method else { return CMicroHTTPD_no }
     let server = Unmanaged<PreviewServer>.fromOpaque(cls).takeUnretainedValue()
+    let verb = String(cString: method)
+    if verb == "POST", let connectionContext {
+        // First call: headers only. Then the body in chunks (ignored: controls take query
+        // arguments). Then one call with no data: answer.
+        if connectionContext.pointee == nil {
+            connectionContext.pointee = cls // any non-nil marker: nothing to free
+            return CMicroHTTPD_yes
+        }
+        if let uploadSize, uploadSize.pointee > 0 {
+            uploadSize.pointee = 0
+            return CMicroHTTPD_yes
+        }
+    }
+    if server.token == nil && !server.hostAllowed(connection) {
+        return respond(connection, 403, Array("403 the Host header does not name this preview (use http://\(server.address)/)\n".utf8),
+                       type: "text/plain")
+    }
     guard server.authorized(connection) else {
         return respond(connection, 401, Array("401 access token required (?token=…)\n".utf8), type: "text/plain",
                        headers: [("WWW-Authenticate", "Bearer")])
     }
-    let verb = String(cString: method)
-    guard verb == "GET" || verb == "HEAD" else {
-        return respond(connection, 405, Array("405 only GET\n".utf8), type: "text/plain", headers: [("Allow", "GET, HEAD")])
+    let path = String(cString: url)
+    if verb == "POST" {
+        switch path {
+        case "/ratio": return ratio(connection, server)
+        case "/shutter":
+            guard let shutter = server.controls.shutter else {
+                return jsonError(connection, 501, "no photo output is attached to this session")
+            }
+            do { return respond(connection, 200, Array(try shutter()), type: "application/json") } catch {
+                return jsonError(connection, 409, "\(error)")
+            }
+        default:
+            return respond(connection, 405, Array("405 only GET here\n".utf8), type: "text/plain", headers: [("Allow", "GET, HEAD")])
+        }
     }
-    switch String(cString: url) {
+    guard verb == "GET" || verb == "HEAD" else {
+        return respond(connection, 405, Array("405 only GET, HEAD and POST\n".utf8), type: "text/plain", headers: [("Allow", "GET, HEAD, POST")])
+    }
+    switch path {
     case "/":
         return respond(connection, 200, Array(server.page.utf8), type: "text/html; charset=utf-8")
     case "/status":
         return respond(connection, 200, server.statusJSON(), type: "application/json")
     case "/snapshot.jpg":
-        guard let frame = server.output.frame(after: 0, timeout: 5) else {
-            return respond(connection, 503, Array("503 no picture yet\n".utf8), type: "text/plain")
-        }
-        return respond(connection, 200, frame.jpeg, type: "image/jpeg", headers: [
-            ("X-Frame-Index", String(frame.index)), ("X-Timestamp-Us", String(frame.timestampMicroseconds))])
+        guard let frame = firstPicture(server) else { return unavailable(connection, server) }
+        return respond(connection, 200, frame.jpeg, type: "image/jpeg", headers: frame.headers)
     case "/stream.mjpg":
-        return stream(connection, server, Stream(server: server, kind: .mjpeg), type: "multipart/x-mixed-replace;boundary=\(Stream.boundary)")
+        guard let first = firstPicture(server) else { return unavailable(connection, server) }
+        return stream(connection, server, Stream(server: server, kind: .mjpeg, first: first),
+                      type: "multipart/x-mixed-replace;boundary=\(PreviewFrame.boundary)")
     case "/events":
-        return stream(connection, server, Stream(server: server, kind: .events), type: "text/event-stream")
+        return stream(connection, server, Stream(server: server, kind: .events, first: nil), type: "text/event-stream")
+    case "/ratio", "/shutter":
+        return respond(connection, 405, Array("405 use POST\n".utf8), type: "text/plain", headers: [("Allow", "POST")])
     default:
         return respond(connection, 404, Array("404 not found\n".utf8), type: "text/plain")
+    }
+}
+
+/// The newest picture, waiting up to `pictureWait` for one; nil when none can come.
+private func firstPicture(_ server: PreviewServer) -> PreviewFrame? {
+    if server.output.unavailableReason != nil { return nil }
+    return server.output.frame(after: 0, timeout: PreviewServer.pictureWait)
+}
+
+/// 503 with one line saying why no picture comes.
+private func unavailable(_ connection: OpaquePointer, _ server: PreviewServer) -> MHD_Result {
+    let why = server.output.unavailableReason ?? "no picture within \(Int(PreviewServer.pictureWait)) s"
+    return respond(connection, 503, Array("503 no picture: \(why)\n".utf8), type: "text/plain", headers: [("Retry-After", "5")])
+}
+
+/// `POST /ratio?to=R`: 200 with the seam as JSON, 400 for a missing or unknown ratio,
+/// 422 for a ratio the sensor format lacks, 501 without a session to change, 503 on timeout.
+private func ratio(_ connection: OpaquePointer, _ server: PreviewServer) -> MHD_Result {
+    guard let setRatio = server.controls.setRatio else {
+        return jsonError(connection, 501, "this preview has no session whose ratio it can change")
+    }
+    guard let raw = MHD_lookup_connection_value(connection, CMicroHTTPD_argumentKind, "to"),
+          let ratio = AspectRatio(parsing: String(cString: raw)) else {
+        return jsonError(connection, 400, "use POST /ratio?to=R with R one of 1x1, 4x3, 3x4, 16x9, 9x16")
+    }
+    do {
+        let change = try setRatio(ratio)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return respond(connection, 200, Array((try? encoder.encode(change)) ?? Data("{}".utf8)), type: "application/json")
+    } catch let error as PreviewControlError {
+        return jsonError(connection, 503, error.description)
+    } catch {
+        return jsonError(connection, 422, "\(error)")
     }
 }
 
@@ -233,41 +382,44 @@ private func stream(_ connection: OpaquePointer, _ server: PreviewServer, _ clie
     return MHD_queue_response(connection, 200, response)
 }
 
-/// One streaming client: the bytes of the part it is sending now, and how far it got.
-/// Used only by its connection's thread.
+/// One streaming client: the bytes it is sending now (for the MJPEG stream, the shared part
+/// of one picture: assigning the array shares its storage, nothing is copied), and how far
+/// it got. Used only by its connection's thread.
 private final class Stream: @unchecked Sendable {
     enum Kind { case mjpeg, events }
-    static let boundary = "reelframe"
     let server: PreviewServer
     let kind: Kind
     var pending: [UInt8]
     var offset = 0
     var lastSequence = 0
     var lastEvent = DispatchTime(uptimeNanoseconds: 0)
+    /// The first picture, sent right after the opening boundary.
+    var first: PreviewFrame?
 
-    init(server: PreviewServer, kind: Kind) {
-        self.server = server; self.kind = kind
-        pending = kind == .mjpeg ? Array("--\(Stream.boundary)\r\n".utf8) : []
+    init(server: PreviewServer, kind: Kind, first: PreviewFrame?) {
+        self.server = server; self.kind = kind; self.first = first
+        pending = kind == .mjpeg ? Array("--\(PreviewFrame.boundary)\r\n".utf8) : []
         server.clients.add(1)
     }
     deinit { server.clients.add(-1) }
 
-    /// The next bytes to send; nil ends the stream.
+    /// The next bytes to send; false ends the stream (the output stopped, no picture can
+    /// come, or none came for `pictureWait` seconds).
     func refill() -> Bool {
         switch kind {
         case .mjpeg:
             // The newest picture this client has not sent: a slow client skips the rest.
-            var frame: PreviewFrame?
+            var frame = first
+            first = nil
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(PreviewServer.pictureWait * 1e9)
             while frame == nil {
-                if server.output.isStopped { return false }
+                if server.output.unavailableReason != nil || DispatchTime.now().uptimeNanoseconds >= deadline { return false }
                 frame = server.output.frame(after: lastSequence, timeout: 0.5)
             }
             guard let frame else { return false }
             lastSequence = frame.sequence
-            let head = "Content-Type: image/jpeg\r\nContent-Length: \(frame.jpeg.count)\r\n"
-                + "X-Frame-Index: \(frame.index)\r\nX-Timestamp-Us: \(frame.timestampMicroseconds)\r\n\r\n"
-            // The next part's boundary goes right after the picture, so a browser shows it at once.
-            pending = Array(head.utf8) + frame.jpeg + Array("\r\n--\(Stream.boundary)\r\n".utf8)
+            // The part ends with the next boundary, so a browser shows the picture at once.
+            pending = frame.part
         case .events:
             let period: UInt64 = 250_000_000
             let now = DispatchTime.now().uptimeNanoseconds

@@ -125,6 +125,7 @@ struct RealtimePreviewTests {
         #expect(String(decoding: page.body, as: UTF8.self).contains("EventSource('/events')"))
 
         #expect(try curl(base + "status", extra: ["-X", "POST"]).status == 405)
+        #expect(try curl(base + "ratio").status == 405, "controls take POST only")
         #expect(try curl(base + "nothing-here").status == 404)
 
         let snap = try curl(base + "snapshot.jpg")
@@ -140,7 +141,8 @@ struct RealtimePreviewTests {
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
         let json = try #require(try JSONSerialization.jsonObject(with: status.body) as? [String: Any])
-        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs"])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity"])
+        #expect(json["poolRemainingCapacity"] is NSNull, "--plain records through no pool")
         #expect(json["recording"] as? Bool == true)
         #expect(json["ratio"] as? String == "16x9")
         #expect((json["frames"] as? Int ?? 0) > 0)
@@ -183,6 +185,11 @@ struct RealtimePreviewTests {
             #expect(try curl(base + path, seconds: 2).status == 401, "/\(path) without a token")
             #expect(try curl(base + path + "?token=wrong", seconds: 2).status == 401, "/\(path) with a wrong token")
         }
+        for path in ["ratio?to=9x16", "shutter"] {
+            #expect(try curl(base + path, extra: ["-X", "POST"], seconds: 2).status == 401, "POST /\(path) without a token")
+        }
+        // With a token, the Host header is not what guards the preview: any name works.
+        #expect(try curl(base + "status?token=s3cret", extra: ["-H", "Host: camera.lan:\(port)"]).status == 200)
         #expect(try curl(base + "status?token=s3cret").status == 200)
         #expect(try curl(base + "status", extra: ["-H", "Authorization: Bearer s3cret"]).status == 200)
         let run = rec.wait()
@@ -247,7 +254,7 @@ struct RealtimePreviewTests {
         }
         let huge = try #require(connectOne())
         sockets.append(huge)
-        let request = Array(("GET /status HTTP/1.1\r\nHost: x\r\n" + String(repeating: "X-Filler: " + String(repeating: "a", count: 1000) + "\r\n", count: 64) + "\r\n").utf8)
+        let request = Array(("GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n" + String(repeating: "X-Filler: " + String(repeating: "a", count: 1000) + "\r\n", count: 64) + "\r\n").utf8)
         var sent = 0
         while sent < request.count {
             let n = request[sent...].withUnsafeBytes { send(huge, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -300,7 +307,7 @@ struct RealtimePreviewTests {
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
         try #require(connected)
-        let request = Array("GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        let request = Array("GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
         #expect(write(fd, request, request.count) == request.count)
         // Another client meanwhile still gets fresh pictures.
         usleep(1_500_000)
@@ -364,5 +371,308 @@ struct RealtimePreviewTests {
         #expect((0..<240).contains(shown))
         let run = rec.wait()
         #expect(run.status == 0, "\(run.stderr)")
+    }
+}
+
+/// A connected TCP socket to `port` from `source` (a loopback address of this machine), or nil.
+private func connectLoopback(port: UInt16, from source: String = "127.0.0.1") -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var local = sockaddr_in()
+    local.sin_family = sa_family_t(AF_INET)
+    local.sin_addr.s_addr = inet_addr(source)
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_port = port.bigEndian
+    a.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let ok = withUnsafePointer(to: &local) { l in
+        l.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    } && withUnsafePointer(to: &a) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+    if !ok { close(fd); return nil }
+    return fd
+}
+
+/// True when the server closed `fd` within `seconds` (recv sees end of file or a reset).
+private func closedByServer(_ fd: Int32, within seconds: Double) -> Bool {
+    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    guard poll(&p, 1, Int32(seconds * 1000)) == 1 else { return false }
+    var byte: UInt8 = 0
+    return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) <= 0
+}
+
+/// Resident memory of process `pid` in KiB (`VmRSS` of /proc/PID/status).
+private func residentKiB(_ pid: Int32) -> Int {
+    let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+}
+
+extension RealtimePreviewTests {
+    /// On loopback without a token, a request naming another host (a DNS-rebinding page) is
+    /// refused with 403; the names of this server are served.
+    @Test func hostHeaderGuardsLoopback() throws {
+        let port = try freePort()
+        let run = try launch(["preview", "--preview", "127.0.0.1:\(port)", "--duration", "4", "--source", "synthetic:1280"])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        for host in ["evil.example:\(port)", "evil.example", "127.0.0.1:1", "rebind.attacker.test:\(port)"] {
+            for path in ["", "status", "snapshot.jpg", "stream.mjpg"] {
+                let r = try curl(base + path, extra: ["-H", "Host: \(host)"], seconds: 3)
+                #expect(r.status == 403, "Host: \(host) /\(path)")
+            }
+            #expect(try curl(base + "ratio?to=9x16", extra: ["-X", "POST", "-H", "Host: \(host)"]).status == 403)
+        }
+        for host in ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"] {
+            #expect(try curl(base + "status", extra: ["-H", "Host: \(host)"]).status == 200, "Host: \(host)")
+        }
+        #expect(run.wait().status == 0)
+    }
+
+    /// `reel preview`: the session with the preview alone. The page's address on stderr, the
+    /// status says not recording, the picture's barcode reads back, no file is written, exit 0.
+    @Test func previewCommandServesWithoutRecording() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let run = try launch(["preview", "--preview", "127.0.0.1:\(port)", "--duration", "3", "--source", "synthetic:1280"], in: dir)
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        let status = try curl(base + "status")
+        let json = try #require(try JSONSerialization.jsonObject(with: status.body) as? [String: Any])
+        #expect(json["recording"] as? Bool == false)
+        let snap = try curl(base + "snapshot.jpg")
+        #expect(snap.status == 200)
+        #expect(try barcode(ofJPEG: snap.body) == snap.headers["x-frame-index"].flatMap { Int($0) })
+        let done = run.wait()
+        #expect(done.status == 0, "\(done.stderr)")
+        #expect(done.stderr == "preview: \(base)\n")
+        #expect(done.stdout.isEmpty)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).isEmpty, "reel preview records nothing")
+        #expect(try reel(["preview", "--duration", "0"]).status == 64)
+        #expect(try reel(["preview", "--preview", "nohost:99999"]).status == 64)
+    }
+
+    /// `POST /ratio?to=9x16` while recording answers with the frame the change landed on; the
+    /// recording has its seam exactly there, and `reel verify` accepts it. `POST /shutter`
+    /// without a photo output: 501 with a JSON reason. Bad ratios: 400.
+    @Test func ratioControlMakesASeamAndShutterNeedsAPhotoOutput() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        // --no-realtime (the seam and `reel verify` are checked, not drops): nothing is
+        // dropped on a loaded machine; it runs until SIGINT below.
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "600", "--source", "synthetic:1280",
+                              "--codec", "prores:proxy", "--no-realtime", "--plain", "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        usleep(800_000)
+        let change = try curl(base + "ratio?to=9x16", extra: ["-X", "POST"])
+        #expect(change.status == 200)
+        #expect(change.headers["content-type"] == "application/json")
+        let answer = try #require(try JSONSerialization.jsonObject(with: change.body) as? [String: Any])
+        let seamFrame = try #require(answer["frameIndex"] as? Int, "\(String(decoding: change.body, as: UTF8.self))")
+        #expect(answer["ratio"] as? String == "9x16")
+        #expect(abs((answer["pts"] as? Double ?? -1) - Double(seamFrame) / 30) < 1e-6)
+        let status = try #require(try JSONSerialization.jsonObject(with: try curl(base + "status").body) as? [String: Any])
+        #expect(status["ratio"] as? String == "9x16", "the status follows")
+
+        let shutter = try curl(base + "shutter", extra: ["-X", "POST"])
+        #expect(shutter.status == 501)
+        #expect(String(decoding: shutter.body, as: UTF8.self) == #"{"error":"no photo output is attached to this session"}"#)
+        for bad in ["ratio?to=5x4", "ratio"] {
+            let r = try curl(base + bad, extra: ["-X", "POST"])
+            #expect(r.status == 400, "\(bad)")
+            #expect(String(decoding: r.body, as: UTF8.self).contains("1x1, 4x3, 3x4, 16x9, 9x16"))
+        }
+
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.seams.map(\.frameIndex) == [seamFrame])
+        #expect(summary.clips.map(\.ratio) == ["16x9", "9x16"])
+        #expect(summary.clips.last?.firstFrameIndex == seamFrame)
+        let verify = try reel(["verify", dir])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+
+    /// Recording through a pool: `/status` has the pool's remaining capacity.
+    @Test func statusHasThePoolsRemainingCapacity() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "2", "--source", "synthetic:1280",
+                              "--pool", testPool, "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        let status = try #require(try JSONSerialization.jsonObject(with: try curl(base + "status").body) as? [String: Any])
+        let remaining = try #require(status["poolRemainingCapacity"] as? Int64, "\(status)")
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        let before = try #require(summary.storage.remainingCapacityBefore)
+        #expect(remaining > 0 && remaining <= before)
+    }
+
+    /// V4L2 cameras in YUYV and NV12 (the emulated camera): the snapshot shows the frame its
+    /// `X-Frame-Index` names.
+    @Test(arguments: ["YUYV", "NV12"])
+    func packedCameraFormatsArePreviewed(fourcc: String) throws {
+        let lib = try #require(fakeV4L2Library, "scripts/fake-v4l2 --build")
+        let port = try freePort()
+        let run = try launch(["preview", "--preview", "127.0.0.1:\(port)", "--duration", "12",
+                              "--source", "v4l2:/dev/video0:1280x720@30:\(fourcc)"], environment: ["LD_PRELOAD": lib, "FAKE_V4L2": ""])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        let stream = try curl(base + "stream.mjpg", seconds: 1)
+        for _ in 0..<3 {
+            let snap = try curl(base + "snapshot.jpg")
+            #expect(snap.status == 200, "\(fourcc): \(String(decoding: snap.body.prefix(100), as: UTF8.self))")
+            let index = try #require(snap.headers["x-frame-index"].flatMap { Int($0) })
+            #expect(try barcode(ofJPEG: snap.body) == index, "\(fourcc) frame \(index)")
+            usleep(300_000)
+        }
+        let got = parts(of: stream.body, boundary: "reelframe")
+        #expect(got.count >= 5)
+        for part in got.prefix(5) {
+            #expect(try barcode(ofJPEG: part.jpeg) == part.headers["x-frame-index"].flatMap { Int($0) })
+            #expect(part.headers["x-capture-monotonic-ns"].flatMap { UInt64($0) } != nil)
+        }
+        run.signal(SIGINT)
+        #expect(run.wait().status == 0)
+    }
+
+    /// At most 16 connections from one address: the 17th from 127.0.0.1 is closed at once,
+    /// while another address (127.0.0.2) is still served. Then 2000 more connections that
+    /// never send or read: the recording drops nothing and the server's memory stays bounded.
+    @Test func perAddressCapAndThousandsOfConnections() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        // Until SIGINT (below): thousands of connections take a while on a loaded machine.
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "120", "--source", "synthetic:1280",
+                              "--codec", "prores:proxy", "--plain", "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        let pid = rec.process.processIdentifier
+        let memoryBefore = residentKiB(pid)
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        for _ in 0..<16 { sockets.append(try #require(connectLoopback(port: port))) }
+        usleep(200_000)
+        for fd in sockets { #expect(!closedByServer(fd, within: 0.01), "one of the first 16 connections was closed") }
+        let extra = try #require(connectLoopback(port: port))
+        sockets.append(extra)
+        #expect(closedByServer(extra, within: 2), "the 17th connection from 127.0.0.1 stays open")
+        let other = try curl(base + "status", extra: ["--interface", "127.0.0.2"])
+        #expect(other.status == 200, "another address is still served")
+
+        var made = 0
+        for _ in 0..<2000 {
+            guard let fd = connectLoopback(port: port) else { continue }
+            sockets.append(fd)
+            made += 1
+        }
+        #expect(made == 2000, "connections made: \(made)")
+        let memoryAfter = residentKiB(pid)
+        #expect(memoryAfter - memoryBefore < 64 * 1024, "RSS \(memoryBefore) -> \(memoryAfter) KiB")
+        #expect(try curl(base + "status", extra: ["--interface", "127.0.0.2"]).status == 200)
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.framesWritten == summary.framesCaptured && summary.framesWritten > 60)
+    }
+}
+
+/// scripts/preview-browser.py, from this file's place in the repository.
+private let previewBrowserScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("scripts/preview-browser.py").path
+
+/// Playwright for Python is importable by the `python3` on PATH (the one scripts/test's
+/// `python3 -m pip install playwright` installs into) and Debian's chromium is there.
+private let havePlaywright: Bool = {
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else { return false }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = ["python3", "-c", "import playwright.sync_api"]
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return false }
+    p.waitUntilExit()
+    return p.terminationStatus == 0
+}()
+
+extension RealtimePreviewTests {
+    /// The page in a real browser, driven by Playwright (scripts/preview-browser.py, Debian's
+    /// chromium): the picture shows, its barcode reads back from the screenshot, a click on
+    /// `9x16` answers with the frame the change landed on, the state line and the picture
+    /// follow, and the recording has its seam exactly there, which `reel verify` accepts.
+    /// The screenshots stay in a /tmp directory whose path the test prints.
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    func ratioClickInABrowserMakesTheSeam() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = temporaryDirectory("reel-preview-browser")
+        let port = try freePort()
+        // Long enough for a browser to start on a loaded machine; stopped with SIGINT below.
+        // --no-realtime: what is checked here is the seam and `reel verify` (every frame), so
+        // the source waits for the writer instead of dropping frames on a loaded machine
+        // (drops under clients are the other tests' business).
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--duration", "120", "--source", "synthetic:1280",
+                              "--codec", "prores:proxy", "--no-realtime", "--plain", "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", previewBrowserScript, base, shots, "--click", "9x16"]
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let text = out.fileHandleForReading.readDataToEndOfFile()
+        let why = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        rec.signal(SIGINT)
+        print("preview screenshots: \(shots)")
+        #expect(p.terminationStatus == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
+        #expect(result["natural"] as? [Int] == [1280, 720])
+        #expect(result["naturalAfter"] as? [Int] == [720, 1280], "the picture follows the ratio")
+        #expect((result["stateBefore"] as? String ?? "").hasPrefix("● recording") && (result["stateBefore"] as? String ?? "").hasSuffix("16x9"))
+        #expect((result["stateAfter"] as? String ?? "").hasSuffix("9x16"), "the state line follows")
+        #expect(result["ratioStatus"] as? Int == 200)
+        let answer = try #require(result["ratioAnswer"] as? [String: Any])
+        let seamFrame = try #require(answer["frameIndex"] as? Int)
+
+        // The element screenshot is the picture at its natural size (1280x720): read its barcode.
+        let shot = try #require(result["picture"] as? String)
+        let decode = Process()
+        decode.executableURL = URL(fileURLWithPath: try #require(installedTool("ffmpeg")))
+        decode.arguments = ["-v", "error", "-i", shot, "-vf", "scale=1280:720", "-f", "rawvideo", "-pix_fmt", "gray", "-"]
+        let gray = Pipe()
+        decode.standardOutput = gray
+        try decode.run()
+        let pixels = gray.fileHandleForReading.readDataToEndOfFile()
+        decode.waitUntilExit()
+        try #require(pixels.count == 1280 * 720)
+        let shown = pixels.withUnsafeBytes { raw in
+            FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: 1280, width: 1280, height: 720, depth: 8))
+        }
+        let index = try #require(shown, "no barcode in the screenshot \(shot)")
+        #expect(index < seamFrame, "the picture before the click shows an earlier frame")
+
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.seams.map(\.frameIndex) == [seamFrame])
+        #expect(summary.clips.map(\.ratio) == ["16x9", "9x16"])
+        #expect(summary.clips.last?.firstFrameIndex == seamFrame)
+        let verify = try reel(["verify", dir])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
     }
 }

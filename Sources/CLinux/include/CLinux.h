@@ -47,4 +47,8 @@ extern const uint32_t CLinux_V4L2_PIX_FMT_YUYV;
 extern const uint32_t CLinux_V4L2_PIX_FMT_NV12;
 extern const uint32_t CLinux_V4L2_PIX_FMT_MJPEG;
 
+/// Names the calling thread (pthread_setname_np; at most 15 bytes, as /proc/PID/task/*/comm
+/// shows it). Returns 0 or an errno value.
+int CLinux_name_this_thread(const char *name);
+
 #endif

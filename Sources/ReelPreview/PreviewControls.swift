@@ -1,0 +1,78 @@
+import Foundation
+import ReelCapture
+import ReelCore
+
+/// What the page's ratio buttons (`POST /ratio?to=R`) answer: the seam the change made.
+public struct PreviewRatioChange: Codable, Sendable, Equatable {
+    /// The ratio now in force.
+    public var ratio: String
+    /// The frame the change landed on (the first frame of the new clip), or null when the
+    /// ratio was already in force (no seam) or the session was not running.
+    @EncodedNull public var frameIndex: Int?
+    /// That frame's time on the session clock, in seconds.
+    public var pts: Double
+
+    /// A change to `ratio` that landed on `frameIndex` at `pts` seconds.
+    public init(ratio: String, frameIndex: Int?, pts: Double) {
+        self.ratio = ratio; self.frameIndex = frameIndex; self.pts = pts
+    }
+}
+
+/// The page's controls, handled by whoever owns the session (the CLI wires them).
+/// A control left nil answers 501 with a JSON reason.
+public struct PreviewControls: Sendable {
+    /// `POST /ratio?to=R`: changes the crop from the next frame on (a seam there).
+    /// Throws what the session throws (`CaptureError.unsupportedRatio`: 422).
+    public var setRatio: (@Sendable (AspectRatio) throws -> PreviewRatioChange)?
+    /// `POST /shutter`: takes a photo; returns the JSON object the endpoint answers with.
+    /// Provided by the photo output; nil when no photo output is attached.
+    public var shutter: (@Sendable () throws -> Data)?
+
+    /// The handlers; a nil one makes its endpoint answer 501.
+    public init(setRatio: (@Sendable (AspectRatio) throws -> PreviewRatioChange)? = nil,
+                shutter: (@Sendable () throws -> Data)? = nil) {
+        self.setRatio = setRatio; self.shutter = shutter
+    }
+
+    /// How long `POST /ratio` waits for the frame the change lands on.
+    public static let ratioTimeout: Double = 5
+
+    /// Ratio changes through `session.setDynamicAspectRatio` (the seam at the frame the
+    /// change lands on, as `--ratio-at` makes), waiting at most `ratioTimeout` seconds for
+    /// that frame. Throws `CaptureError.unsupportedRatio`, or `PreviewControlError.timedOut`
+    /// when no frame came.
+    public static func ratio(of session: CaptureSession) -> @Sendable (AspectRatio) throws -> PreviewRatioChange {
+        { ratio in
+            let done = DispatchSemaphore(value: 0)
+            let result = ResultBox()
+            Task {
+                do { result.set(.success(try await session.setDynamicAspectRatio(ratio))) } catch { result.set(.failure(error)) }
+                done.signal()
+            }
+            guard done.wait(timeout: .now() + ratioTimeout) == .success, let outcome = result.value else {
+                throw PreviewControlError.timedOut("no frame came within \(Int(ratioTimeout)) s to carry the ratio change")
+            }
+            let pts = try outcome.get()
+            let seam = session.stats.seams.last { $0.pts == pts.seconds && $0.to == ratio }
+            return PreviewRatioChange(ratio: ratio.description, frameIndex: seam?.frameIndex, pts: pts.seconds)
+        }
+    }
+}
+
+/// Why a control could not act.
+public enum PreviewControlError: Error, CustomStringConvertible, Sendable {
+    /// The session did not deliver the frame a change waits for in time.
+    case timedOut(String)
+    /// One line saying why.
+    public var description: String {
+        switch self { case .timedOut(let why): return why }
+    }
+}
+
+/// One result handed from a task to a waiting thread.
+private final class ResultBox: @unchecked Sendable { // `stored` guarded by `lock`
+    private let lock = NSLock()
+    private var stored: Result<Timestamp, any Error>?
+    func set(_ r: Result<Timestamp, any Error>) { lock.lock(); stored = r; lock.unlock() }
+    var value: Result<Timestamp, any Error>? { lock.lock(); defer { lock.unlock() }; return stored }
+}

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The live preview's latency and cost while recording 1080p30 ProRes HQ in real time
+# (synthetic 1920 sensor, 16x9 crop 1920x1080; the preview decimates it to 960x540):
+#   - capture → last byte of the JPEG read by an HTTP client (X-Capture-Monotonic-Ns of each
+#     part against CLOCK_MONOTONIC when the client has read the part), 1 and 8 clients;
+#   - capture → decoded in Debian's Chromium (a page script reads /stream.mjpg with fetch,
+#     decodes each JPEG with createImageBitmap; CLOCK_MONOTONIC mapped to the page's clock
+#     through CLOCK_REALTIME), with Playwright for Python;
+#   - frames dropped by the recording in each case, and the CPU the preview costs: the reel
+#     process's user+system time with the preview and one client minus the same recording
+#     without --preview, as percent of one core.
+# Also the JPEG thread's own cost: `previewEncodeMs` from /status (mean ms a picture) × 30.
+# DURATION (default 10) seconds per case. Prints p50/p95/p99 in ms.
+set -euo pipefail
+scripts/setup
+python3 -c "import playwright" 2>/dev/null || python3 -m pip install -q playwright
+swift build -c release 2>&1 | tail -1
+echo "load: $(cat /proc/loadavg)"
+python3 - "$PWD/.build/release/reel" "${DURATION:-10}" <<'PY'
+import json, os, socket, subprocess, sys, tempfile, threading, time, urllib.request
+reel, dur = sys.argv[1], float(sys.argv[2])
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
+
+def stream_client(port, stop, out):
+    """Reads /stream.mjpg; for each part, ms from its capture to its last byte read here."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(f"GET /stream.mjpg HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    buf = b""
+    s.settimeout(1)
+    while not stop.is_set():
+        try:
+            chunk = s.recv(1 << 16)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        buf += chunk
+        while True:
+            i = buf.find(b"\r\n--reelframe\r\n")
+            if i < 0:
+                break
+            head, _, rest = buf[i + 15:].partition(b"\r\n\r\n")
+            if not _:
+                break
+            h = dict(l.split(": ", 1) for l in head.decode().split("\r\n") if ": " in l)
+            n = int(h["Content-Length"])
+            if len(rest) < n:
+                break
+            out.append((time.monotonic_ns() - int(h["X-Capture-Monotonic-Ns"])) / 1e6)
+            buf = buf[i + 15 + len(head) + 4 + n:]
+            # HTTP/1.0: the body is not chunked, the parts follow one another as sent.
+    s.close()
+
+BROWSER_JS = """async ([offsetMs, seconds]) => {
+  const res = await fetch('/stream.mjpg'); const reader = res.body.getReader();
+  let buf = new Uint8Array(0); const lat = []; const end = performance.now() + seconds * 1000;
+  const enc = new TextEncoder(), dec = new TextDecoder();
+  const find = (a, n, from) => { outer: for (let i = from; i + n.length <= a.length; i++) { for (let k = 0; k < n.length; k++) if (a[i + k] !== n[k]) continue outer; return i; } return -1; };
+  const sep = enc.encode('\\r\\n\\r\\n');
+  while (performance.now() < end) {
+    const {value, done} = await reader.read(); if (done) break;
+    const b = new Uint8Array(buf.length + value.length); b.set(buf); b.set(value, buf.length); buf = b;
+    for (;;) {
+      const hs = find(buf, enc.encode('Content-Type: image/jpeg'), 0); if (hs < 0) break;
+      const he = find(buf, sep, hs); if (he < 0) break;
+      const head = dec.decode(buf.slice(hs, he));
+      const len = +/Content-Length: (\\d+)/.exec(head)[1], cap = +/X-Capture-Monotonic-Ns: (\\d+)/.exec(head)[1];
+      if (buf.length < he + 4 + len) break;
+      const bmp = await createImageBitmap(new Blob([buf.slice(he + 4, he + 4 + len)], {type: 'image/jpeg'}));
+      lat.push(performance.timeOrigin + performance.now() - (cap / 1e6 + offsetMs)); bmp.close();
+      buf = buf.slice(he + 4 + len);
+    }
+  }
+  reader.cancel(); return lat;
+}"""
+
+encode_ms = []
+
+def run(clients=0, preview=True, browser=False):
+    out = tempfile.mkdtemp(prefix="reel-bench-preview-")
+    port = free_port()
+    args = [reel, "record", "--source", "synthetic:1920", "--codec", "prores", "--duration", str(dur + 4),
+            "--plain", "--json", "--out", out]
+    if preview:
+        args += ["--preview", f"127.0.0.1:{port}"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    lat, browser_lat, threads, stop = [], [], [], threading.Event()
+    if preview:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=1).read(); break
+            except Exception:
+                time.sleep(0.05)
+        time.sleep(1)  # past the start
+        for _ in range(clients):
+            t = threading.Thread(target=stream_client, args=(port, stop, lat)); t.start(); threads.append(t)
+        if browser:
+            from playwright.sync_api import sync_playwright
+            with sync_playwright() as pw:
+                b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+                page = b.new_page()
+                page.goto(f"http://127.0.0.1:{port}/status")
+                offset_ms = (time.time_ns() - time.monotonic_ns()) / 1e6
+                browser_lat = page.evaluate(BROWSER_JS, [offset_ms, dur - 2])
+                b.close()
+        else:
+            time.sleep(dur - 1)
+        try:  # the browser may outlast the recording
+            status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5).read())
+            encode_ms.append(status["previewEncodeMs"])
+        except OSError:
+            pass
+        stop.set()
+    _, status, usage = os.wait4(p.pid, 0)
+    summary = json.loads(p.stdout.read())
+    for t in threads:
+        t.join()
+    subprocess.run(["rm", "-rf", out])
+    cpu = usage.ru_utime + usage.ru_stime
+    return lat, browser_lat, summary["framesDropped"], cpu / summary["elapsedSeconds"] * 100
+
+print(f"{'case':<34} {'parts':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'dropped':>8} {'reel CPU %':>11}")
+results = {}
+for name, kw in [("no preview", dict(preview=False)), ("preview, 1 client", dict(clients=1)),
+                 ("preview, 8 clients", dict(clients=8)), ("preview, browser", dict(browser=True)),
+                 ("no preview (again)", dict(preview=False))]:
+    lat, blat, drops, cpu = run(**kw)
+    results[name] = cpu
+    xs = blat if kw.get("browser") else lat
+    label = name + (" (decoded)" if kw.get("browser") else " (bytes read)" if xs else "")
+    print(f"{label:<34} {len(xs):>6} {pct(xs, 50):>8.1f} {pct(xs, 95):>8.1f} {pct(xs, 99):>8.1f} {drops:>8} {cpu:>11.1f}")
+base = (results["no preview"] + results["no preview (again)"]) / 2
+spread = abs(results["no preview"] - results["no preview (again)"])
+print(f"preview JPEG thread: {min(encode_ms):.2f}–{max(encode_ms):.2f} ms a picture (crop copy + TurboJPEG, 960x540), "
+      f"{min(encode_ms) * 3:.1f}–{max(encode_ms) * 3:.1f} % of one core at 30 fps")
+print(f"preview CPU with 1 client: {results['preview, 1 client'] - base:.1f} % of one core "
+      f"(8 clients: {results['preview, 8 clients'] - base:.1f} %); the two runs without preview differ by {spread:.1f} %")
+PY
+echo "load: $(cat /proc/loadavg)"

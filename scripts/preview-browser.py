@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Drives the preview page in Debian's headless Chromium through Playwright (tests use it).
+
+    scripts/preview-browser.py URL OUTDIR [--click RATIO]
+
+Opens URL, waits until the live picture shows (the <img> has decoded a JPEG), saves the
+picture as OUTDIR/picture.png (an element screenshot, at the picture's natural size) and the
+whole page as OUTDIR/page.png; with --click it clicks that ratio button, waits for the
+answer shown on the page and for the state line to show the new ratio, then saves
+OUTDIR/after.png. Prints one JSON object: the screenshots' paths, the picture's natural size,
+the state line before and after, and the ratio answer (the JSON the page got). Exit 0, or 1
+with the reason on stderr.
+"""
+import json
+import sys
+
+from playwright.sync_api import sync_playwright
+
+
+def main(argv):
+    if len(argv) not in (3, 5) or (len(argv) == 5 and argv[3] != "--click"):
+        print(__doc__, file=sys.stderr)
+        return 64
+    url, out = argv[1], argv[2]
+    ratio = argv[4] if len(argv) == 5 else None
+    result = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1100})
+            page.goto(url)
+            page.wait_for_function("() => { const i = document.getElementById('p'); return i.naturalWidth > 0; }",
+                                   timeout=15000)
+            page.wait_for_function("() => document.getElementById('s').textContent.includes('frames')", timeout=15000)
+            result["natural"] = page.evaluate("() => { const i = document.getElementById('p'); return [i.naturalWidth, i.naturalHeight]; }")
+            result["stateBefore"] = page.inner_text("#s")
+            result["picture"] = f"{out}/picture.png"
+            page.locator("#p").screenshot(path=result["picture"])
+            result["page"] = f"{out}/page.png"
+            page.screenshot(path=result["page"])
+            if ratio:
+                page.click(f"button[data-r='{ratio}']")
+                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
+                answer = page.inner_text("#r")
+                result["ratioStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
+                result["ratioAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                page.wait_for_function(f"() => document.getElementById('s').textContent.includes(' {ratio}')", timeout=15000)
+                result["stateAfter"] = page.inner_text("#s")
+                page.wait_for_function("() => { const i = document.getElementById('p'); return i.naturalWidth < i.naturalHeight; }"
+                                       if ratio == "9x16" else "() => true", timeout=15000)
+                result["naturalAfter"] = page.evaluate("() => { const i = document.getElementById('p'); return [i.naturalWidth, i.naturalHeight]; }")
+                result["after"] = f"{out}/after.png"
+                page.locator("#p").screenshot(path=result["after"])
+        except Exception as e:  # a timeout: say what the page showed
+            print(f"preview-browser: {e}", file=sys.stderr)
+            return 1
+        finally:
+            browser.close()
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
