@@ -6,10 +6,12 @@ public enum CaptureError: UserFacingError {
     case unsupportedRatio(AspectRatio, supported: [AspectRatio], format: String)
     case sourceFailed(String)
     case sessionNotRunning
+    /// A configuration the session or source cannot take (now, or at all).
+    case notConfigurable(String)
 
     public var exitStatus: Int32 {
         switch self {
-        case .invalidSensorSize, .unsupportedRatio: return ExitStatus.usage
+        case .invalidSensorSize, .unsupportedRatio, .notConfigurable: return ExitStatus.usage
         case .sourceFailed: return ExitStatus.ioError
         case .sessionNotRunning: return ExitStatus.software
         }
@@ -22,6 +24,7 @@ public enum CaptureError: UserFacingError {
             return "ratio \(r) is not supported by \(format) (supported: \(supported.map(\.rawValue).joined(separator: ", ")))"
         case .sourceFailed(let why): return why
         case .sessionNotRunning: return "the capture session is not running"
+        case .notConfigurable(let why): return why
         }
     }
 }

@@ -14,7 +14,10 @@ public final class SyntheticSource: VideoSource {
     /// (as the largest still size of Apple's square sensor does).
     public static let videoSizeLimit = 2880
 
-    public let format: SourceFormat
+    /// The format; its rate changes with `setFrameRate` between runs.
+    public var format: SourceFormat { formatState.withLock { $0 } }
+    private let formatState: Mutex<SourceFormat>
+    private let capturing = Atomic<Bool>(false)
     public let isRealtime: Bool
     private let pool: PixelBufferPool
     private let pattern: TestPattern
@@ -36,8 +39,8 @@ public final class SyntheticSource: VideoSource {
             throw CaptureError.invalidSensorSize("sensor size \(size) is odd: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
         }
         let sensor = Size(width: size, height: size)
-        format = SourceFormat(size: sensor, pixelFormat: .yuv420p, rate: rate, timescale: rate.timescale,
-                              supportedRatios: Self.supportedRatios(size: size))
+        formatState = Mutex(SourceFormat(size: sensor, pixelFormat: .yuv420p, rate: rate, timescale: rate.timescale,
+                                         supportedRatios: Self.supportedRatios(size: size)))
         isRealtime = realtime
         let pattern = TestPattern(sensor: sensor)
         self.pattern = pattern
@@ -60,9 +63,21 @@ public final class SyntheticSource: VideoSource {
 
     public func stop() { stopping.store(true, ordering: .releasing) }
 
+    /// A new frame rate (and clock: the timescale follows the rate) from the next `capture` on.
+    /// - Throws: `CaptureError.notConfigurable` while capturing.
+    public func setFrameRate(_ rate: FrameRate) throws {
+        guard !capturing.load(ordering: .acquiring) else {
+            throw CaptureError.notConfigurable("the frame rate cannot change while the sensor captures")
+        }
+        formatState.withLock { $0.rate = rate; $0.timescale = rate.timescale }
+    }
+
     public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
+        capturing.store(true, ordering: .releasing)
+        defer { capturing.store(false, ordering: .releasing) }
         stopping.store(false, ordering: .releasing)
-        let intervalNs = rateIntervalNanoseconds
+        let format = self.format
+        let intervalNs = UInt64(format.rate.seconds) * 1_000_000_000 / UInt64(format.rate.frames)
         let start = MonotonicClock.now()
         var index = 0
         while frameLimit.map({ index < $0 }) ?? true {
@@ -89,9 +104,5 @@ public final class SyntheticSource: VideoSource {
             delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: pts))
             index += 1
         }
-    }
-
-    private var rateIntervalNanoseconds: UInt64 {
-        UInt64(format.rate.seconds) * 1_000_000_000 / UInt64(format.rate.frames)
     }
 }
