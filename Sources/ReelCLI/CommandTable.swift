@@ -17,6 +17,7 @@ public enum CommandTable {
         .value("--ratio-at", "T:R", "change ratio at T seconds (0–86400) or at frame #N (0–2147483647); repeatable", sample: "1:9x16"),
         .flag("--no-realtime", "the source waits for the writer instead of dropping frames"),
         .flag("--realtime", "the source keeps its rate and drops what the writer cannot take (the default)"),
+        .flag("--eager-start", "initialise every output (pool, slot, encoder, muxer) before the first frame; default: Deferred Start"),
         .value("--out", "DIR", "output directory (default recordings)", sample: "recordings"),
         .value("--name", "PREFIX", "clip name prefix, without '/'", sample: "take"),
         .value("--fragment", "SECONDS", "fragment or cluster interval, 0.1–600 s (default 1)", sample: "0.5"),

@@ -84,6 +84,33 @@ final class LiveKeys: Sendable {
         }
     }
 
+    /// Ctrl-Z (SIGTSTP, which `reel record` catches): puts the terminal back as it was, stops
+    /// the process (SIGSTOP, as the default action of SIGTSTP would), and once continued
+    /// (`fg`) takes the keys' settings again — only in the foreground (`bg` leaves the
+    /// terminal alone). Called on the signal source's queue.
+    func suspendProcess() {
+        let raw: termios? = saved.withLock { saved in
+            guard var settings = saved, !done.load(ordering: .acquiring) else { return nil }
+            var current = termios()
+            guard retryingEINTR({ tcgetattr(STDIN_FILENO, &current) }) == 0 else { return nil }
+            if retryingEINTR({ tcsetattr(STDIN_FILENO, TCSANOW, &settings) }) != 0 {
+                printError("cannot restore the terminal's settings (`stty sane` does): \(String(cString: strerror(errno)))")
+            }
+            return current
+        }
+        if kill(getpid(), SIGSTOP) != 0 {
+            printError("cannot stop: \(String(cString: strerror(errno)))")
+        }
+        // Continued.
+        guard var raw else { return }
+        saved.withLock { saved in
+            guard saved != nil, !done.load(ordering: .acquiring), tcgetpgrp(STDIN_FILENO) == getpgrp() else { return }
+            if retryingEINTR({ tcsetattr(STDIN_FILENO, TCSANOW, &raw) }) != 0 {
+                printError("live keys are off: cannot set the terminal: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
     /// Stops reading keys and puts the terminal back as it was. Safe from any thread, and
     /// more than once.
     func stop() {
