@@ -21,6 +21,9 @@ public final class SyntheticSource: VideoSource {
     public let isRealtime: Bool
     private let pool: PixelBufferPool
     private let pattern: TestPattern
+    /// The background, copied into each buffer at its first use (`backgrounded`: those done).
+    private let model: PixelBuffer
+    private let backgrounded = Mutex(Set<ObjectIdentifier>())
     private let stopping = Atomic<Bool>(false)
 
     /// The ratios a square sensor of side `size` supports.
@@ -44,19 +47,27 @@ public final class SyntheticSource: VideoSource {
         isRealtime = realtime
         let pattern = TestPattern(sensor: sensor)
         self.pattern = pattern
-        // The background is drawn once and copied into the other buffers (drawing it costs
-        // ~10 ms a buffer at 1920, and a recording's sensor has up to 40).
-        var first: PixelBuffer? = nil
-        pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { b in
-            guard let model = first else { pattern.drawBackground(b); first = b; return }
-            for plane in 0..<3 {
-                let (to, toStride) = b.plane(plane), (from, fromStride) = model.plane(plane)
-                let rows = plane == 0 ? size : size / 2
-                if toStride == fromStride {
-                    to.update(from: from, count: toStride * rows)
-                } else {
-                    for r in 0..<rows { (to + r * toStride).update(from: from + r * fromStride, count: min(toStride, fromStride)) }
-                }
+        // The background is drawn once (~10 ms at 1920) into a model, and copied into each
+        // sensor buffer the first time capture uses it — not here: the sensor opens at once
+        // (40 copies of 5.5 MB before the first frame would delay the preview by 0.1–1 s).
+        let model = try PixelBuffer(size: sensor, format: .yuv420p)
+        pattern.drawBackground(model)
+        self.model = model
+        pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p)
+    }
+
+    /// Gives `buffer` the background, the first time it is used.
+    private func ensureBackground(_ buffer: PixelBuffer) {
+        let fresh = backgrounded.withLock { $0.insert(ObjectIdentifier(buffer)).inserted }
+        guard fresh else { return }
+        let rows = format.size.height
+        for plane in 0..<3 {
+            let (to, toStride) = buffer.plane(plane), (from, fromStride) = model.plane(plane)
+            let planeRows = plane == 0 ? rows : rows / 2
+            if toStride == fromStride {
+                to.update(from: from, count: toStride * planeRows)
+            } else {
+                for r in 0..<planeRows { (to + r * toStride).update(from: from + r * fromStride, count: min(toStride, fromStride)) }
             }
         }
     }
@@ -99,6 +110,7 @@ public final class SyntheticSource: VideoSource {
                 index += 1
                 continue
             }
+            ensureBackground(lease.buffer)
             pattern.drawFrame(lease.buffer, index: index)
             let pts = Timestamp(value: Int64(index) * format.frameDuration, timescale: format.timescale)
             delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: pts))
