@@ -178,6 +178,9 @@ public final class CaptureSession: SourceDelegate, Sendable {
         if g.source !== s.graph.source || g.rate != nil, s.running {
             throw CaptureError.notConfigurable("the input and frame rate cannot change while the session runs")
         }
+        if g.ratio != s.graph.ratio, s.running {
+            throw CaptureError.notConfigurable("the ratio changes with setDynamicAspectRatio while the session runs")
+        }
         if let rate = g.rate {
             try g.source.setFrameRate(rate)
             g.rate = nil
@@ -210,7 +213,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
 
     /// The ratio of the first frames of the next run (a configuration change; while running use
     /// `setDynamicAspectRatio`).
-    /// - Throws: `CaptureError.unsupportedRatio` (at the commit in a batch).
+    /// - Throws: `CaptureError.unsupportedRatio`, or `.notConfigurable` while running (at the
+    ///   commit in a batch).
     public func setRatio(_ ratio: AspectRatio) throws {
         try configure { $0.ratio = ratio }
     }

@@ -102,11 +102,22 @@ final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
         while slow.frames.withLock({ $0 }) < 5 && MonotonicClock.now() < deadline { usleep(10_000) }
         #expect(slow.frames.withLock { $0 } >= 5)
         #expect(throws: CaptureError.self) { try session.setFrameRate(FrameRate(frames: 25)!) }
+        #expect(throws: CaptureError.self) { try session.setRatio(.square) }   // setDynamicAspectRatio does that
         t0 = MonotonicClock.now()
         session.stopRunning()
         #expect(MonotonicClock.seconds(since: t0) < 0.05)
         let stats = try session.waitUntilStopped()
         #expect(stats.framesCaptured < 300 && !session.isRunning)
+    }
+
+    @Test func stoppedAwaitsTheRunWithoutBlockingAThread() async throws {
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
+        let session = try CaptureSession(source: source)
+        let output = CountingOutput()
+        session.addOutput(output)
+        session.startRunning(frameLimit: 12)
+        let stats = try await session.stopped()
+        #expect(stats.framesCaptured == 12 && output.frames.withLock { $0 } == 12 && !session.isRunning)
     }
 }
 
