@@ -1,3 +1,4 @@
+import Foundation
 import ReelCore
 import ReelMedia
 import Synchronization
@@ -23,7 +24,9 @@ public final class SyntheticSource: VideoSource {
     private let pattern: TestPattern
     /// The background, copied into each buffer at its first use (`backgrounded`: those done).
     private let model: PixelBuffer
-    private let backgrounded = Mutex(Set<ObjectIdentifier>())
+    private let backgrounded = Mutex([ObjectIdentifier: Bool]())
+    private let buffers: [PixelBuffer]
+    private let warming = Mutex(false)
     private let stopping = Atomic<Bool>(false)
 
     /// The ratios a square sensor of side `size` supports.
@@ -47,19 +50,48 @@ public final class SyntheticSource: VideoSource {
         isRealtime = realtime
         let pattern = TestPattern(sensor: sensor)
         self.pattern = pattern
-        // The background is drawn once (~10 ms at 1920) into a model, and copied into each
-        // sensor buffer the first time capture uses it — not here: the sensor opens at once
-        // (40 copies of 5.5 MB before the first frame would delay the preview by 0.1–1 s).
+        // The background is drawn once (~10 ms at 1920) into a model and copied into each
+        // sensor buffer — not on this thread: the sensor opens at once (40 copies of 5.5 MB
+        // before the first frame would delay the preview by 0.1–1 s). A warm-up thread copies
+        // it into every buffer from now on; a buffer capture needs before that gets it there.
         let model = try PixelBuffer(size: sensor, format: .yuv420p)
         pattern.drawBackground(model)
         self.model = model
-        pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p)
+        var all: [PixelBuffer] = []
+        pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { all.append($0) }
+        self.buffers = all
+        warmUp()
     }
 
-    /// Gives `buffer` the background, the first time it is used.
+    /// Copies the background into every buffer not given it yet, off the capture thread.
+    private func warmUp() {
+        let started = warming.withLock { w -> Bool in
+            if w { return false }
+            w = true
+            return true
+        }
+        guard started else { return }
+        let t = Thread { [self] in for b in buffers { ensureBackground(b) } }
+        t.name = "reel.sensor-warmup"
+        t.start()
+    }
+
+    /// Gives `buffer` the background if it has not got it yet (the capture thread and the
+    /// warm-up thread both call it: whoever comes first copies, the other waits for that copy).
     private func ensureBackground(_ buffer: PixelBuffer) {
-        let fresh = backgrounded.withLock { $0.insert(ObjectIdentifier(buffer)).inserted }
-        guard fresh else { return }
+        let id = ObjectIdentifier(buffer)
+        // nil: nobody has started; false: being copied; true: done.
+        let claimed = backgrounded.withLock { d -> Bool? in
+            if let done = d[id] { return done ? nil : false }
+            d[id] = false
+            return true
+        }
+        guard let claimed else { return }
+        guard claimed else {
+            while backgrounded.withLock({ $0[id] }) != true { usleep(200) }
+            return
+        }
+        defer { backgrounded.withLock { $0[id] = true } }
         let rows = format.size.height
         for plane in 0..<3 {
             let (to, toStride) = buffer.plane(plane), (from, fromStride) = model.plane(plane)
@@ -87,6 +119,7 @@ public final class SyntheticSource: VideoSource {
         capturing.store(true, ordering: .releasing)
         defer { capturing.store(false, ordering: .releasing) }
         stopping.store(false, ordering: .releasing)
+        warmUp()
         let format = self.format
         let intervalNs = UInt64(format.rate.seconds) * 1_000_000_000 / UInt64(format.rate.frames)
         let start = MonotonicClock.now()
