@@ -121,9 +121,13 @@ public final class CaptureSession: SourceDelegate, Sendable {
 
     /// The input.
     public var source: any VideoSource { state.withLock { $0.graph.source } }
+    /// The ratio in force (the next run's first, when not running).
     public var ratio: AspectRatio { state.withLock { $0.graph.ratio } }
+    /// The counters, since the session was made.
     public var stats: CaptureStats { state.withLock { $0.stats } }
+    /// The outputs of the resolved graph, in the order frames go to them.
     public var outputs: [any FrameOutput] { state.withLock { $0.graph.outputs } }
+    /// Between the start of a run and its end.
     public var isRunning: Bool { state.withLock { $0.running } }
 
     // MARK: Configuration
