@@ -130,6 +130,11 @@ enum RecordCommand {
         suspends.setEventHandler { keys.suspendProcess() }
         suspends.resume()
         sources.append(suspends)
+        signal(SIGCONT, SIG_IGN)   // still continues the process; the source hears of it
+        let continues = DispatchSource.makeSignalSource(signal: SIGCONT, queue: .global())
+        continues.setEventHandler { keys.continued() }
+        continues.resume()
+        sources.append(continues)
         defer { for source in sources { source.cancel() } }
         keys.start(session: recording.session, stop: { recording.stop() })
         let showProgress = isatty(STDERR_FILENO) == 1

@@ -142,7 +142,9 @@ struct RealtimeDeferredStartTests {
         var deadline = Date().addingTimeInterval(5)
         while !isStopped(term.pid) && Date() < deadline { usleep(10_000) }
         #expect(isStopped(term.pid), "Ctrl-Z did not stop the process")
-        #expect(try term.settings().snapshot == before.snapshot, "stopped with the terminal in raw mode")
+        let whileStopped = try term.settings()
+        #expect(whileStopped.snapshot == before.snapshot,
+                "stopped with the terminal in raw mode: \(whileStopped.snapshot) against \(before.snapshot); \(term.screen.suffix(300))")
         kill(term.pid, SIGCONT)   // fg
         deadline = Date().addingTimeInterval(5)
         while try term.settings().c_lflag & tcflag_t(ICANON) != 0 && Date() < deadline { usleep(10_000) }
