@@ -17,6 +17,7 @@ public enum CommandTable {
         .value("--ratio-at", "T:R", "change ratio at T seconds (0–86400) or at frame #N (0–2147483647); repeatable", sample: "1:9x16"),
         .flag("--no-realtime", "the source waits for the writer instead of dropping frames"),
         .flag("--realtime", "the source keeps its rate and drops what the writer cannot take (the default)"),
+        .flag("--eager-start", "initialise every output (pool, slot, encoder, muxer) before the first frame; default: Deferred Start"),
         .value("--out", "DIR", "output directory (default recordings)", sample: "recordings"),
         .value("--name", "PREFIX", "clip name prefix, without '/'", sample: "take"),
         .value("--fragment", "SECONDS", "fragment or cluster interval, 0.1–600 s (default 1)", sample: "0.5"),
@@ -66,7 +67,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -12,6 +12,8 @@ import ReelCore
 final class LiveKeys: Sendable {
     /// The terminal settings before recording, once the keys are on.
     private let saved = Mutex<termios?>(nil)
+    /// The keys' settings while the process is stopped by Ctrl-Z.
+    private let suspended = Mutex<termios?>(nil)
     private let done = Atomic<Bool>(false)
     /// Ratio requests in the order the keys came, applied one at a time.
     private let requests: AsyncStream<AspectRatio>.Continuation
@@ -95,6 +97,38 @@ final class LiveKeys: Sendable {
                 }
             default:
                 break
+            }
+        }
+    }
+
+    /// Ctrl-Z (SIGTSTP, which `reel record` catches): puts the terminal back as it was and
+    /// stops the process (SIGSTOP, as the default action of SIGTSTP would). `continued()`
+    /// (on SIGCONT: `fg`) takes the keys' settings again. Called on the signal source's queue.
+    func suspendProcess() {
+        saved.withLock { saved in
+            guard var settings = saved, !done.load(ordering: .acquiring) else { return }
+            var current = termios()
+            guard retryingEINTR({ tcgetattr(STDIN_FILENO, &current) }) == 0 else { return }
+            if retryingEINTR({ tcsetattr(STDIN_FILENO, TCSANOW, &settings) }) != 0 {
+                printError("cannot restore the terminal's settings (`stty sane` does): \(String(cString: strerror(errno)))")
+                return
+            }
+            suspended.withLock { $0 = current }
+        }
+        if kill(getpid(), SIGSTOP) != 0 {
+            printError("cannot stop: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// SIGCONT after `suspendProcess`: the keys' settings again, only in the foreground (`bg`
+    /// leaves the terminal alone). (Not right after the SIGSTOP: the process may run on a
+    /// moment before it stops.)
+    func continued() {
+        guard var raw = suspended.withLock({ s -> termios? in defer { s = nil }; return s }) else { return }
+        saved.withLock { saved in
+            guard saved != nil, !done.load(ordering: .acquiring), tcgetpgrp(STDIN_FILENO) == getpgrp() else { return }
+            if retryingEINTR({ tcsetattr(STDIN_FILENO, TCSANOW, &raw) }) != 0 {
+                printError("live keys are off: cannot set the terminal: \(String(cString: strerror(errno)))")
             }
         }
     }

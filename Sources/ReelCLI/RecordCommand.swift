@@ -52,6 +52,7 @@ enum RecordCommand {
             case "--ratio-at": o.ratioChanges.append(try parseRatioAt(v))
             case "--no-realtime": o.realtime = false
             case "--realtime": o.realtime = true
+            case "--eager-start": o.deferredStart = false
             case "--out":
                 guard !v.isEmpty else { throw UsageError("--out needs a directory") }
                 o.outputDirectory = v
@@ -126,20 +127,36 @@ enum RecordCommand {
         let preview = try request.map { try startPreview($0, recording: recording) }
         defer { preview?.stop() }
 
-        // SIGINT finishes the clip and keeps it; a second one quits at once (exit 130), with
-        // the terminal put back first.
+        // SIGINT (and SIGTERM) finishes the clip and keeps it; a second one quits at once (exit
+        // 130), with the terminal put back first. Ctrl-Z (SIGTSTP) puts the terminal back
+        // before the process stops, and takes the keys' settings again when it continues.
         let keys = LiveKeys()
-        signal(SIGINT, SIG_IGN)
-        let interrupts = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         let count = Atomic<Int>(0)
-        interrupts.setEventHandler {
-            if count.add(1, ordering: .relaxed).newValue > 1 {
-                keys.stop()
-                _exit(130)
+        var sources: [any DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let interrupts = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            interrupts.setEventHandler {
+                if count.add(1, ordering: .relaxed).newValue > 1 {
+                    keys.stop()
+                    _exit(130)
+                }
+                recording.stop()
             }
-            recording.stop()
+            interrupts.resume()
+            sources.append(interrupts)
         }
-        interrupts.resume()
+        signal(SIGTSTP, SIG_IGN)
+        let suspends = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: .global())
+        suspends.setEventHandler { keys.suspendProcess() }
+        suspends.resume()
+        sources.append(suspends)
+        signal(SIGCONT, SIG_IGN)   // still continues the process; the source hears of it
+        let continues = DispatchSource.makeSignalSource(signal: SIGCONT, queue: .global())
+        continues.setEventHandler { keys.continued() }
+        continues.resume()
+        sources.append(continues)
+        defer { for source in sources { source.cancel() } }
         keys.sendCaptureEvents { [dispatcher = controls.dispatcher] in dispatcher.send($0) }  // ReelControl
         keys.start(session: recording.session, stop: { recording.stop() })
         let showProgress = isatty(STDERR_FILENO) == 1

@@ -10,11 +10,13 @@ public enum CaptureError: UserFacingError {
     case sourceFailed(String)
     /// Not thrown today (exit status 70).
     case sessionNotRunning
+    /// A configuration the session or source cannot take (now, or at all).
+    case notConfigurable(String)
 
     /// 64 for bad settings, 74 for a failed source, 70 otherwise.
     public var exitStatus: Int32 {
         switch self {
-        case .invalidSensorSize, .unsupportedRatio: return ExitStatus.usage
+        case .invalidSensorSize, .unsupportedRatio, .notConfigurable: return ExitStatus.usage
         case .sourceFailed: return ExitStatus.ioError
         case .sessionNotRunning: return ExitStatus.software
         }
@@ -28,6 +30,7 @@ public enum CaptureError: UserFacingError {
             return "ratio \(r) is not supported by \(format) (supported: \(supported.map(\.rawValue).joined(separator: ", ")))"
         case .sourceFailed(let why): return why
         case .sessionNotRunning: return "the capture session is not running"
+        case .notConfigurable(let why): return why
         }
     }
 }

@@ -1,52 +1,7 @@
+import Foundation
 import ReelCore
 import ReelMedia
 import Synchronization
-
-/// A frame as the session hands it to its outputs: the sensor picture, the crop of the
-/// ratio in force when it was captured, and its place on the session clock.
-public struct CapturedFrame: Sendable {
-    public let lease: PixelBufferLease
-    public let index: Int
-    public let pts: Timestamp
-    /// Nominal frame duration on `pts.timescale`.
-    public let duration: Int64
-    public let ratio: AspectRatio
-    /// The ratio's rectangle inside the sensor buffer (zero-copy: the encoder reads it in place).
-    public let crop: CropRect
-
-    public var buffer: PixelBuffer { lease.buffer }
-
-    public init(lease: PixelBufferLease, index: Int, pts: Timestamp, duration: Int64, ratio: AspectRatio, crop: CropRect) {
-        self.lease = lease; self.index = index; self.pts = pts
-        self.duration = duration; self.ratio = ratio; self.crop = crop
-    }
-}
-
-/// What an output did with an offered frame.
-public enum OfferResult: Sendable {
-    case taken
-    /// No room (real time): the frame is dropped as `late`.
-    case full
-    /// The output has finished or failed and takes no more frames: the session stops.
-    case closed
-}
-
-/// Where a session sends frames: an asset writer, a preview, a still-capture ring.
-public protocol FrameOutput: AnyObject, Sendable {
-    /// Takes the frame or refuses it. `waiting`: block until there is room (not real time).
-    func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult
-    /// Called before the source starts, with the ratio, crop size and clock of the first
-    /// frames: the output gets ready now (opens its first clip), so that no frame waits for it.
-    func prepare(ratio: AspectRatio, size: Size, timescale: Int32)
-    /// A ratio the session will switch to, after those announced before (scheduled changes
-    /// when a run starts, live requests when they are made): the output may get ready ahead.
-    func expect(ratio: AspectRatio, size: Size, timescale: Int32)
-}
-
-extension FrameOutput {
-    public func prepare(ratio: AspectRatio, size: Size, timescale: Int32) {}
-    public func expect(ratio: AspectRatio, size: Size, timescale: Int32) {}
-}
 
 /// A change of ratio, as the session applied it: the seam between two clips.
 public struct Seam: Sendable, Hashable, Codable {
@@ -77,32 +32,84 @@ public struct CaptureStats: Sendable {
     public var lastPTS: Timestamp?
 }
 
-/// The capture graph: one source, its current dynamic aspect ratio, and outputs.
+/// Told when the session runs Deferred Start (`AVCaptureSessionDeferredStartDelegate`).
+/// Both are called on the session's deferred-start thread ("reel.deferred").
+public protocol CaptureSessionDelegate: AnyObject, Sendable {
+    /// Deferred Start begins: the first frame went to the outputs that are not deferred.
+    func sessionWillRunDeferredStart(_ session: CaptureSession)
+    /// Every deferred output has initialised (each `runDeferredStart` returned).
+    func sessionDidRunDeferredStart(_ session: CaptureSession)
+}
+
+extension CaptureSessionDelegate {
+    public func sessionWillRunDeferredStart(_ session: CaptureSession) {}
+    public func sessionDidRunDeferredStart(_ session: CaptureSession) {}
+}
+
+/// The capture graph: one input (a source), its current dynamic aspect ratio, and outputs.
+///
+/// **Configuration.** `beginConfiguration()` / `commitConfiguration()` batch changes — outputs
+/// added or removed, the input (and with it the format), the starting ratio, the frame rate —
+/// and the graph is resolved once per commit whatever the batch holds (`graphResolutions`
+/// counts resolutions). Outside a batch each change is resolved on its own. Batches nest;
+/// the outermost commit resolves. A batch that cannot be resolved (a ratio the format lacks,
+/// a rate the source cannot take) is refused whole by `commitConfiguration()`, and the graph
+/// stays as it was.
+///
+/// **Running.** `startRunning(frameLimit:)` returns at once: the run goes on on the session's
+/// own thread ("reel.session"); `stopRunning()` only asks the run to end and returns at once;
+/// `waitUntilStopped()` (or `stopped()`) waits for it. `run(frameLimit:)` runs on the caller's
+/// thread instead. Outputs that are not deferred `prepare` before the source starts; deferred
+/// ones initialise after the first frame (Deferred Start, see `FrameOutput`).
 ///
 /// `setDynamicAspectRatio` returns the timestamp of the first frame produced at the new
 /// ratio; calls complete in the order they were made, one frame apart at most one change per
 /// frame, so every requested ratio owns at least one frame.
 public final class CaptureSession: SourceDelegate, Sendable {
-    public let source: any VideoSource
-    private struct State {
+    /// What a configuration holds.
+    private struct Graph {
+        var source: any VideoSource
         var ratio: AspectRatio
-        var outputs: [any FrameOutput] = []
+        var outputs: [any FrameOutput]
+        /// A frame rate the source takes at the next resolution.
+        var rate: FrameRate?
+    }
+    private enum DeferredPhase { case idle, running, done }
+    private struct WeakDelegate { weak var value: (any CaptureSessionDelegate)? }
+
+    private struct State {
+        var graph: Graph
+        /// The batch being built (`beginConfiguration`), and how deep the batches nest.
+        var staged: Graph?
+        var depth = 0
+        var changes = 0
+        var resolutions = 0
+        var automaticallyRunsDeferredStart = true
+        var delegate = WeakDelegate()
         var pending: [(AspectRatio, CheckedContinuation<Timestamp, Never>)] = []
         var schedule: [(RatioTrigger, AspectRatio)] = []
         var stats = CaptureStats()
         var running = false
-        /// `stopRunning()` came while this run was getting its outputs ready.
+        /// `stopRunning()` came during this run (before or after the source started).
         var stopRequested = false
+        /// The deferred outputs of this run, and how far their start has come.
+        var deferredOutputs: [any FrameOutput] = []
+        var deferredPhase = DeferredPhase.idle
+        var deferredAsked = false
+        var deferredDone: DispatchSemaphore?
+        var deferredStarts = 0
+        /// The last run started with `startRunning`.
+        var lastResult: Result<CaptureStats, any Error>?
     }
     private let state: Mutex<State>
+    private let runGroup = DispatchGroup()
 
     /// - Throws: `CaptureError.unsupportedRatio` when the source's format lacks `ratio`.
     public init(source: any VideoSource, ratio: AspectRatio? = nil) throws {
-        self.source = source
         let supported = source.format.supportedRatios
         let chosen = ratio ?? (supported.contains(.landscape16x9) ? .landscape16x9 : supported[0])
         try CaptureSession.check(chosen, in: source.format)
-        state = Mutex(State(ratio: chosen))
+        state = Mutex(State(graph: Graph(source: source, ratio: chosen, outputs: [])))
     }
 
     private static func check(_ ratio: AspectRatio, in format: SourceFormat) throws {
@@ -112,12 +119,173 @@ public final class CaptureSession: SourceDelegate, Sendable {
         }
     }
 
-    public var ratio: AspectRatio { state.withLock { $0.ratio } }
+    /// The input.
+    public var source: any VideoSource { state.withLock { $0.graph.source } }
+    /// The ratio in force (the next run's first, when not running).
+    public var ratio: AspectRatio { state.withLock { $0.graph.ratio } }
+    /// The counters, since the session was made.
     public var stats: CaptureStats { state.withLock { $0.stats } }
+    /// The outputs of the resolved graph, in the order frames go to them.
+    public var outputs: [any FrameOutput] { state.withLock { $0.graph.outputs } }
+    /// Between the start of a run and its end.
+    public var isRunning: Bool { state.withLock { $0.running } }
 
-    public func addOutput(_ output: any FrameOutput) {
-        state.withLock { $0.outputs.append(output) }
+    // MARK: Configuration
+
+    /// How many times the graph was resolved: once per outermost `commitConfiguration()` of a
+    /// batch with changes, once per change made outside a batch.
+    public var graphResolutions: Int { state.withLock { $0.resolutions } }
+
+    /// Starts a batch of changes; they take effect together at the matching `commitConfiguration()`.
+    public func beginConfiguration() {
+        state.withLock { s in
+            if s.depth == 0 { s.staged = s.graph; s.changes = 0 }
+            s.depth += 1
+        }
     }
+
+    /// Ends a batch; the outermost commit resolves the graph once with every change of the batch.
+    /// - Throws: `CaptureError.unsupportedRatio` or `.notConfigurable`: the whole batch is
+    ///   refused and the graph is unchanged.
+    public func commitConfiguration() throws {
+        try state.withLock { s in
+            guard s.depth > 0 else { return }
+            s.depth -= 1
+            guard s.depth == 0, let staged = s.staged else { return }
+            s.staged = nil
+            guard s.changes > 0 else { return }
+            s.changes = 0
+            try CaptureSession.resolve(staged, into: &s)
+        }
+    }
+
+    /// Makes `change` to the batch being built, or — outside a batch — applies it at once
+    /// with one resolution.
+    private func configure(_ change: (inout Graph) throws -> Void) throws {
+        try state.withLock { s in
+            if s.depth > 0, var g = s.staged {
+                try change(&g)
+                s.staged = g
+                s.changes += 1
+            } else {
+                var g = s.graph
+                try change(&g)
+                try CaptureSession.resolve(g, into: &s)
+            }
+        }
+    }
+
+    /// Checks the configuration `g` and makes it the graph: the source takes a new frame rate,
+    /// the ratio must be one its format supports. Caller holds the lock.
+    private static func resolve(_ g: Graph, into s: inout State) throws {
+        var g = g
+        if g.source !== s.graph.source || g.rate != nil, s.running {
+            throw CaptureError.notConfigurable("the input and frame rate cannot change while the session runs")
+        }
+        if g.ratio != s.graph.ratio, s.running {
+            throw CaptureError.notConfigurable("the ratio changes with setDynamicAspectRatio while the session runs")
+        }
+        if let rate = g.rate {
+            try g.source.setFrameRate(rate)
+            g.rate = nil
+        }
+        try check(g.ratio, in: g.source.format)
+        // An output is in the graph once.
+        var seen = Set<ObjectIdentifier>()
+        g.outputs = g.outputs.filter { seen.insert(ObjectIdentifier($0)).inserted }
+        s.graph = g
+        s.resolutions += 1
+    }
+
+    /// Adds an output (frames go to outputs in the order they were added). While running, it
+    /// gets frames from the next one on (its first frame opens what it needs).
+    public func addOutput(_ output: any FrameOutput) {
+        try? configure { $0.outputs.append(output) }
+    }
+
+    /// Removes an output; it gets no more frames.
+    public func removeOutput(_ output: any FrameOutput) {
+        try? configure { g in g.outputs.removeAll { $0 === output } }
+    }
+
+    /// Replaces the input (a new sensor or camera, and with it the format). Not while running.
+    /// - Throws: `CaptureError.notConfigurable` while running; `.unsupportedRatio` when the
+    ///   new format lacks the session's ratio (outside a batch; in a batch, at the commit).
+    public func setSource(_ source: any VideoSource) throws {
+        try configure { $0.source = source }
+    }
+
+    /// The ratio of the first frames of the next run (a configuration change; while running use
+    /// `setDynamicAspectRatio`).
+    /// - Throws: `CaptureError.unsupportedRatio`, or `.notConfigurable` while running (at the
+    ///   commit in a batch).
+    public func setRatio(_ ratio: AspectRatio) throws {
+        try configure { $0.ratio = ratio }
+    }
+
+    /// The source's frame rate from the next run on (`VideoSource.setFrameRate`).
+    /// - Throws: `CaptureError.notConfigurable` while running or for a source that cannot
+    ///   change its rate (at the commit in a batch).
+    public func setFrameRate(_ rate: FrameRate) throws {
+        try configure { $0.rate = rate }
+    }
+
+    // MARK: Deferred Start
+
+    /// Whether the session initialises deferred outputs by itself right after the first frame
+    /// went to the others (the preview). Default true; when false the app calls
+    /// `runDeferredStartWhenNeeded()`.
+    public var automaticallyRunsDeferredStart: Bool {
+        get { state.withLock { $0.automaticallyRunsDeferredStart } }
+        set { state.withLock { $0.automaticallyRunsDeferredStart = newValue } }
+    }
+
+    /// Receives `sessionWillRunDeferredStart` / `sessionDidRunDeferredStart` (held weakly).
+    public var delegate: (any CaptureSessionDelegate)? {
+        get { state.withLock { $0.delegate.value } }
+        set { state.withLock { $0.delegate = WeakDelegate(value: newValue) } }
+    }
+
+    /// Runs Deferred Start now if the session runs and the first frame has gone out, or else
+    /// right after the first frame of the run (running or next). Once per run.
+    public func runDeferredStartWhenNeeded() {
+        let go = state.withLock { s -> Bool in
+            s.deferredAsked = true
+            return s.running && s.deferredPhase == .idle && s.stats.framesCaptured > 0 && beginDeferredLocked(&s)
+        }
+        if go { launchDeferredStart() }
+    }
+
+    /// Deferred Starts run (one per run that had deferred outputs and started them).
+    public var deferredStartsRun: Int { state.withLock { $0.deferredStarts } }
+
+    /// Caller holds the lock: marks the deferred start as running; false when there is nothing to start.
+    private func beginDeferredLocked(_ s: inout State) -> Bool {
+        guard s.deferredPhase == .idle, !s.deferredOutputs.isEmpty else { return false }
+        s.deferredPhase = .running
+        s.deferredDone = DispatchSemaphore(value: 0)
+        return true
+    }
+
+    private func launchDeferredStart() {
+        let (outputs, ratio, format, delegate, done) = state.withLock { s in
+            (s.deferredOutputs, s.graph.ratio, s.graph.source.format, s.delegate.value, s.deferredDone)
+        }
+        let t = Thread { [self] in
+            delegate?.sessionWillRunDeferredStart(self)
+            for o in outputs {
+                o.runDeferredStart(ratio: ratio, size: ratio.crop(in: format.size).size, timescale: format.timescale)
+            }
+            delegate?.sessionDidRunDeferredStart(self)
+            state.withLock { s in s.deferredPhase = .done; s.deferredStarts += 1 }
+            done?.signal()
+        }
+        t.name = "reel.deferred"
+        t.stackSize = 4 << 20
+        t.start()
+    }
+
+    // MARK: Ratios
 
     /// Crops the sensor to `ratio` from the next frame on and returns that frame's
     /// timestamp (the seam, where a writer cuts). Setting the current ratio again returns
@@ -127,20 +295,20 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// When the session is not running, the ratio applies from the first frame of the next
     /// run, and the call returns at once with the time the next frame would have had.
     public func setDynamicAspectRatio(_ ratio: AspectRatio) async throws -> Timestamp {
-        try CaptureSession.check(ratio, in: source.format)
         let format = source.format
+        try CaptureSession.check(ratio, in: format)
         return await withCheckedContinuation { continuation in
             let idle: Timestamp? = state.withLock { s in
                 if s.running {
                     // Announced unless it repeats the ratio in force once the requests before it apply.
-                    let before = s.pending.last?.0 ?? s.ratio
+                    let before = s.pending.last?.0 ?? s.graph.ratio
                     s.pending.append((ratio, continuation))
                     if ratio != before {
-                        for o in s.outputs { o.expect(ratio: ratio, size: ratio.crop(in: format.size).size, timescale: format.timescale) }
+                        for o in s.graph.outputs { o.expect(ratio: ratio, size: ratio.crop(in: format.size).size, timescale: format.timescale) }
                     }
                     return nil
                 }
-                s.ratio = ratio
+                s.graph.ratio = ratio
                 guard let last = s.stats.lastPTS else { return Timestamp.zero(timescale: format.timescale) }
                 return Timestamp(value: last.value + format.frameDuration, timescale: last.timescale)
             }
@@ -154,14 +322,67 @@ public final class CaptureSession: SourceDelegate, Sendable {
         state.withLock { $0.schedule.append((trigger, ratio)) }
     }
 
+    // MARK: Running
+
+    /// Starts a run on the session's own thread ("reel.session") and returns at once: the
+    /// outputs get ready and the source runs there until `frameLimit` frames or
+    /// `stopRunning()`. `waitUntilStopped()` / `stopped()` give the run's counters. A call
+    /// while running does nothing.
+    public func startRunning(frameLimit: Int? = nil) {
+        guard beginRun() else { return }
+        runGroup.enter()
+        let t = Thread { [self] in
+            let result = Result { try runBegun(frameLimit: frameLimit) }
+            state.withLock { $0.lastResult = result }
+            runGroup.leave()
+        }
+        t.name = "reel.session"
+        t.stackSize = 4 << 20
+        t.start()
+    }
+
+    /// Blocks until the run started by `startRunning` ends; its counters.
+    /// - Throws: what the source threw.
+    @discardableResult
+    public func waitUntilStopped() throws -> CaptureStats {
+        runGroup.wait()
+        return try state.withLock { $0.lastResult }?.get() ?? stats
+    }
+
+    /// `waitUntilStopped()` without blocking a thread.
+    @discardableResult
+    public func stopped() async throws -> CaptureStats {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            runGroup.notify(queue: .global()) { c.resume() }
+        }
+        return try state.withLock { $0.lastResult }?.get() ?? stats
+    }
+
     /// Runs the source on the calling thread until `frameLimit` frames or `stopRunning()`.
     public func run(frameLimit: Int?) throws -> CaptureStats {
-        // The outputs get ready for the first frames before the source starts, and learn the
-        // ratio changes scheduled so far (in the order they will come, repeats left out).
-        let format = source.format
-        let (first, outputs, coming) = state.withLock { s -> (AspectRatio, [any FrameOutput], [AspectRatio]) in
+        guard beginRun() else { throw CaptureError.notConfigurable("the session is running already") }
+        return try runBegun(frameLimit: frameLimit)
+    }
+
+    /// Marks the session running (a stop from now on ends this run); false when it runs already.
+    private func beginRun() -> Bool {
+        state.withLock { s in
+            guard !s.running else { return false }
             s.running = true
             s.stopRequested = false
+            s.deferredPhase = .idle
+            s.deferredDone = nil
+            s.deferredOutputs = []
+            return true
+        }
+    }
+
+    private func runBegun(frameLimit: Int?) throws -> CaptureStats {
+        // The outputs that are not deferred get ready for the first frames before the source
+        // starts; all learn the ratio changes scheduled so far (in the order they will come,
+        // repeats left out).
+        let (source, first, eager, all, coming) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], [any FrameOutput], [AspectRatio]) in
+            let format = s.graph.source.format
             func order(_ t: RatioTrigger) -> Double {
                 switch t {
                 case .frame(let n): return Double(n)
@@ -169,50 +390,63 @@ public final class CaptureSession: SourceDelegate, Sendable {
                 }
             }
             var coming: [AspectRatio] = []
-            var last = s.ratio
+            var last = s.graph.ratio
             for (_, r) in s.schedule.enumerated().sorted(by: { (order($0.element.0), $0.offset) < (order($1.element.0), $1.offset) }).map(\.element) where r != last {
                 coming.append(r)
                 last = r
             }
-            return (s.ratio, s.outputs, coming)
+            s.deferredOutputs = s.graph.outputs.filter { $0.deferredStartEnabled }
+            return (s.graph.source, s.graph.ratio, s.graph.outputs.filter { !$0.deferredStartEnabled }, s.graph.outputs, coming)
         }
-        for o in outputs {
+        let format = source.format
+        for o in eager {
             o.prepare(ratio: first, size: first.crop(in: format.size).size, timescale: format.timescale)
+        }
+        for o in all {
             for r in coming { o.expect(ratio: r, size: r.crop(in: format.size).size, timescale: format.timescale) }
         }
         // Requests still pending when the run ends are answered with the time the next
         // frame would have had: their ratio applies from the next run.
         defer {
+            // Deferred Start, once begun, ends before the run does.
+            state.withLock { $0.deferredDone }?.wait()
             let leftovers = state.withLock { s -> [(AspectRatio, CheckedContinuation<Timestamp, Never>)] in
                 s.running = false
                 s.stopRequested = false
+                s.deferredAsked = false
+                s.deferredOutputs = []
+                s.deferredDone = nil
                 let p = s.pending
                 s.pending = []
                 return p
             }
-            let format = source.format
             let next = stats.lastPTS.map { Timestamp(value: $0.value + format.frameDuration, timescale: $0.timescale) }
                 ?? Timestamp.zero(timescale: format.timescale)
-            if let last = leftovers.last { state.withLock { $0.ratio = last.0 } }
+            if let last = leftovers.last { state.withLock { $0.graph.ratio = last.0 } }
             for (_, c) in leftovers { c.resume(returning: next) }
         }
         // A stop asked while the outputs got ready ends the run before the source starts.
+        // (One that comes after this check is caught at the first frame: see `source(didCapture:)`.)
         if state.withLock({ $0.stopRequested }) { return stats }
         try source.capture(frameLimit: frameLimit, delegate: self)
         return stats
     }
 
+    /// Asks the run to end after the frame in progress; returns at once (safe from any thread,
+    /// a signal handler's queue included). A stop before the source starts ends the run there.
     public func stopRunning() {
-        state.withLock { if $0.running { $0.stopRequested = true } }
+        let source = state.withLock { s -> any VideoSource in
+            if s.running { s.stopRequested = true }
+            return s.graph.source
+        }
         source.stop()
     }
 
     // MARK: SourceDelegate
 
     public func source(didCapture frame: SourceFrame) -> Bool {
-        let format = source.format
-        let (ratio, outputs, resumed) = state.withLock { s -> (AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?) in
-            var next = s.ratio
+        let (source, ratio, outputs, resumed, stopAsked) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool) in
+            var next = s.graph.ratio
             var resume: CheckedContinuation<Timestamp, Never>? = nil
             // Scheduled changes first (all that are due), then at most one live request.
             var remaining: [(RatioTrigger, AspectRatio)] = []
@@ -230,27 +464,33 @@ public final class CaptureSession: SourceDelegate, Sendable {
                 next = r
                 resume = c
             }
-            if next != s.ratio {
+            if next != s.graph.ratio {
                 // Before the first frame a change is just the starting ratio, not a seam.
                 if s.stats.startPTS != nil {
-                    s.stats.seams.append(Seam(frameIndex: frame.index, pts: frame.pts.seconds, from: s.ratio, to: next))
+                    s.stats.seams.append(Seam(frameIndex: frame.index, pts: frame.pts.seconds, from: s.graph.ratio, to: next))
                 }
-                s.ratio = next
+                s.graph.ratio = next
             }
             s.stats.framesCaptured += 1
             if s.stats.startPTS == nil { s.stats.startPTS = frame.pts }
             s.stats.lastPTS = frame.pts
-            return (next, s.outputs, resume)
+            return (s.graph.source, next, s.graph.outputs, resume, s.stopRequested)
         }
+        // A stop that came between the run's last check and the source clearing its own stop
+        // flag as it started would be lost: the source is told again (this frame still goes out).
+        if stopAsked { source.stop() }
         resumed?.resume(returning: frame.pts)
+        let format = source.format
         let captured = CapturedFrame(lease: frame.lease, index: frame.index, pts: frame.pts,
                                      duration: format.frameDuration, ratio: ratio,
                                      crop: ratio.crop(in: format.size))
         var taken = true, closed = false
+        var dropReason = DropReason.late
         for output in outputs {
             switch output.offer(captured, waiting: !source.isRealtime) {
             case .taken: break
             case .full: taken = false
+            case .dropped(let reason): taken = false; dropReason = reason
             case .closed: closed = true
             }
         }
@@ -260,9 +500,12 @@ public final class CaptureSession: SourceDelegate, Sendable {
             source.stop()
             return false
         }
-        state.withLock { s in
-            if taken { s.stats.framesDelivered += 1 } else { s.stats.drops.add(.late) }
+        let deferNow = state.withLock { s -> Bool in
+            if taken { s.stats.framesDelivered += 1 } else { s.stats.drops.add(dropReason) }
+            // Deferred Start: right after the first frame went to the outputs (the preview).
+            return (s.automaticallyRunsDeferredStart || s.deferredAsked) && beginDeferredLocked(&s)
         }
+        if deferNow { launchDeferredStart() }
         return taken
     }
 

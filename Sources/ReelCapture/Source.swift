@@ -59,4 +59,14 @@ public protocol VideoSource: AnyObject, Sendable {
     func capture(frameLimit: Int?, delegate: any SourceDelegate) throws
     /// Ends `capture` after the frame in progress. Safe from any thread.
     func stop()
+    /// Takes a new frame rate for the next `capture` (`CaptureSession.setFrameRate`).
+    /// - Throws: `CaptureError.notConfigurable` (the default: the source's rate is fixed).
+    func setFrameRate(_ rate: FrameRate) throws
+}
+
+extension VideoSource {
+    public func setFrameRate(_ rate: FrameRate) throws {
+        guard rate != format.rate else { return }
+        throw CaptureError.notConfigurable("this source's frame rate is fixed at \(format.rate) fps")
+    }
 }

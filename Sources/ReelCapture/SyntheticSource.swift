@@ -1,3 +1,4 @@
+import Foundation
 import ReelCore
 import ReelMedia
 import Synchronization
@@ -14,10 +15,18 @@ public final class SyntheticSource: VideoSource {
     /// (as the largest still size of Apple's square sensor does).
     public static let videoSizeLimit = 2880
 
-    public let format: SourceFormat
+    /// The format; its rate changes with `setFrameRate` between runs.
+    public var format: SourceFormat { formatState.withLock { $0 } }
+    private let formatState: Mutex<SourceFormat>
+    private let capturing = Atomic<Bool>(false)
     public let isRealtime: Bool
     private let pool: PixelBufferPool
     private let pattern: TestPattern
+    /// The background, copied into each buffer at its first use (`backgrounded`: those done).
+    private let model: PixelBuffer
+    private let backgrounded = Mutex([ObjectIdentifier: Bool]())
+    private let buffers: [PixelBuffer]
+    private let warming = Mutex(false)
     private let stopping = Atomic<Bool>(false)
 
     /// The ratios a square sensor of side `size` supports.
@@ -36,33 +45,83 @@ public final class SyntheticSource: VideoSource {
             throw CaptureError.invalidSensorSize("sensor size \(size) is odd: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
         }
         let sensor = Size(width: size, height: size)
-        format = SourceFormat(size: sensor, pixelFormat: .yuv420p, rate: rate, timescale: rate.timescale,
-                              supportedRatios: Self.supportedRatios(size: size))
+        formatState = Mutex(SourceFormat(size: sensor, pixelFormat: .yuv420p, rate: rate, timescale: rate.timescale,
+                                         supportedRatios: Self.supportedRatios(size: size)))
         isRealtime = realtime
         let pattern = TestPattern(sensor: sensor)
         self.pattern = pattern
-        // The background is drawn once and copied into the other buffers (drawing it costs
-        // ~10 ms a buffer at 1920, and a recording's sensor has up to 40).
-        var first: PixelBuffer? = nil
-        pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { b in
-            guard let model = first else { pattern.drawBackground(b); first = b; return }
-            for plane in 0..<3 {
-                let (to, toStride) = b.plane(plane), (from, fromStride) = model.plane(plane)
-                let rows = plane == 0 ? size : size / 2
-                if toStride == fromStride {
-                    to.update(from: from, count: toStride * rows)
-                } else {
-                    for r in 0..<rows { (to + r * toStride).update(from: from + r * fromStride, count: min(toStride, fromStride)) }
-                }
+        // The background is drawn once (~10 ms at 1920) into a model and copied into each
+        // sensor buffer — not on this thread: the sensor opens at once (40 copies of 5.5 MB
+        // before the first frame would delay the preview by 0.1–1 s). A warm-up thread copies
+        // it into every buffer from now on; a buffer capture needs before that gets it there.
+        let model = try PixelBuffer(size: sensor, format: .yuv420p)
+        pattern.drawBackground(model)
+        self.model = model
+        var all: [PixelBuffer] = []
+        pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { all.append($0) }
+        self.buffers = all
+        warmUp()
+    }
+
+    /// Copies the background into every buffer not given it yet, off the capture thread.
+    private func warmUp() {
+        let started = warming.withLock { w -> Bool in
+            if w { return false }
+            w = true
+            return true
+        }
+        guard started else { return }
+        let t = Thread { [self] in for b in buffers { ensureBackground(b) } }
+        t.name = "reel.sensor-warmup"
+        t.start()
+    }
+
+    /// Gives `buffer` the background if it has not got it yet (the capture thread and the
+    /// warm-up thread both call it: whoever comes first copies, the other waits for that copy).
+    private func ensureBackground(_ buffer: PixelBuffer) {
+        let id = ObjectIdentifier(buffer)
+        // nil: nobody has started; false: being copied; true: done.
+        let claimed = backgrounded.withLock { d -> Bool? in
+            if let done = d[id] { return done ? nil : false }
+            d[id] = false
+            return true
+        }
+        guard let claimed else { return }
+        guard claimed else {
+            while backgrounded.withLock({ $0[id] }) != true { usleep(200) }
+            return
+        }
+        defer { backgrounded.withLock { $0[id] = true } }
+        let rows = format.size.height
+        for plane in 0..<3 {
+            let (to, toStride) = buffer.plane(plane), (from, fromStride) = model.plane(plane)
+            let planeRows = plane == 0 ? rows : rows / 2
+            if toStride == fromStride {
+                to.update(from: from, count: toStride * planeRows)
+            } else {
+                for r in 0..<planeRows { (to + r * toStride).update(from: from + r * fromStride, count: min(toStride, fromStride)) }
             }
         }
     }
 
     public func stop() { stopping.store(true, ordering: .releasing) }
 
+    /// A new frame rate (and clock: the timescale follows the rate) from the next `capture` on.
+    /// - Throws: `CaptureError.notConfigurable` while capturing.
+    public func setFrameRate(_ rate: FrameRate) throws {
+        guard !capturing.load(ordering: .acquiring) else {
+            throw CaptureError.notConfigurable("the frame rate cannot change while the sensor captures")
+        }
+        formatState.withLock { $0.rate = rate; $0.timescale = rate.timescale }
+    }
+
     public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
+        capturing.store(true, ordering: .releasing)
+        defer { capturing.store(false, ordering: .releasing) }
         stopping.store(false, ordering: .releasing)
-        let intervalNs = rateIntervalNanoseconds
+        warmUp()
+        let format = self.format
+        let intervalNs = UInt64(format.rate.seconds) * 1_000_000_000 / UInt64(format.rate.frames)
         let start = MonotonicClock.now()
         var index = 0
         while frameLimit.map({ index < $0 }) ?? true {
@@ -84,14 +143,11 @@ public final class SyntheticSource: VideoSource {
                 index += 1
                 continue
             }
+            ensureBackground(lease.buffer)
             pattern.drawFrame(lease.buffer, index: index)
             let pts = Timestamp(value: Int64(index) * format.frameDuration, timescale: format.timescale)
             delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: pts))
             index += 1
         }
-    }
-
-    private var rateIntervalNanoseconds: UInt64 {
-        UInt64(format.rate.seconds) * 1_000_000_000 / UInt64(format.rate.frames)
     }
 }

@@ -19,7 +19,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     public let settings: WriterSettings
     private let rate: FrameRate
 
-    private enum Item { case frame(CapturedFrame), split, finish }
+    /// A frame, when it was offered, and whether it waited for the writer to be ready (Deferred Start).
+    private enum Item { case frame(CapturedFrame, offeredAt: UInt64, held: Bool), split, finish }
 
     // Guarded by `lock`.
     private let lock = NSCondition()
@@ -55,9 +56,19 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var idleEncoders: [VideoEncoder] = []
     private var encodersReused = 0
     private var discarding = 0
-    /// When the first frame was handed over, and how long until it was encoded and muxed.
-    private var firstOffered: UInt64?
+    /// How long the first frame took from its hand-over to the ready writer until it was
+    /// encoded and muxed, and when that was (monotonic ns).
     private var firstFrameLatency: UInt64?
+    private var firstFrameWrittenAt: UInt64?
+    /// Deferred Start: the writer initialises after the first preview frame (`runDeferredStart`)
+    /// and holds the frames offered until then in its queue (the hold ring).
+    private var deferred = false
+    /// The writer can encode: it was not deferred, or its deferred start has run.
+    private var ready = true
+    private var deferredRunning = false
+    private var readyAt: UInt64?
+    private var framesHeld = 0
+    private var longestHold: UInt64 = 0
 
     private let finaliser = Finaliser()
 
@@ -71,6 +82,59 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     }
 
     public var status: WriterStatus { lock.lock(); defer { lock.unlock() }; return _status }
+
+    /// Deferred Start (`AVCaptureOutput.deferredStartEnabled`): when true, the session does not
+    /// `prepare` this writer before the source starts but calls `runDeferredStart` after the
+    /// first preview frame; until then (and until it returns) the writer holds offered frames
+    /// in its queue — a ring of `settings.queueCapacity` frames — and writes them once ready.
+    /// A frame that finds the ring full is refused as `.dropped(.outOfBuffers)` in real time
+    /// (it waits, not in real time). Default false. Set it before `start()`.
+    public var deferredStartEnabled: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return deferred }
+        set {
+            lock.lock()
+            if _status == .unknown && framesAccepted == 0 {
+                deferred = newValue
+                ready = !newValue
+            }
+            lock.unlock()
+        }
+    }
+
+    /// Frames held before the writer was ready, and the longest any of them waited (seconds).
+    public var holdCounters: (frames: Int, longest: Double) {
+        lock.lock(); defer { lock.unlock() }
+        return (framesHeld, Double(longestHold) / 1e9)
+    }
+
+    /// Deferred Start: initialises the writer now — its storage (through `settings.storage`,
+    /// which for `reel record` opens, creates or recovers the pool on first use), the first
+    /// clip's slot or file and its encoder — then releases the frames held meanwhile to the
+    /// encode thread. A failure is not reported here: the first frame opens the clip again
+    /// and reports it then. Once; later calls return at once.
+    public func runDeferredStart(ratio: AspectRatio, size: Size, timescale: Int32) {
+        lock.lock()
+        guard !ready, !deferredRunning else { lock.unlock(); return }
+        deferredRunning = true
+        let open = (_status == .unknown || _status == .writing) && preparedFirst == nil && !finishRequested
+        lock.unlock()
+        let p = open ? try? PreparedClip(number: 1, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate) : nil
+        lock.lock()
+        let keep = (_status == .unknown || _status == .writing) && !finishRequested && preparedFirst == nil
+        if keep { preparedFirst = p }
+        markReadyLocked()
+        deferredRunning = false
+        lock.broadcast()
+        lock.unlock()
+        if !keep, let p { discardPrepared([p]) }
+    }
+
+    /// Caller holds `lock`.
+    private func markReadyLocked() {
+        guard !ready else { return }
+        ready = true
+        readyAt = MonotonicClock.now()
+    }
 
     /// There is room for another frame (`isReadyForMoreMediaData`).
     public var isReadyForMoreMediaData: Bool {
@@ -108,7 +172,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         guard _status == .writing, !finishRequested else { return .closed }
         noteRatio(frame.ratio)
         if queue.count >= settings.queueCapacity {
-            guard waiting else { return .full }
+            // Not ready yet (Deferred Start) and the hold ring is full: no buffer for this frame.
+            guard waiting else { return ready ? .full : .dropped(.outOfBuffers) }
             let t0 = MonotonicClock.now()
             // Finishing (or cancelling) ends the wait too: nothing may queue behind `.finish`.
             while queue.count >= settings.queueCapacity && _status == .writing && !finishRequested { lock.wait() }
@@ -116,8 +181,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             if seamWindowOpen { longestSeamWait = max(longestSeamWait, waited) }
             guard _status == .writing, !finishRequested else { return .closed }
         }
-        if firstOffered == nil { firstOffered = MonotonicClock.now() }
-        enqueue(.frame(frame))
+        enqueueFrame(frame)
         return .taken
     }
 
@@ -139,8 +203,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         guard _status == .writing, !finishRequested else { throw errorForNotWriting() }
         guard queue.count < settings.queueCapacity else { return false }
         noteRatio(frame.ratio)
-        if firstOffered == nil { firstOffered = MonotonicClock.now() }
-        enqueue(.frame(frame))
+        enqueueFrame(frame)
         return true
     }
 
@@ -173,7 +236,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         let keep = (_status == .unknown || _status == .writing) && !finishRequested && preparedFirst == nil
         if keep { preparedFirst = p }
         lock.unlock()
-        if !keep { p?.discard() }
+        if !keep, let p { discardPrepared([p]) }
     }
 
     /// The session will switch to `ratio` (frames cropped to `size`) after the ratios it
@@ -200,8 +263,19 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         preparingFor = (number, ratio, size)
         lock.unlock()
         let t = Thread { [self] in
-            let p = try? PreparedClip(number: number, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate,
-                                      withFile: false, reusing: takeIdleEncoder(size, timescale, patience: 0.3))
+            // The clip's storage (a pool slot claim: a locked manifest update with its syncs,
+            // or a wait for a slot) is claimed here too, ahead of the seam, so that the encode
+            // thread only opens the muxer there. Should the claim fail, the encoder alone is
+            // opened ahead and the seam claims the storage (and reports the failure) itself.
+            let idle = takeIdleEncoder(size, timescale, patience: 0.3)
+            let p: PreparedClip?
+            do {
+                p = try PreparedClip(number: number, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate,
+                                     withFile: true, reusing: idle)
+            } catch {
+                p = try? PreparedClip(number: number, ratio: ratio, size: size, timescale: timescale, settings: settings, rate: rate,
+                                      withFile: false, reusing: idle)
+            }
             lock.lock()
             preparing = false
             preparingFor = nil
@@ -211,7 +285,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             lock.broadcast()
             lock.unlock()
             if stale {
-                p?.discard()
+                if let p { discardPrepared([p]) }
                 lock.lock(); discarding -= 1; lock.broadcast(); lock.unlock()
                 prepareAhead()
             }
@@ -268,12 +342,23 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         }
     }
 
+    /// Throws prepared clips away: their storage goes (a pool slot back to the pool), and an
+    /// encoder that can start another clip (FFV1) is kept for a later clip of its size, as
+    /// the encoder of a finished clip is — it holds no frame, and a new one would zero its
+    /// 300–545 MB buffer again.
+    private func discardPrepared(_ clips: [PreparedClip]) {
+        for c in clips {
+            c.discard()
+            if c.encoder.canRestart { recycle(c.encoder) }
+        }
+    }
+
     /// Throws prepared clips away off the encode thread (an encoder's memory, a pool slot).
     private func discardInBackground(_ clips: [PreparedClip]) {
         guard !clips.isEmpty else { return }
         lock.lock(); discarding += 1; lock.unlock()
         let t = Thread { [self] in
-            for c in clips { c.discard() }
+            discardPrepared(clips)
             lock.lock(); discarding -= 1; lock.broadcast(); lock.unlock()
         }
         t.name = "reel.discard"
@@ -289,7 +374,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         preparedNext = nil
         upcoming = []
         lock.unlock()
-        for c in unused { c.discard() }
+        discardPrepared(unused)
         lock.lock()
         while discarding > 0 { lock.wait() }
         lock.unlock()
@@ -299,6 +384,12 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private func noteRatio(_ ratio: AspectRatio) {
         if let last = lastOfferedRatio, last != ratio { seamWindowOpen = true }
         lastOfferedRatio = ratio
+    }
+
+    /// Caller holds `lock`.
+    private func enqueueFrame(_ frame: CapturedFrame) {
+        if !ready { framesHeld += 1 }
+        enqueue(.frame(frame, offeredAt: MonotonicClock.now(), held: !ready))
     }
 
     /// Caller holds `lock`.
@@ -354,13 +445,15 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
 
     private func requestFinishLocked() {
         if _status == .unknown {
-            // Never started: nothing to write (a clip prepared ahead goes).
+            // Never started: nothing to write (a clip prepared ahead goes; its storage goes back).
             preparedFirst?.discard()
             preparedFirst = nil
+            ready = true
             _status = .completed
             result = WriterResult(clips: [], framesWritten: 0, framesLost: 0, longestSeamWait: 0,
                                   longestClipOpen: 0, queueHighWater: 0, drops: DropCounts(), write: nil, error: nil,
-                                  firstFrameLatency: nil, clipsOpenedAhead: 0, encodersReused: 0)
+                                  firstFrameLatency: nil, clipsOpenedAhead: 0, encodersReused: 0,
+                                  framesHeldBeforeReady: 0, longestHold: 0, firstFrameWrittenAt: nil)
             lock.broadcast()
             return
         }
@@ -378,7 +471,16 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
 
     private func take() -> Item {
         lock.lock(); defer { lock.unlock() }
-        while queue.isEmpty { lock.wait() }
+        while true {
+            if !queue.isEmpty {
+                if ready { break }
+                if case .frame = queue[0] {} else { break }
+                // Held frames wait for Deferred Start. Should the writer be finished before
+                // anyone ran it, it is ready now: the first frame opens its clip itself.
+                if finishRequested && !deferredRunning { markReadyLocked(); break }
+            }
+            lock.wait()
+        }
         let item = queue.removeFirst()
         lock.broadcast()
         if !asyncWaiters.isEmpty { asyncWaiters.removeFirst().resume() }
@@ -398,8 +500,13 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                 break loop
             case .split:
                 splitNext = true
-            case .frame(let frame):
+            case .frame(let frame, let offeredAt, let held):
                 if failure != nil { continue }   // counted as lost at the end
+                lock.lock()
+                // Held: it waited from its hand-over until the writer was ready.
+                let handedOver = held ? max(offeredAt, readyAt ?? offeredAt) : offeredAt
+                if held { longestHold = max(longestHold, handedOver - offeredAt) }
+                lock.unlock()
                 do {
                     if let c = current, c.ratio == frame.ratio, c.size == frame.crop.size, !splitNext {
                         if settings.dropWhenStorageIsBehind && c.storageIsBehind {
@@ -433,7 +540,11 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         prepareAhead()
                     }
                     lock.lock()
-                    if firstFrameLatency == nil, let t = firstOffered { firstFrameLatency = MonotonicClock.now() - t }
+                    if firstFrameLatency == nil {
+                        let now = MonotonicClock.now()
+                        firstFrameLatency = now - min(now, handedOver)
+                        firstFrameWrittenAt = now
+                    }
                     framesWritten += 1
                     bytesCurrent = current?.bytes ?? 0
                     lock.unlock()
@@ -480,7 +591,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                              longestClipOpen: Double(longestOpen) / 1e9,
                              queueHighWater: queueHighWater, drops: drops, write: write, error: finalErrorWithKept,
                              firstFrameLatency: firstFrameLatency.map { Double($0) / 1e9 }, clipsOpenedAhead: clipsOpenedAhead,
-                             encodersReused: encodersReused)
+                             encodersReused: encodersReused, framesHeldBeforeReady: framesHeld,
+                             longestHold: Double(longestHold) / 1e9, firstFrameWrittenAt: firstFrameWrittenAt)
         result = r
         for w in asyncWaiters { w.resume() }
         asyncWaiters = []

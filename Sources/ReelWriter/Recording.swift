@@ -52,6 +52,12 @@ public struct RecordOptions: Sendable {
     /// as many as the sensor's buffers allow (`Recording.holdFrames`).
     public var queueCapacity: Int? = nil
     public var storage: StorageChoice = .defaultPool
+    /// Deferred Start (the default): only the preview initialises before the first frame; the
+    /// movie output (storage pool opened, created or recovered, slot claimed, encoder and
+    /// muxer opened) initialises right after the first frame, which waits for it with those
+    /// after it in the writer's hold ring. False (`reel record --eager-start`): everything
+    /// initialises before the source starts.
+    public var deferredStart = true
 
     public init() {}
 }
@@ -124,6 +130,15 @@ public struct RecordingSummary: Sendable, Codable {
     /// Clips whose encoder was opened before their first frame arrived.
     public var clipsOpenedAhead: Int
     public var writerQueueHighWater: Int
+    /// `deferred` or `eager`: when the movie output initialised.
+    public var startMode: String
+    /// Frames that waited in the writer's hold ring for the deferred movie output to be ready.
+    public var framesHeldBeforeReady: Int
+    /// The longest any of them waited, in ms (0 when none did).
+    public var longestHoldMs: Double
+    /// From the process's start (exec; its start time has 10 ms resolution) until the first
+    /// frame was encoded and handed to storage, in ms (null without frames).
+    @EncodedNull public var firstFrameWrittenMs: Double?
     public var storage: StorageSummary
     public var source: String
     public var fps: String
@@ -139,9 +154,22 @@ public final class Recording: Sendable {
     public let options: RecordOptions
     public let session: CaptureSession
     public let writer: AssetWriter
-    public let pool: StoragePool?
-    public let poolCreated: Bool
-    private let remainingBefore: Int64?
+    /// The storage pool, once opened (under Deferred Start, after the first frame); nil with `--plain`.
+    public var pool: StoragePool? { opened.withLock { $0.pool } }
+    /// The default pool was created by this recording.
+    public var poolCreated: Bool { opened.withLock { $0.created } }
+    private struct OpenedStorage {
+        var pool: StoragePool?
+        var created = false
+        var remainingBefore: Int64?
+    }
+    /// What opening the storage found (a class: the storage's opener keeps it too).
+    private final class OpenedBox: Sendable {
+        let value = Mutex(OpenedStorage())
+        func withLock<R>(_ body: (inout OpenedStorage) -> R) -> R { value.withLock { body(&$0) } }
+    }
+    private let opened = OpenedBox()
+    private let storage: DeferredStorage
     private let frameCount: Int
     private let stopped = SetOnceFlag()
     private let sourceFailure = Mutex<(any UserFacingError)?>(nil)
@@ -162,12 +190,42 @@ public final class Recording: Sendable {
         for (trigger, ratio) in options.ratioChanges {
             try session.scheduleAspectRatio(ratio, at: trigger)
         }
+        // The output directory is checked now in either mode (cheap, and a usage problem).
+        let directory = try FileStorage(directory: options.outputDirectory)
+        let opened = self.opened
+        storage = DeferredStorage(destination: options.outputDirectory) {
+            try Recording.openStorage(options, directory: directory, into: opened)
+        }
+        if !options.deferredStart {
+            // Eager: the pool is opened (created, recovered) before anything is captured.
+            try storage.open()
+        }
+        let settings = WriterSettings(codec: options.codec, container: options.container,
+                                      storage: storage,
+                                      namePrefix: options.namePrefix ?? Recording.defaultPrefix(),
+                                      fragmentInterval: options.fragmentInterval,
+                                      queueCapacity: options.queueCapacity ?? Recording.holdFrames(for: options.source),
+                                      dropWhenStorageIsBehind: options.realtime)
+        writer = try AssetWriter(settings: settings, rate: source.format.rate)
+        writer.deferredStartEnabled = options.deferredStart
+        session.addOutput(writer)
+        frameCount = options.length.frameCount(at: source.format.rate)
+        guard frameCount > 0 else { throw RecordingError.usage("nothing to record: the length is 0 frames") }
+    }
+
+    /// Opens the recording's storage: the plain output directory, or the pool (the default one
+    /// created on first use), checked for a free slot and not adjusting its capacity, healed
+    /// when slots are missing. Under Deferred Start this runs after the first frame.
+    private static func openStorage(_ options: RecordOptions, directory: FileStorage,
+                                    into opened: OpenedBox) throws -> any ClipStorage {
         let storage: any ClipStorage
         var created = false
+        let pool: StoragePool?
+        let remainingBefore: Int64?
         switch options.storage {
         case .plain:
             pool = nil
-            storage = try FileStorage(directory: options.outputDirectory)
+            storage = directory
         case .pool(let path):
             let p = try StoragePool.open(at: path)
             pool = p
@@ -178,7 +236,6 @@ public final class Recording: Sendable {
             created = made
             storage = try PoolStorage(pool: p, directory: options.outputDirectory)
         }
-        poolCreated = created
         if let pool {
             // Like isProVideoStorageSupported plus the busy check: refuse before recording.
             var status = try pool.status()
@@ -203,16 +260,8 @@ public final class Recording: Sendable {
         } else {
             remainingBefore = nil
         }
-        let settings = WriterSettings(codec: options.codec, container: options.container,
-                                      storage: storage,
-                                      namePrefix: options.namePrefix ?? Recording.defaultPrefix(),
-                                      fragmentInterval: options.fragmentInterval,
-                                      queueCapacity: options.queueCapacity ?? Recording.holdFrames(for: options.source),
-                                      dropWhenStorageIsBehind: options.realtime)
-        writer = try AssetWriter(settings: settings, rate: source.format.rate)
-        session.addOutput(writer)
-        frameCount = options.length.frameCount(at: source.format.rate)
-        guard frameCount > 0 else { throw RecordingError.usage("nothing to record: the length is 0 frames") }
+        opened.withLock { $0 = OpenedStorage(pool: pool, created: created, remainingBefore: remainingBefore) }
+        return storage
     }
 
     /// Memory the synthetic sensor's buffers may take: what lets the writer hold about a
@@ -252,6 +301,7 @@ public final class Recording: Sendable {
     /// Records on the calling thread; `progress` is called about twice a second from another.
     public func run(progress: (@Sendable (RecordingProgress) -> Void)? = nil) -> RecordingSummary {
         let start = MonotonicClock.now()
+        let ageAtStart = Recording.processAgeNanoseconds()
         writer.start()
         let monitorDone = SetOnceFlag()
         let monitor = Thread { [self] in
@@ -270,10 +320,10 @@ public final class Recording: Sendable {
         let stats = session.stats
         var drops = stats.drops
         for (reason, n) in result.drops.byReason { drops.add(reason, count: n) }
-        let write = result.write ?? WriteStats(writeMode: pool == nil ? "plain" : "buffered")
+        let write = result.write ?? WriteStats(writeMode: options.storage == .plain ? "plain" : "buffered")
         let storageSummary = StorageSummary(
-            mode: pool == nil ? "plain" : "pool", pool: pool?.path, poolCreated: poolCreated,
-            writeMode: write.writeMode, remainingCapacityBefore: remainingBefore,
+            mode: options.storage == .plain ? "plain" : "pool", pool: pool?.path, poolCreated: poolCreated,
+            writeMode: write.writeMode, remainingCapacityBefore: opened.withLock { $0.remainingBefore },
             remainingCapacityAfter: pool?.remainingCapacity, writeLatencyMs: write.histogram.summary,
             longestStallMs: Double(write.histogram.maxNanos) / 1e6, ringBytes: write.ringBytes,
             ringHighWaterBytes: write.ringHighWater, ringFullWaits: write.ringFullWaits, slotGrowths: write.slotGrowths)
@@ -300,6 +350,11 @@ public final class Recording: Sendable {
             longestClipOpenMs: result.longestClipOpen * 1000,
             firstFrameLatencyMs: (result.firstFrameLatency ?? 0) * 1000, clipsOpenedAhead: result.clipsOpenedAhead,
             writerQueueHighWater: result.queueHighWater,
+            startMode: options.deferredStart ? "deferred" : "eager",
+            framesHeldBeforeReady: result.framesHeldBeforeReady, longestHoldMs: result.longestHold * 1000,
+            firstFrameWrittenMs: result.firstFrameWrittenAt.flatMap { at in
+                ageAtStart.map { Double($0 + (at - min(at, start))) / 1e6 }
+            },
             storage: storageSummary,
             // What the source actually delivers: a camera's rate is the one S_PARM settled on,
             // and a camera is always real time.
@@ -314,6 +369,22 @@ public final class Recording: Sendable {
         return RecordingProgress(elapsed: elapsed, framesCaptured: stats.framesCaptured, framesWritten: frames,
                                  fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
                                  framesDropped: stats.drops.total, bytesWritten: bytes, ratio: session.ratio)
+    }
+
+    /// Nanoseconds since this process started (`/proc/self/stat` field 22, in clock ticks since
+    /// boot, against `CLOCK_BOOTTIME`): 10 ms resolution. Nil when /proc cannot be read.
+    static func processAgeNanoseconds() -> UInt64? {
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name (which may hold spaces): state is field 3, starttime 22.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 19, let ticks = UInt64(fields[19]) else { return nil }
+        let hz = sysconf(Int32(_SC_CLK_TCK))
+        var now = timespec()
+        guard hz > 0, clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return nil }
+        let started = ticks * 1_000_000_000 / UInt64(hz)
+        let current = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        return current > started ? current - started : 0
     }
 
     /// The storage layer's figures of the last `run` (every write's service time, the ring),

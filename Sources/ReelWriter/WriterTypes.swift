@@ -196,4 +196,10 @@ public struct WriterResult: Sendable {
     public var clipsOpenedAhead: Int
     /// Clips that started on the encoder of an earlier clip of their size (FFV1).
     public var encodersReused: Int
+    /// Deferred Start: frames offered before the writer was ready, held and written once it was.
+    public var framesHeldBeforeReady: Int = 0
+    /// Deferred Start: the longest a held frame waited for the writer to be ready, in seconds.
+    public var longestHold: Double = 0
+    /// When the first frame was encoded and handed to storage (`MonotonicClock`, ns).
+    public var firstFrameWrittenAt: UInt64? = nil
 }

@@ -90,9 +90,11 @@ import ReelWriter
         var clipsOpenedAhead: Int?
     }
 
+    /// With `--eager-start`: these tests are about clips opened before their first frame
+    /// arrives (the first one before capture); Deferred Start is tested in `RealtimeDeferredStartTests`.
     func recordFFV1(_ args: [String], pooled: Bool, seconds: Int) throws -> (Figures, String) {
         let dir = temporaryDirectory()
-        let run = try reel(["record", "--json", "--out", dir, "--duration", "\(seconds)", "--codec", "ffv1", "--container", "mkv",
+        let run = try reel(["record", "--json", "--eager-start", "--out", dir, "--duration", "\(seconds)", "--codec", "ffv1", "--container", "mkv",
                             "--name", "o"] + args + (pooled ? [] : ["--plain"]))
         #expect(run.status == 0, "\(run.stderr)")
         return (try run.decode(Figures.self), dir)

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Launch time of `reel record --preview 0`: Deferred Start (the default) against
+# --eager-start, LAUNCHES launches of each (default 10), alternating, for each codec in
+# CODECS (default "prores:hq ffv1"; FFV1's encoder is the slowest to open).
+#
+# For each launch: the time from exec to the first complete JPEG an HTTP client reads from
+# /snapshot.jpg (the client learns the port from the `preview:` line on stderr), and the time
+# from exec to the first frame written (the summary's firstFrameWrittenMs, ±10 ms: the process
+# start time's resolution); and whether frame 0 is in the clip (decoded: `reel probe --frames`).
+# Prints medians, min–max and the ratio eager/deferred of the medians, and the load.
+set -euo pipefail
+scripts/setup
+swift build -c release 2>&1 | tail -1
+reel=$PWD/.build/release/reel
+work=$(mktemp -d /tmp/reel-launch-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+pool=$work/pool
+"$reel" pool create "$pool" --capacity 1G --slot 256M --write-mode buffered >/dev/null
+echo "load before: $(cat /proc/loadavg)"
+python3 - "$reel" "$pool" "$work" "${LAUNCHES:-10}" "${CODECS:-prores:hq ffv1}" "${SOURCE:-synthetic:1920}" <<'PY'
+import http.client, json, os, re, statistics, subprocess, sys, time
+reel, pool, work, launches, codecs, source = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split(), sys.argv[6]
+
+def first_jpeg(port, deadline):
+    """GET /snapshot.jpg until one whole JPEG arrives; the monotonic time it was complete."""
+    while time.monotonic() < deadline:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            c.request("GET", "/snapshot.jpg")
+            r = c.getresponse()
+            body = r.read()
+            c.close()
+            if r.status == 200 and body[:2] == b"\xff\xd8" and body[-2:] == b"\xff\xd9":
+                return time.monotonic(), int(r.getheader("X-Frame-Index", "-1"))
+        except OSError:
+            pass
+        time.sleep(0.002)
+    return None, None
+
+def launch(codec, eager, n):
+    out = f"{work}/out-{n}"
+    container = "mkv" if codec == "ffv1" else "mov"
+    args = [reel, "record", "--preview", "0", "--pool", pool, "--source", source, "--codec", codec, "--container", container,
+            "--duration", "2", "--out", out, "--name", "l", "--json"] + (["--eager-start"] if eager else [])
+    t0 = time.monotonic()
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, REEL_POOL=pool))
+    port = None
+    err_lines = []
+    while port is None:
+        line = p.stderr.readline().decode()
+        if not line:
+            break
+        err_lines.append(line)
+        m = re.search(r"preview: http://[^:]+:(\d+)/", line)
+        if m:
+            port = int(m.group(1))
+    if port is None:
+        p.wait()
+        sys.exit("reel record did not print its preview address: " + "".join(err_lines))
+    t_jpeg, jpeg_index = first_jpeg(port, t0 + 30)
+    stdout, rest = p.communicate(timeout=120)
+    if p.returncode != 0:
+        sys.exit(f"reel record exited {p.returncode}: {''.join(err_lines)}{rest.decode()}")
+    s = json.loads(stdout)
+    clip = s["clips"][0]
+    probe = json.loads(subprocess.run([reel, "probe", "--frames", "--json", clip["path"]], capture_output=True, check=True).stdout)
+    idx = probe["frameIndices"]
+    subprocess.run(["rm", "-rf", out], check=True)
+    return {
+        "jpeg": (t_jpeg - t0) * 1000 if t_jpeg else float("nan"),
+        "written": s["firstFrameWrittenMs"],
+        "frame0": bool(idx) and idx[0] == 0 and clip["firstFrameIndex"] == 0,
+        "lostAtStart": 0 if not idx else idx[0],
+        "held": s["framesHeldBeforeReady"], "hold": s["longestHoldMs"], "dropped": s["framesDropped"],
+        "jpegIndex": jpeg_index,
+    }
+
+def spread(xs):
+    xs = sorted(xs)
+    return f"{statistics.median(xs):8.1f} ms  (min {xs[0]:.1f}, max {xs[-1]:.1f}, IQR {statistics.quantiles(xs, n=4)[2] - statistics.quantiles(xs, n=4)[0]:.1f})"
+
+all_ok = True
+for codec in codecs:
+    runs = {False: [], True: []}
+    for n in range(launches):
+        for eager in (False, True):   # alternating, so both see the same load
+            runs[eager].append(launch(codec, eager, f"{codec}-{n}-{eager}"))
+    print(f"\n{codec}, {source}, {launches} launches each (alternating), `reel record --preview 0 --pool P`:")
+    for eager in (False, True):
+        r = runs[eager]
+        name = "eager (--eager-start)" if eager else "deferred (default)"
+        print(f"  {name:24s} first preview JPEG {spread([x['jpeg'] for x in r])}")
+        print(f"  {'':24s} first frame written {spread([x['written'] for x in r])}")
+        lost = [x["lostAtStart"] for x in r]
+        print(f"  {'':24s} frame 0 in the clip: {sum(x['frame0'] for x in r)}/{len(r)}; frames lost at start {max(lost)}; "
+              f"held {statistics.median([x['held'] for x in r])} (median), longest hold {statistics.median([x['hold'] for x in r]):.1f} ms (median), "
+              f"drops {sum(x['dropped'] for x in r)}")
+        all_ok &= all(x["frame0"] for x in r)
+    d = statistics.median([x["jpeg"] for x in runs[False]]); e = statistics.median([x["jpeg"] for x in runs[True]])
+    dw = statistics.median([x["written"] for x in runs[False]]); ew = statistics.median([x["written"] for x in runs[True]])
+    print(f"  time to first preview frame, eager/deferred: {e / d:.2f}x (target >= 2x)")
+    print(f"  time to first frame written, eager/deferred: {ew / dw:.2f}x")
+print("\nframe 0 present in every launch" if all_ok else "\nFRAME 0 MISSING in some launch")
+sys.exit(0 if all_ok else 1)
+PY
+echo "load after: $(cat /proc/loadavg)"
