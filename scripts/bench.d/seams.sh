@@ -11,10 +11,15 @@
 #   GStreamer caps change: a size change mid-stream (1920x1080 then 1080x1920, `concat` of two
 #                sources) into splitmuxsink, to see whether a new frame size starts a new file
 #                (it would make splitmuxsink frame-exact on ratio changes). Finding with
-#                GStreamer 1.22 (Debian 12): it does not. mp4mux/qtmux accept the new caps in
-#                the same file (one file, both sizes inside, the header naming the first);
-#                matroskamux refuses them ("Caps changes are not supported by Matroska") and the
-#                pipeline fails with the second file empty. The row prints what happened.
+#                GStreamer 1.22 (Debian 12), 45 + 45 frames:
+#                  x264enc ! h264parse into mp4mux or qtmux: no new file; one file holds both
+#                    sizes (the new SPS in-band, the header naming the first size; ffmpeg
+#                    decodes 44 + 46 frames of the two sizes).
+#                  avenc_prores_aw into qtmux: a new file at the change, frame-exact (45 + 45),
+#                    but gst-launch never exits at EOS (killed; both files are complete).
+#                  matroskamux: "Caps changes are not supported by Matroska", the pipeline
+#                    fails, the second file is empty.
+#                The row prints what happened here.
 # Cuts decided live (the ratio changes a person makes): only Reel (keys, or the session API)
 # and GStreamer (splitmuxsink's split-now / split-at-running-time action signals, from an
 # application) have a live API; the ffmpeg CLI needs the cut times before it starts.
@@ -102,13 +107,19 @@ PY
         fi
         rm -rf "$work/gst"
         # A frame-size change mid-stream: 45 frames 1920x1080, then 45 frames 1080x1920.
-        for gm in $mux matroskamux; do
+        gmuxes="qtmux matroskamux"; [ $codec = h264 ] && gmuxes="mp4mux qtmux matroskamux"
+        for gm in $gmuxes; do
             mkdir -p "$work/gcap"
             gx=$gext; [ $gm = matroskamux ] && gx=mkv
-            gst-launch-1.0 -q concat name=c ! videoconvert ! $genc ! $( [ $codec = h264 ] && echo "h264parse !" ) \
+            timeout 60 gst-launch-1.0 -q concat name=c ! videoconvert ! $genc ! $( [ $codec = h264 ] && echo "h264parse !" ) \
                 splitmuxsink muxer=$gm location="$work/gcap/seg%03d.$gx" \
                 videotestsrc num-buffers=45 ! video/x-raw,width=1920,height=1080,framerate=$fps/1 ! c. \
-                videotestsrc num-buffers=45 ! video/x-raw,width=1080,height=1920,framerate=$fps/1 ! c. >"$work/gcap.log" 2>&1 && st=ok || st="failed: $(grep -o -m1 -E 'Caps changes are not supported[^.`]*|ERROR[^\n]*' "$work/gcap.log" | head -1 || true)"
+                videotestsrc num-buffers=45 ! video/x-raw,width=1080,height=1920,framerate=$fps/1 ! c. >"$work/gcap.log" 2>&1 && st=ok || st=$?
+            case $st in
+                ok) ;;
+                124) st="hung at EOS (killed after 60 s)" ;;
+                *) st="failed: $(grep -o -m1 -E 'Caps changes are not supported[^.`]*|ERROR[^\n]*' "$work/gcap.log" | head -1 || true)" ;;
+            esac
             desc=""
             for f in "$work/gcap"/seg*; do
                 sizes=$(ffprobe -v error -show_entries frame=width,height -of csv=p=0 "$f" 2>/dev/null | sed 's/,$//' | grep -v '^$' | sort | uniq -c | awk '{printf "%s×%s ", $1, $2}' || true)
