@@ -24,6 +24,7 @@
 # (/usr/bin/time, %M = the `Maximum resident set size` of -v), and the ratio to ffmpeg
 # computed within each round (median and range over the rounds).
 #   FRAMES=600 RUNS=5 CODECS="prores h264 hevc ffv1" MODES="tmpfs durable" scripts/bench record
+# The raw results (one line a run) are kept in RESULTS (default /tmp/reel-bench-record.txt).
 set -euo pipefail
 scripts/setup
 swift build -c release 2>&1 | tail -1
@@ -114,6 +115,7 @@ done
 
 echo
 echo "load after: $(cat /proc/loadavg)"
+cp "$results" "${RESULTS:-/tmp/reel-bench-record.txt}"
 python3 - "$results" "$frames" <<'PY'
 import sys, statistics as st
 from collections import defaultdict
@@ -125,7 +127,7 @@ frames = int(sys.argv[2])
 def rng(v, fmt): return (fmt % st.median(v)) + " (" + (fmt % min(v)) + "-" + (fmt % max(v)) + ")"
 peer = {"reel-tmpfs": "ffmpeg-tmpfs", "ffmpeg-tmpfs": "ffmpeg-tmpfs", "bare-encoder": "ffmpeg-tmpfs",
         "reel-plain-disk": "ffmpeg-disk+fsync", "reel-pool-disk": "ffmpeg-disk+fsync", "ffmpeg-disk+fsync": "ffmpeg-disk+fsync"}
-print("%-7s %-18s %22s %8s %22s %20s %20s %16s" % ("codec", "contestant", "wall s (range)", "fps", "cpu s (range)", "peak RSS MiB", "ffmpeg/this wall", "vs bare"))
+print("%-7s %-18s %22s %7s %22s %16s %20s %20s %20s" % ("codec", "contestant", "wall s (range)", "fps", "cpu s (range)", "peak RSS MiB", "ffmpeg/this wall", "ffmpeg/this cpu", "bare/this cpu"))
 for codec in dict.fromkeys(c for c, _ in rows):
     for name in ["reel-tmpfs", "ffmpeg-tmpfs", "bare-encoder", "reel-plain-disk", "reel-pool-disk", "ffmpeg-disk+fsync"]:
         r = rows.get((codec, name))
@@ -133,12 +135,19 @@ for codec in dict.fromkeys(c for c, _ in rows):
         walls = [v[0] for v in r.values()]; cpus = [v[1] for v in r.values()]; rss = [v[2] for v in r.values()]
         p = rows.get((codec, peer[name] if (codec, peer[name]) in rows else "ffmpeg-tmpfs"), {})
         ratios = [p[k][0] / r[k][0] for k in r if k in p]
+        cratios = [p[k][1] / r[k][1] for k in r if k in p]
         b = rows.get((codec, "bare-encoder"), {})
-        bare = [b[k][0] / r[k][0] for k in r if k in b]
-        print("%-7s %-18s %22s %8.1f %22s %20s %20s %16s" % (codec, name, rng(walls, "%.2f"), frames / st.median(walls),
-              rng(cpus, "%.2f"), rng(rss, "%.0f"), rng(ratios, "%.2fx") if ratios else "-", rng(bare, "%.2fx") if bare else "-"))
+        bare = [b[k][1] / r[k][1] for k in r if k in b]
+        print("%-7s %-18s %22s %7.1f %22s %16s %20s %20s %20s" % (codec, name, rng(walls, "%.2f"), frames / st.median(walls),
+              rng(cpus, "%.2f"), rng(rss, "%.0f"), rng(ratios, "%.2fx") if ratios else "-",
+              rng(cratios, "%.2fx") if cratios else "-", rng(bare, "%.2fx") if bare else "-"))
 print()
-print("ffmpeg/this wall: the ffmpeg CLI's wall time over this contestant's, paired within each round (above 1: faster than ffmpeg);")
-print("  tmpfs rows against ffmpeg-tmpfs, disk rows against ffmpeg-disk+fsync. vs bare: the bare encoder's wall time over this one's (1 = at the ceiling).")
+print("ffmpeg/this wall (cpu): the ffmpeg CLI's wall (user+sys CPU) time over this contestant's, paired within each round")
+print("  (above 1: faster / cheaper than ffmpeg); tmpfs rows against ffmpeg-tmpfs, disk rows against ffmpeg-disk+fsync.")
+print("bare/this cpu: the bare encoder's CPU time over this contestant's (1 = at the ceiling). On a machine whose cores are")
+print("  shared with other work, CPU time is the steadier figure: every contestant keeps both cores busy, so on an idle")
+print("  machine wall time follows CPU time; wall ratios measured under load (see the load lines) need an idle re-run.")
+print("peak RSS: Reel's includes the sensor's frame ring (Recording.sensorBudget, 192 MiB at 1920) and, in a pool, the")
+print("  storage ring (64 MiB); the target is ffmpeg's peak + those.")
 print("reel-pool-disk includes the pool's replenishing of the slot it used (the recorder waits for it before exiting).")
 PY

@@ -118,7 +118,7 @@ PY
             case $st in
                 ok) ;;
                 124) st="hung at EOS (killed after 60 s)" ;;
-                *) st="failed: $(grep -o -m1 -E 'Caps changes are not supported[^.`]*|ERROR[^\n]*' "$work/gcap.log" | head -1 || true)" ;;
+                *) st="failed: $( (grep -o -m1 'Caps changes are not supported[^.`]*' "$work/gcap.log" || grep -m1 ERROR "$work/gcap.log") | head -1 || true)" ;;
             esac
             desc=""
             for f in "$work/gcap"/seg*; do
