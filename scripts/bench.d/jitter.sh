@@ -38,7 +38,7 @@ if command -v fio >/dev/null; then
     per_sec=$(( (rate + bs - 1) / bs ))
     size=$(( (rate * dur / bs + 8) * bs ))
     echo
-    echo "fio, same load (150 000 000 B/s, 1 MiB writes, ${dur} s); clat = completion latency of each write (fio times from submission, not from the schedule)"
+    echo "fio, same load (150 000 000 B/s, 1 MiB writes, ${dur} s); latency of each write from its submission to its completion (fio does not time from the schedule)"
     printf "%-44s %10s %10s %10s %10s %10s\n" job "MB/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms"
     for load in none bulk; do
         for job in buffered buffered-fdatasync pool-like; do
