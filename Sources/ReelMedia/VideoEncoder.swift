@@ -45,8 +45,7 @@ public final class VideoEncoder: @unchecked Sendable {
     private let packet: UnsafeMutablePointer<AVPacket>
     /// Reused for every frame: references the caller's buffer, cropped in place.
     private let view: UnsafeMutablePointer<AVFrame>
-    private var scaler: OpaquePointer?
-    private var scalerSource: PixelFormat?
+    private var converter: PixelConverter?
     private var converted: PixelBufferPool?
     public let settings: EncoderSettings
     public private(set) var framesSent = 0
@@ -172,7 +171,6 @@ public final class VideoEncoder: @unchecked Sendable {
         av_packet_free(&p)
         var f: UnsafeMutablePointer<AVFrame>? = view
         av_frame_free(&f)
-        if let scaler { sws_freeContext(scaler) }
     }
 
     deinit { freeAll() }
@@ -234,14 +232,15 @@ public final class VideoEncoder: @unchecked Sendable {
         }
     }
 
-    /// Converts `view` (already cropped) into a pooled buffer of the codec's format.
+    /// Converts `view` (already cropped) into a pooled buffer of the codec's format
+    /// (`PixelConverter`: Reel's own loop for yuv420p → yuv422p10, libswscale otherwise).
     private func convert(from source: PixelFormat) throws(MediaError) -> PixelBufferLease {
-        if scaler == nil || scalerSource != source {
-            if let scaler { sws_freeContext(scaler) }
-            let w = Int32(settings.size.width), h = Int32(settings.size.height)
-            scaler = sws_getContext(w, h, source.av, w, h, settings.codec.inputFormat.av, SWS_POINT, nil, nil, nil)
-            scalerSource = source
-            guard scaler != nil else { throw MediaError("sws_getContext", message: "cannot convert \(source) to \(settings.codec.inputFormat)") }
+        let conv: PixelConverter
+        if let c = converter, c.source == source {
+            conv = c
+        } else {
+            conv = try PixelConverter(from: source, to: settings.codec.inputFormat, size: settings.size)
+            converter = conv
         }
         if converted == nil {
             // Frame threads hold a reference to every frame in flight: threads + a margin.
@@ -251,7 +250,7 @@ public final class VideoEncoder: @unchecked Sendable {
         guard let lease = converted?.lease() else {
             throw MediaError("convert", message: "no free conversion buffer (the encoder holds them all)")
         }
-        try check(reel_sws_scale_frame(scaler, view, lease.buffer.frame), "sws_scale")
+        try conv.convert(frame: view, into: lease.buffer)
         return lease
     }
 }

@@ -2,8 +2,10 @@
 # The standard write-jitter protocol: 150 MB/s in 1 MiB writes, DURATION s per arm (default
 # 60), every contention scenario (none, bulk, fsync, metadata, memory, all), arms pool,
 # buffered, buffered-fdatasync (ARMS to change), plus the device floor; then, where fio is
-# installed, the same paced load through fio (rate=, lat_percentiles) alone and beside the
-# bulk writer, for comparison. Report (JSON + SVG) in REPORT (default /tmp/reel-jitter-report).
+# installed, the same paced load through fio, at the same rate in the same units, one fio job
+# per Reel arm doing what that arm does (below), alone and beside the bulk writer.
+# Report (JSON + SVG) in REPORT (default /tmp/reel-jitter-report).
+#   DURATION=60 ARMS=... CONTENTION=none,bulk,... FIO_ONLY=1 (skip Reel's arms) scripts/bench jitter
 set -euo pipefail
 scripts/setup
 [ "${INSTALL_FIO:-1}" = 1 ] && ! command -v fio >/dev/null && { scripts/setup fio || true; }
@@ -14,36 +16,63 @@ arms=${ARMS:-pool,buffered,buffered-fdatasync}
 dir=${DIR:-/var/tmp/reel-jitter}
 report=${REPORT:-/tmp/reel-jitter-report}
 mkdir -p "$dir"
-"$reel" jitter --dir "$dir" --rate 150M --block 1M --duration "$dur" --ring 128M \
-    --contention none,bulk,fsync,metadata,memory,all --arms "$arms" --report "$report"
-echo "report: $report/jitter.json, $report/jitter.svg"
+echo "load: $(cat /proc/loadavg)"
+if [ "${FIO_ONLY:-0}" != 1 ]; then
+    "$reel" jitter --dir "$dir" --rate 150M --block 1M --duration "$dur" --ring 128M \
+        --contention "${CONTENTION:-none,bulk,fsync,metadata,memory,all}" --arms "$arms" --report "$report"
+    echo "report: $report/jitter.json, $report/jitter.svg"
+fi
 
 if command -v fio >/dev/null; then
+    # The same rate in the same units: Reel's 150M is 150 000 000 B/s; fio's `150m` would be
+    # 150 MiB/s (fio suffixes are base 2), so fio gets the byte count. Each fio job matches one
+    # of Reel's arms:
+    #   fio-buffered            fresh file, no syncs             vs Reel `buffered`
+    #   fio-buffered-fdatasync  fresh file, fdatasync every 1 s  vs Reel `buffered-fdatasync`
+    #   fio-pool-like           a file written in full first (overwrite=1: overwrites of written
+    #                           extents, as a pool slot), sync_file_range(WRITE) after every
+    #                           write and fdatasync every 1 s    vs Reel `pool`
+    # (1 s = writes per second at this rate and block size.) With lat_percentiles fio reports
+    # total latency (submission to completion) percentiles.
+    rate=150000000; bs=1048576
+    per_sec=$(( (rate + bs - 1) / bs ))
+    size=$(( (rate * dur / bs + 8) * bs ))
     echo
-    echo "fio, same load (150 MB/s, 1 MiB writes, ${dur} s); clat = completion latency of each write (fio times from submission, not from the schedule)"
-    printf "%-34s %10s %10s %10s %10s\n" job "p50 ms" "p99 ms" "p99.9 ms" "max ms"
+    echo "fio, same load (150 000 000 B/s, 1 MiB writes, ${dur} s); latency of each write from its submission to its completion (fio does not time from the schedule)"
+    printf "%-44s %10s %10s %10s %10s %10s\n" job "MB/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms"
     for load in none bulk; do
-        for direct in 0 1; do
+        for job in buffered buffered-fdatasync pool-like; do
+            case $job in
+                buffered) extra=(--fallocate=none) ;;
+                buffered-fdatasync) extra=(--fallocate=none --fdatasync=$per_sec) ;;
+                pool-like) extra=(--overwrite=1 --sync_file_range=write:1 --fdatasync=$per_sec) ;;
+            esac
+            rm -f "$dir"/reel.0.0
+            if [ $job = pool-like ]; then   # lay the file out before the clock starts, as Reel prepares its slot
+                fio --name=reel --directory="$dir" --rw=write --bs=1M --size=$size --overwrite=1 --ioengine=psync \
+                    --end_fsync=1 --output=/dev/null >/dev/null 2>&1 || true
+            fi
             lp=""
             if [ $load = bulk ]; then "$reel" _load bulk --dir "$dir" --seconds $((dur + 5)) & lp=$!; sleep 0.5; fi
-            out=$(fio --name=reel --directory="$dir" --rw=write --bs=1M --size=16G --rate=150m --runtime="$dur" --time_based \
-                      --ioengine=psync --direct=$direct --fallocate=none --lat_percentiles=1 --percentile_list=50:99:99.9 \
+            out=$(fio --name=reel --directory="$dir" --rw=write --bs=$bs --size=$size --rate=$rate --runtime="$dur" --time_based \
+                      --ioengine=psync --direct=0 "${extra[@]}" --lat_percentiles=1 --percentile_list=50:99:99.9 \
                       --output-format=json 2>/dev/null || true)
             [ -n "$lp" ] && { kill $lp 2>/dev/null || true; wait $lp 2>/dev/null || true; }
             rm -f "$dir"/reel.0.0
-            FIO_JSON="$out" python3 - "$load" "$direct" <<'PY'
+            FIO_JSON="$out" python3 - "$load" "fio-$job" <<'PY'
 import json, os, sys
-load, direct = sys.argv[1], sys.argv[2]
+load, job = sys.argv[1], sys.argv[2]
 try:
     j = json.loads(os.environ["FIO_JSON"])["jobs"][0]["write"]
-    p = j["clat_ns"]["percentile"]
-    print("%-34s %10.2f %10.2f %10.2f %10.2f" % ("fio %s under %s" % ("direct" if direct == "1" else "buffered", load),
-          p["50.000000"] / 1e6, p["99.000000"] / 1e6, p["99.900000"] / 1e6, j["clat_ns"]["max"] / 1e6))
+    p = j["lat_ns"]["percentile"] if "percentile" in j.get("lat_ns", {}) else j["clat_ns"]["percentile"]
+    print("%-44s %10.1f %10.2f %10.2f %10.2f %10.2f" % ("%s under %s" % (job, load), j["bw_bytes"] / 1e6,
+          p["50.000000"] / 1e6, p["99.000000"] / 1e6, p["99.900000"] / 1e6, j.get("lat_ns", j["clat_ns"])["max"] / 1e6))
 except Exception as e:
-    print("fio %s under %s: no result (%r)" % (direct, load, e))
+    print("%s under %s: no result (%r)" % (job, load, e))
 PY
         done
     done
+    echo "compare: fio-buffered with Reel's buffered arm, fio-buffered-fdatasync with buffered-fdatasync, fio-pool-like with pool (same scenario)."
 else
     echo "fio not installed: the fio comparison is skipped"
 fi

@@ -1,57 +1,153 @@
 #!/usr/bin/env bash
-# reel record --no-realtime vs `ffmpeg` encoding the same frames with the same encoder and
-# settings, vs the bare encoder loop (ffmpeg into the null muxer: no muxing, no file).
-# The frames are Reel's own test pattern, exported once to raw yuv420p so every contestant
-# encodes identical pictures. Each run is repeated RUNS times; the median counts.
+# reel record --no-realtime against the ffmpeg CLI doing the same work, and the bare encoder.
+#
+# Same frames: Reel's synthetic sensor records FRAMES frames losslessly (FFV1), which are
+#   decoded once to raw yuv420p 1920x1080 in /dev/shm; ffmpeg reads that file (a memcpy per
+#   frame from RAM, which costs about what Reel's per-frame drawing of the barcode, digits and
+#   LEDs costs: both are under 1 % of a run in `perf`). Every ffmpeg output is checked to carry
+#   the sensor's barcodes 0..FRAMES-1 (`reel probe --frames`).
+# Same conversion: ProRes is fed yuv422p10; both sides convert from yuv420p with libswscale's
+#   nearest-neighbour scaler (Reel: SWS_POINT; ffmpeg: -sws_flags neighbor). H.264, HEVC and
+#   FFV1 are fed yuv420p: no conversion on either side.
+# Same encoder settings and muxer options as Reel's (VideoEncoder.swift, Muxer.swift).
+# Same durability, two ways:
+#   tmpfs    both write a plain file in /dev/shm, where fdatasync is a no-op: no sync at all.
+#   durable  on disk (/var/tmp): reel --plain (pwrite, one fdatasync at the end) and reel's
+#            storage pool (preallocated slot, ring + writer thread, sync, rename, and the
+#            pool's replenishing of the used slot, which the recorder waits for before it
+#            exits) against ffmpeg followed by `sync --data` of its file.
+# The bare encoder ceiling: `ffmpeg -f null` on the same input with the same conversion:
+#   reading, converting and encoding, no muxer, no file. It is what any recorder built on
+#   libavcodec can reach on this machine with these frames.
+# Runs alternate (one of each contestant per round, the order rotated every round); each row
+# shows the median and the range (min-max) of wall time, CPU time (user+sys) and peak RSS
+# (/usr/bin/time, %M = the `Maximum resident set size` of -v), and the ratio to ffmpeg
+# computed within each round (median and range over the rounds).
+#   FRAMES=600 RUNS=5 CODECS="prores h264 hevc ffv1" MODES="tmpfs durable" scripts/bench record
+# The raw results (one line a run) are kept in RESULTS (default /tmp/reel-bench-record.txt).
 set -euo pipefail
 scripts/setup
 swift build -c release 2>&1 | tail -1
 reel=$PWD/.build/release/reel
-frames=${FRAMES:-300}
-runs=${RUNS:-3}
-work=$(mktemp -d /tmp/reel-bench-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+frames=${FRAMES:-600}
+runs=${RUNS:-5}
+codecs=${CODECS:-prores h264 hevc ffv1}
+modes=${MODES:-tmpfs durable}
+[ "$frames" -ge 600 ] || echo "note: FRAMES=$frames is below the 600 this benchmark is specified with" >&2
+shm=$(mktemp -d /dev/shm/reel-bench-XXXXXX)
+disk=$(mktemp -d /var/tmp/reel-bench-XXXXXX)
+trap 'rm -rf "$shm" "$disk"' EXIT
 
-echo "preparing $frames frames of the synthetic pattern at 1920x1080 (raw yuv420p, in $work)"
-"$reel" record --no-realtime --frames "$frames" --codec ffv1 --container mkv --out "$work/src" --name src >/dev/null
-ffmpeg -v error -i "$work/src/src-0001-16x9.mkv" -f rawvideo -pix_fmt yuv420p "$work/frames.yuv"
-cat "$work/frames.yuv" >/dev/null   # warm the page cache
+echo "load before: $(cat /proc/loadavg)   cpus: $(nproc)   $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"
+echo "preparing $frames frames of the synthetic sensor at 1920x1080 (raw yuv420p in $shm)"
+"$reel" record --no-realtime --frames "$frames" --codec ffv1 --container mkv --plain --out "$shm/src" --name src >/dev/null
+ffmpeg -nostdin -v error -i "$shm/src/src-0001-16x9.mkv" -f rawvideo -pix_fmt yuv420p "$shm/frames.yuv"
+rm -rf "$shm/src"
+if [[ " $modes " == *" durable "* ]]; then
+    "$reel" pool create "$disk/pool" --capacity 2G --slot 1G --write-mode buffered >/dev/null
+fi
 
-now() { date +%s.%N; }
-median() { python3 -c 'import sys; v=sorted(float(x) for x in sys.argv[1:]); print(v[len(v)//2])' "$@"; }
+raw_in=(-nostdin -v error -y -f rawvideo -pix_fmt yuv420p -s 1920x1080 -r 30 -i "$shm/frames.yuv" -sws_flags neighbor)
+results=$disk/results.txt
+: >"$results"
 
-time_cmd() {  # prints the median wall time of "$@" over $runs runs
-    local t=() s e
-    for _ in $(seq "$runs"); do
-        rm -rf "$work/out"; mkdir -p "$work/out"
-        s=$(now); "$@" >/dev/null 2>&1; e=$(now)
-        t+=("$(python3 -c "print($e-$s)")")
-    done
-    median "${t[@]}"
+# run NAME ROUND CMD...: one timed run, its outputs removed afterwards; appends a result line.
+run() {
+    local name=$1 round=$2; shift 2
+    rm -rf "$shm/out" "$disk/out"; mkdir -p "$shm/out" "$disk/out"
+    if ! /usr/bin/time -f "%e %U %S %M" -o "$disk/time" "$@" >"$disk/stdout" 2>"$disk/stderr"; then
+        echo "  $name failed: $(tail -2 "$disk/stderr")" >&2; return 1
+    fi
+    if [ "$round" = 1 ] && [ -n "${check:-}" ]; then   # the first output of each contestant: the sensor's frames?
+        local outs; outs=$(shopt -s nullglob; echo "$shm"/out/*.* "$disk"/out/*.*)
+        if [ -n "$outs" ]; then
+            local f=${outs%% *}
+            "$reel" probe --frames --json "$f" | python3 -c "
+import json, sys
+d = json.load(sys.stdin); n = $frames
+ok = d['frameIndices'] == list(range(n))
+print('  check %-34s %s' % ('$name', 'barcodes 0..%d in order' % (n - 1) if ok else 'WRONG FRAMES: %r...' % d['frameIndices'][:10]))
+sys.exit(0 if ok else 1)"
+        fi
+    fi
+    read -r wall user sys rss <"$disk/time"
+    echo "$codec $name $round $wall $user $sys $rss" >>"$results"
 }
 
-raw_in=(-f rawvideo -pix_fmt yuv420p -s 1920x1080 -r 30 -i "$work/frames.yuv")
-printf "\n%-10s %-34s %10s %10s %8s\n" codec contestant seconds fps ratio
-for codec in prores h264; do
+for codec in $codecs; do
     case $codec in
-        prores) reel_codec=prores:hq; container=mov
-                enc=(-c:v prores -profile:v 3 -vendor apl0 -pix_fmt yuv422p10le -threads 0) ;;
-        h264)   reel_codec=h264; container=mp4
-                enc=(-c:v libx264 -preset veryfast -g 30 -pix_fmt yuv420p -threads 0) ;;
+        prores) rc=prores:hq; ext=mov
+                enc=(-c:v prores -profile:v 3 -vendor apl0 -pix_fmt yuv422p10le -threads 0 -g 30)
+                mux=(-movflags delay_moov+default_base_moof+use_metadata_tags -frag_duration 1000000) ;;
+        h264)   rc=h264; ext=mp4
+                enc=(-c:v libx264 -preset veryfast -g 30 -pix_fmt yuv420p -threads 0)
+                mux=(-movflags delay_moov+default_base_moof+use_metadata_tags+frag_keyframe) ;;
+        hevc)   rc=hevc; ext=mp4
+                enc=(-c:v libx265 -preset ultrafast -x265-params log-level=error -g 30 -tag:v hvc1 -pix_fmt yuv420p -threads 0)
+                mux=(-movflags delay_moov+default_base_moof+use_metadata_tags+frag_keyframe) ;;
+        ffv1)   rc=ffv1; ext=mkv
+                enc=(-c:v ffv1 -level 3 -slices 4 -slicecrc 1 -g 30 -pix_fmt yuv420p -threads 0)
+                mux=(-cluster_time_limit 1000) ;;
+        *) echo "unknown codec $codec" >&2; exit 64 ;;
     esac
-    mov=(-movflags delay_moov+default_base_moof+use_metadata_tags)
-    [ $codec = prores ] && mov+=(-frag_duration 1000000) || mov[1]+="+frag_keyframe"
-    t_reel=$(time_cmd "$reel" record --no-realtime --frames "$frames" --codec $reel_codec --container $container --out "$work/out" --name b)
-    t_ff=$(time_cmd ffmpeg -v error -y "${raw_in[@]}" "${enc[@]}" "${mov[@]}" "$work/out/ff.$container")
-    t_bare=$(time_cmd ffmpeg -v error -y "${raw_in[@]}" "${enc[@]}" -f null -)
-    for row in "reel record --no-realtime:$t_reel" "ffmpeg CLI (same encoder, file):$t_ff" "bare encoder loop (ffmpeg -f null):$t_bare"; do
-        name=${row%:*}; t=${row##*:}
-        python3 -c "
-t=$t; f=$frames; ff=$t_ff
-print('%-10s %-34s %10.2f %10.1f %8s' % ('$codec', '$name', t, f/t, '%.2fx' % (ff/t)))"
+    names=(); cmds=()
+    add() { names+=("$1"); shift; cmds+=("$(printf '%q ' "$@")"); }
+    rec=("$reel" record --no-realtime --frames "$frames" --codec "$rc" --container "$ext" --name b)
+    if [[ " $modes " == *" tmpfs "* ]]; then
+        add "reel-tmpfs" "${rec[@]}" --plain --out "$shm/out"
+        add "ffmpeg-tmpfs" ffmpeg "${raw_in[@]}" "${enc[@]}" "${mux[@]}" "$shm/out/ff.$ext"
+    fi
+    add "bare-encoder" ffmpeg "${raw_in[@]}" "${enc[@]}" -f null -
+    if [[ " $modes " == *" durable "* ]]; then
+        add "reel-plain-disk" "${rec[@]}" --plain --out "$disk/out"
+        add "reel-pool-disk" "${rec[@]}" --pool "$disk/pool" --out "$disk/out"
+        add "ffmpeg-disk+fsync" bash -c "$(printf '%q ' ffmpeg "${raw_in[@]}" "${enc[@]}" "${mux[@]}" "$disk/out/ff.$ext") && sync --data $(printf '%q' "$disk/out/ff.$ext")"
+    fi
+    n=${#names[@]}
+    for round in $(seq 1 "$runs"); do
+        for k in $(seq 0 $((n - 1))); do
+            i=$(( (k + round - 1) % n ))
+            check=1; [ "${names[$i]}" = bare-encoder ] && check=
+            eval "run ${names[$i]} $round ${cmds[$i]}"
+        done
     done
-    python3 -c "print('%-10s reel / ffmpeg CLI throughput: %.2fx   reel / bare encoder: %.2fx' % ('$codec', $t_ff/$t_reel, $t_bare/$t_reel))"
 done
+
 echo
-echo "ratio column: the ffmpeg CLI's time divided by the contestant's (above 1: faster than ffmpeg)."
-echo "Note: reel also draws every frame of its sensor (1920x1920) and crops it; ffmpeg reads ready frames."
+echo "load after: $(cat /proc/loadavg)"
+cp "$results" "${RESULTS:-/tmp/reel-bench-record.txt}"
+python3 - "$results" "$frames" <<'PY'
+import sys, statistics as st
+from collections import defaultdict
+rows = defaultdict(dict)
+for line in open(sys.argv[1]):
+    codec, name, rnd, wall, user, sysc, rss = line.split()
+    rows[(codec, name)][int(rnd)] = (float(wall), float(user) + float(sysc), int(rss) / 1024)
+frames = int(sys.argv[2])
+def rng(v, fmt): return (fmt % st.median(v)) + " (" + (fmt % min(v)) + "-" + (fmt % max(v)) + ")"
+peer = {"reel-tmpfs": "ffmpeg-tmpfs", "ffmpeg-tmpfs": "ffmpeg-tmpfs", "bare-encoder": "ffmpeg-tmpfs",
+        "reel-plain-disk": "ffmpeg-disk+fsync", "reel-pool-disk": "ffmpeg-disk+fsync", "ffmpeg-disk+fsync": "ffmpeg-disk+fsync"}
+print("%-7s %-18s %22s %7s %22s %16s %20s %20s %20s" % ("codec", "contestant", "wall s (range)", "fps", "cpu s (range)", "peak RSS MiB", "ffmpeg/this wall", "ffmpeg/this cpu", "bare/this cpu"))
+for codec in dict.fromkeys(c for c, _ in rows):
+    for name in ["reel-tmpfs", "ffmpeg-tmpfs", "bare-encoder", "reel-plain-disk", "reel-pool-disk", "ffmpeg-disk+fsync"]:
+        r = rows.get((codec, name))
+        if not r: continue
+        walls = [v[0] for v in r.values()]; cpus = [v[1] for v in r.values()]; rss = [v[2] for v in r.values()]
+        p = rows.get((codec, peer[name] if (codec, peer[name]) in rows else "ffmpeg-tmpfs"), {})
+        ratios = [p[k][0] / r[k][0] for k in r if k in p]
+        cratios = [p[k][1] / r[k][1] for k in r if k in p]
+        b = rows.get((codec, "bare-encoder"), {})
+        bare = [b[k][1] / r[k][1] for k in r if k in b]
+        print("%-7s %-18s %22s %7.1f %22s %16s %20s %20s %20s" % (codec, name, rng(walls, "%.2f"), frames / st.median(walls),
+              rng(cpus, "%.2f"), rng(rss, "%.0f"), rng(ratios, "%.2fx") if ratios else "-",
+              rng(cratios, "%.2fx") if cratios else "-", rng(bare, "%.2fx") if bare else "-"))
+print()
+print("ffmpeg/this wall (cpu): the ffmpeg CLI's wall (user+sys CPU) time over this contestant's, paired within each round")
+print("  (above 1: faster / cheaper than ffmpeg); tmpfs rows against ffmpeg-tmpfs, disk rows against ffmpeg-disk+fsync.")
+print("bare/this cpu: the bare encoder's CPU time over this contestant's (1 = at the ceiling). On a machine whose cores are")
+print("  shared with other work, CPU time is the steadier figure: every contestant keeps both cores busy, so on an idle")
+print("  machine wall time follows CPU time; wall ratios measured under load (see the load lines) need an idle re-run.")
+print("peak RSS: Reel's includes the sensor's frame ring (Recording.sensorBudget, 192 MiB at 1920) and, in a pool, the")
+print("  storage ring (64 MiB); the target is ffmpeg's peak + those.")
+print("reel-pool-disk includes the pool's replenishing of the slot it used (the recorder waits for it before exiting).")
+PY
