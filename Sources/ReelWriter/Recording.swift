@@ -202,7 +202,7 @@ public final class Recording: Sendable {
         }
         let settings = WriterSettings(codec: options.codec, container: options.container,
                                       storage: storage,
-                                      namePrefix: options.namePrefix ?? Recording.defaultPrefix(),
+                                      namePrefix: options.namePrefix ?? Recording.defaultPrefix(unusedIn: options.outputDirectory),
                                       fragmentInterval: options.fragmentInterval,
                                       queueCapacity: options.queueCapacity ?? Recording.holdFrames(for: options.source),
                                       dropWhenStorageIsBehind: options.realtime)
@@ -281,6 +281,21 @@ public final class Recording: Sendable {
         case .synthetic(let side): return sensorBuffers(side: side) - 4
         case .v4l2: return 8
         }
+    }
+
+    /// `reel-YYYYMMDD-HHMMSS` in local time, or `…-2`, `…-3`, … when a file in `directory`
+    /// already starts with that prefix (two recordings started in the same second).
+    public static func defaultPrefix(unusedIn directory: String) -> String {
+        let base = defaultPrefix()
+        // An unreadable directory is reported by the writer when it creates the clip.
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var prefix = base
+        var n = 1
+        while names.contains(where: { $0.hasPrefix(prefix + "-") }) {
+            n += 1
+            prefix = "\(base)-\(n)"
+        }
+        return prefix
     }
 
     /// `reel-YYYYMMDD-HHMMSS` in local time.

@@ -99,6 +99,10 @@ func bounded(_ groups: [[String]]) -> [String] {
         // One quick shot (4032x4032 sensor buffers are large): the options last win.
         rest.removeAll { ["--count", "--ring"].contains(optionName($0)) }
         tail = ["--count", "1", "--ring", "3"]
+    case "preview":
+        // Runs until SIGINT without --duration; a free port so runs never meet on 8080.
+        rest.removeAll { ["--duration", "--preview"].contains(optionName($0)) }
+        tail = ["--duration", "0.3", "--preview", "127.0.0.1:0"]
     case "pool resize": tail = ["--capacity", "16M"]
     case "pool wait": tail = ["--timeout", "1"]
     case "pool calibrate": tail = ["--seconds", "0.5"]
