@@ -5,10 +5,13 @@ import Synchronization
 
 /// A change of ratio, as the session applied it: the seam between two clips.
 public struct Seam: Sendable, Hashable, Codable {
+    /// The first frame at the new ratio.
     public let frameIndex: Int
     /// Session-clock time of the first frame at the new ratio, in seconds.
     public let pts: Double
+    /// The ratio before the seam.
     public let from: AspectRatio
+    /// The ratio after the seam.
     public let to: AspectRatio
 }
 
@@ -26,9 +29,13 @@ public struct CaptureStats: Sendable {
     public var framesCaptured = 0
     /// Frames every output took.
     public var framesDelivered = 0
+    /// Frames dropped before the outputs, by reason.
     public var drops = DropCounts()
+    /// The ratio changes applied, in order.
     public var seams: [Seam] = []
+    /// The first frame's timestamp (nil before it).
     public var startPTS: Timestamp?
+    /// The newest frame's timestamp (nil before the first).
     public var lastPTS: Timestamp?
 }
 
@@ -42,7 +49,9 @@ public protocol CaptureSessionDelegate: AnyObject, Sendable {
 }
 
 extension CaptureSessionDelegate {
+    /// Does nothing by default.
     public func sessionWillRunDeferredStart(_ session: CaptureSession) {}
+    /// Does nothing by default.
     public func sessionDidRunDeferredStart(_ session: CaptureSession) {}
 }
 
@@ -444,6 +453,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
 
     // MARK: SourceDelegate
 
+    /// Hands the source's frame to every output at the current ratio (applying a due ratio change first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
         let (source, ratio, outputs, resumed, stopAsked) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool) in
             var next = s.graph.ratio
@@ -509,6 +519,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
         return taken
     }
 
+    /// Counts frames the source dropped before they became frames (`reason`), from frame `index`.
     public func source(didDrop count: Int, reason: DropReason, at index: Int) {
         state.withLock {
             $0.stats.drops.add(reason, count: count)
