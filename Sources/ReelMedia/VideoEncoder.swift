@@ -11,7 +11,9 @@ public struct EncodedPacket: ~Copyable {
 
     init(_ packet: UnsafeMutablePointer<AVPacket>) { self.packet = packet }
 
+    /// The packet is a keyframe (`AV_PKT_FLAG_KEY`).
     public var isKeyframe: Bool { packet.pointee.flags & AV_PKT_FLAG_KEY != 0 }
+    /// The packet's size in bytes.
     public var byteCount: Int { Int(packet.pointee.size) }
     /// Presentation time on the encoder's time base (one tick per `FrameRate.frameDuration`).
     public var pts: Int64 { packet.pointee.pts }
@@ -19,8 +21,11 @@ public struct EncodedPacket: ~Copyable {
 
 /// The settings an encoder is opened with.
 public struct EncoderSettings: Sendable, Hashable {
+    /// The codec and its profile.
     public var codec: VideoCodec
+    /// The encoded frame size, in pixels.
     public var size: Size
+    /// The frame rate (the codec context's `framerate`; it sets the GOP's default length).
     public var rate: FrameRate
     /// Ticks per second of the pts passed to `encode` (the session clock's timescale).
     public var timescale: Int32
@@ -29,6 +34,7 @@ public struct EncoderSettings: Sendable, Hashable {
     /// A keyframe at least this often for long-GOP codecs (frames); 0 means one per second.
     public var keyframeInterval: Int
 
+    /// Settings for `codec` at `size` and `rate`; `timescale` nil: the rate's own; `threads` 0: every core; `keyframeInterval` 0: one a second.
     public init(codec: VideoCodec, size: Size, rate: FrameRate, timescale: Int32? = nil, threads: Int = 0, keyframeInterval: Int = 0) {
         self.codec = codec; self.size = size; self.rate = rate
         self.timescale = timescale ?? rate.timescale
@@ -47,7 +53,9 @@ public final class VideoEncoder: @unchecked Sendable {
     private let view: UnsafeMutablePointer<AVFrame>
     private var converter: PixelConverter?
     private var converted: PixelBufferPool?
+    /// The settings it was opened with.
     public let settings: EncoderSettings
+    /// Frames passed to `encode` so far.
     public private(set) var framesSent = 0
     /// Frames between keyframes (the GOP).
     private let gop: Int
