@@ -6,6 +6,8 @@ import ReelStorage
 
 /// Writes `blockSize` bytes at a time; `complete()` says when each write finished.
 public protocol PacedSink {
+    /// Writes one block of `count` bytes through the arm's write path.
+    /// - Throws: `JitterError.io` (plain files), or the pool file's storage error, when the write fails.
     func write(_ block: UnsafeRawPointer, count: Int) throws
     /// Completion times of the writes in order, or nil when `write` returning is completion.
     func complete() throws -> [UInt64]?

@@ -33,8 +33,11 @@ public protocol ClipFile: ByteSink {
 
 /// Errors of the storage layer.
 public enum StorageError: UserFacingError {
+    /// The output directory (the path) cannot be created or written (exit 73).
     case outputDirectory(String, SystemError)
+    /// A file of this name already exists (exit 73).
     case exists(String)
+    /// A file call failed (exit 74).
     case io(SystemError)
     /// Writing back a clip's bytes failed (fdatasync or sync_file_range): what was written
     /// since the last successful sync may not be on disk.
