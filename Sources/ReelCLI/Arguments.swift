@@ -29,7 +29,8 @@ public struct OptionSpec: Sendable {
     public static func flag(_ name: String, _ help: String, hidden: Bool = false) -> OptionSpec {
         OptionSpec(name: name, value: nil, help: help, sample: nil, hidden: hidden, required: false)
     }
-    /// An option with a value (`--fps N`): `placeholder` in the usage, `sample` a value the parser accepts.
+    /// An option with a value (`--fps N`): `placeholder` in the usage, `sample` a value the parser
+    /// accepts.
     public static func value(_ name: String, _ placeholder: String, _ help: String, sample: String,
                              hidden: Bool = false, required: Bool = false) -> OptionSpec {
         OptionSpec(name: name, value: placeholder, help: help, sample: sample, hidden: hidden, required: required)

@@ -36,7 +36,8 @@ public enum ParsedCommand: Sendable {
 
 /// `reel jitter …` as parsed: the options and where the report goes.
 public struct JitterInvocation: Sendable {
-    /// The measurement's options (`--rate`, `--block`, `--duration`, `--arms`, `--ring`, `--fps`, `--no-floor`).
+    /// The measurement's options (`--rate`, `--block`, `--duration`, `--arms`, `--ring`, `--fps`,
+    /// `--no-floor`).
     public var options: JitterOptions
     /// `--dir`: the directory to write in (nil: the default pool's parent directory).
     public var dir: String?
@@ -93,6 +94,8 @@ public enum ReelCLI {
     }
 
     /// Does what `command` says; returns the exit status.
+    /// - Throws: the command's `UserFacingError` (its exit status and one-line message) or another
+    ///   error, which `report` turns into a line and a status.
     public static func run(_ command: ParsedCommand) throws -> Int32 {
         switch command {
         case .record(let o, let json, let report, let preview, let controls):

@@ -6,7 +6,8 @@ import ReelPhoto
 
 /// `reel photo …` as parsed: the output's settings and the presses to make.
 public struct PhotoInvocation: Sendable {
-    /// The photo output's settings (format, quality, shutter, ring, noise, output directory and name, …).
+    /// The photo output's settings (format, quality, shutter, ring, noise, output directory and
+    /// name, …).
     public var settings = PhotoSettings()
     /// `--count`: photos to take, one press each.
     public var count = 1

@@ -5,7 +5,8 @@ import ReelStorage
 
 /// `reel pool VERB …` as parsed.
 public struct PoolInvocation: Sendable {
-    /// The verb: `create`, `status`, `resize`, `wait`, `calibrate`, `recover`, `delete` (or the hidden `_prepare`).
+    /// The verb: `create`, `status`, `resize`, `wait`, `calibrate`, `recover`, `delete` (or the
+    /// hidden `_prepare`).
     public var verb: String
     /// The pool's path (nil: the default pool).
     public var path: String?

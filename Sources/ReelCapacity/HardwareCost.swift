@@ -98,7 +98,8 @@ public struct CostModel: Sendable {
     /// Where `diskBytesPerSecond` came from, or why there is none.
     public var diskSource: String
 
-    /// A model of `calibration` and the pool's write bandwidth (nil: not measured, disk not counted).
+    /// A model of `calibration` and the pool's write bandwidth (nil: not measured, disk not
+    /// counted).
     public init(calibration: Calibration, diskBytesPerSecond: Double?, diskSource: String) {
         self.calibration = calibration; self.diskBytesPerSecond = diskBytesPerSecond; self.diskSource = diskSource
     }
@@ -121,6 +122,7 @@ public struct CostModel: Sendable {
 
     /// The shares `demand` takes; throws `CapacityError.notCalibrated` for a codec the
     /// calibration lacks.
+    /// - Throws: `CapacityError.notCalibrated` for a codec the calibration lacks.
     public func shares(_ demand: SessionDemand) throws(CapacityError) -> SessionShares {
         var encoder = 0.0, disk = 0.0
         for o in demand.outputs {
@@ -142,6 +144,7 @@ public struct CostModel: Sendable {
     }
 
     /// The hardware cost of `demand` beside `others` (the live sessions of the registry).
+    /// - Throws: `CapacityError.notCalibrated` for a codec the calibration lacks.
     public func cost(_ demand: SessionDemand, others: [RegisteredSession]) throws(CapacityError) -> HardwareCost {
         var result = try evaluate(demand, others: others)
         if result.cost > 1 + 1e-9 {   // (rounding of shares that sum to exactly 1)

@@ -326,6 +326,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
 
     /// Schedules a change at a frame or media time (deterministic, for `--ratio-at`).
+    /// - Throws: `CaptureError.unsupportedRatio` when the source's format does not keep `ratio`.
     public func scheduleAspectRatio(_ ratio: AspectRatio, at trigger: RatioTrigger) throws {
         try CaptureSession.check(ratio, in: source.format)
         state.withLock { $0.schedule.append((trigger, ratio)) }
@@ -359,6 +360,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
 
     /// `waitUntilStopped()` without blocking a thread.
+    /// - Throws: what the source threw.
     @discardableResult
     public func stopped() async throws -> CaptureStats {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
@@ -368,6 +370,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
 
     /// Runs the source on the calling thread until `frameLimit` frames or `stopRunning()`.
+    /// - Throws: `CaptureError.notConfigurable` when the session runs already; what the source
+    ///   threw.
     public func run(frameLimit: Int?) throws -> CaptureStats {
         guard beginRun() else { throw CaptureError.notConfigurable("the session is running already") }
         return try runBegun(frameLimit: frameLimit)
@@ -453,7 +457,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
 
     // MARK: SourceDelegate
 
-    /// Hands the source's frame to every output at the current ratio (applying a due ratio change first); false when one could not take it. Runs on the source's capture thread.
+    /// Hands the source's frame to every output at the current ratio (applying a due ratio change
+    /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
         let (source, ratio, outputs, resumed, stopAsked) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool) in
             var next = s.graph.ratio

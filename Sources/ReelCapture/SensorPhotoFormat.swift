@@ -7,7 +7,8 @@ import ReelCore
 /// only 4x3 and 3x4: asking another ratio is a usage error.
 public struct SensorPhotoFormat: Sendable, Hashable {
     /// Writes one block of `count` bytes through the arm's write path.
-    /// - Throws: `JitterError.io` (plain files), or the pool file's storage error, when the write fails.
+    /// - Throws: `JitterError.io` (plain files), or the pool file's storage error, when the write
+    ///   fails.
     public let size: Size
     /// The ratios a photo may be cropped to (4x3 and 3x4 for the synthetic sensor).
     public let supportedRatios: [AspectRatio]

@@ -40,6 +40,8 @@ public final class SyntheticSource: VideoSource {
     /// - Parameters:
     ///   - size: side of the square sensor, even, 1280…4032.
     ///   - buffers: frames the sensor can have in flight before it drops `outOfBuffers`.
+    /// - Throws: `CaptureError.invalidSensorSize` for a size out of range or odd; `MediaError` when
+    ///   the buffers cannot be allocated.
     public init(size: Int = SyntheticSource.defaultSize, rate: FrameRate, realtime: Bool, buffers: Int = 12) throws {
         guard Self.sizeRange.contains(size) else {
             throw CaptureError.invalidSensorSize("sensor size \(size) is out of range: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
@@ -119,7 +121,8 @@ public final class SyntheticSource: VideoSource {
         formatState.withLock { $0.rate = rate; $0.timescale = rate.timescale }
     }
 
-    /// Renders frames with their barcodes into the pool's buffers and hands them to `delegate` until `frameLimit` frames or `stop()`.
+    /// Renders frames with their barcodes into the pool's buffers and hands them to `delegate`
+    /// until `frameLimit` frames or `stop()`.
     /// - Throws: nothing in practice (the protocol's requirement throws for cameras).
     public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
         capturing.store(true, ordering: .releasing)

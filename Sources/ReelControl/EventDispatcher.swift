@@ -16,6 +16,7 @@ public struct CaptureEventRecord: Sendable, Hashable, Codable {
     public var frameIndex: Int?
 
     /// Every key written, `frameIndex` as `null` when there is none.
+    /// - Throws: what `encoder` throws.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(phase, forKey: .phase)
@@ -36,6 +37,7 @@ public struct MarkerRecord: Sendable, Hashable, Codable {
     public var source: String
 
     /// Every key written, `frameIndex` as `null` when there is none.
+    /// - Throws: what `encoder` throws.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(frameIndex, forKey: .frameIndex)

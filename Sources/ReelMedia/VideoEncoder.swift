@@ -34,7 +34,8 @@ public struct EncoderSettings: Sendable, Hashable {
     /// A keyframe at least this often for long-GOP codecs (frames); 0 means one per second.
     public var keyframeInterval: Int
 
-    /// Settings for `codec` at `size` and `rate`; `timescale` nil: the rate's own; `threads` 0: every core; `keyframeInterval` 0: one a second.
+    /// Settings for `codec` at `size` and `rate`; `timescale` nil: the rate's own; `threads` 0:
+    /// every core; `keyframeInterval` 0: one a second.
     public init(codec: VideoCodec, size: Size, rate: FrameRate, timescale: Int32? = nil, threads: Int = 0, keyframeInterval: Int = 0) {
         self.codec = codec; self.size = size; self.rate = rate
         self.timescale = timescale ?? rate.timescale
@@ -65,6 +66,8 @@ public final class VideoEncoder: @unchecked Sendable {
 
     /// Opens the encoder (`avcodec_find_encoder_by_name`, `avcodec_open2`).
     /// - Parameter globalHeader: the container wants codec extradata in its header (MP4, MOV, MKV).
+    /// - Throws: `MediaError` naming the failed call (no such encoder, `avcodec_open2` refusing the
+    ///   settings, out of memory).
     public init(_ settings: EncoderSettings, globalHeader: Bool) throws(MediaError) {
         self.settings = settings
         let codec = settings.codec
@@ -119,6 +122,8 @@ public final class VideoEncoder: @unchecked Sendable {
     /// pixel: 545 MB at 1920×1920, 300–600 ms here). A black frame is encoded and its packet
     /// thrown away; from then on keyframes are placed by hand, at the same frames as before
     /// (every `gop` frames from the first real one). Call before the first `encode`.
+    /// - Throws: `MediaError` naming the failed libavcodec call (`avcodec_send_frame`,
+    ///   `avcodec_receive_packet`) or allocation.
     public func warmUp() throws {
         guard case .ffv1 = settings.codec, framesSent == 0, !keyframesByHand else { return }
         let black = try PixelBuffer(size: settings.size, format: settings.codec.inputFormat)
@@ -155,6 +160,7 @@ public final class VideoEncoder: @unchecked Sendable {
     /// Makes a restartable encoder let go of the last frame it was given (FFV1 keeps a
     /// reference to it until the next): its own black frame is encoded in its place, so that
     /// an idle encoder holds no sensor buffer.
+    /// - Throws: `MediaError` naming the failed libavcodec call.
     public func releaseInput() throws {
         guard canRestart else { return }
         try encodeBlack()
@@ -187,6 +193,9 @@ public final class VideoEncoder: @unchecked Sendable {
     /// encoder has ready to `drain`. The buffer is referenced, not copied, when its pixel
     /// format is the codec's; otherwise it is converted into a pooled buffer.
     /// - Parameter forceKeyframe: the frame starts a clip (or a fragment) and must be a keyframe.
+    /// - Throws: `MediaError` for a crop of another size or a failed call (`av_frame_ref`,
+    ///   `av_frame_apply_cropping`, conversion, `avcodec_send_frame`, `avcodec_receive_packet`);
+    ///   what `drain` throws.
     public func encode(_ buffer: PixelBuffer, crop: CropRect, pts: Int64, duration: Int64,
                        forceKeyframe: Bool = false,
                        drain: (borrowing EncodedPacket) throws -> Void) throws {
@@ -223,6 +232,8 @@ public final class VideoEncoder: @unchecked Sendable {
     }
 
     /// Sends end-of-stream and drains every packet still inside the encoder.
+    /// - Throws: `MediaError` for a failed `avcodec_send_frame` or `avcodec_receive_packet`; what
+    ///   `drain` throws.
     public func flush(duration: Int64, drain: (borrowing EncodedPacket) throws -> Void) throws {
         let r = avcodec_send_frame(context, nil)
         if r < 0 && r != averrorEOF { try check(r, "avcodec_send_frame(flush)") }

@@ -36,7 +36,8 @@ public struct FinishedPhoto: Codable, Sendable, Hashable {
     public var bytes: Int
     /// Noise and noise reduction, in milliseconds.
     public var processMs: Double
-    /// Settings for `codec` at `size` and `rate`; `timescale` nil: the rate's own; `threads` 0: every core; `keyframeInterval` 0: one a second.
+    /// Settings for `codec` at `size` and `rate`; `timescale` nil: the rate's own; `threads` 0:
+    /// every core; `keyframeInterval` 0: one a second.
     public var encodeMs: Double
 }
 

@@ -162,7 +162,8 @@ public enum PoolError: UserFacingError {
     case unsupportedVersion(String, Int)
     /// The path to create a pool at exists and is not an empty directory (exit 73).
     case exists(String)
-    /// The pool is busy (another process changes it, slots still being prepared, recordings in the way); why, and try again (exit 75).
+    /// The pool is busy (another process changes it, slots still being prepared, recordings in the
+    /// way); why, and try again (exit 75).
     case busy(String)
     /// No free slot, or no room on the filesystem for the slots; the message (exit 74).
     case full(String)

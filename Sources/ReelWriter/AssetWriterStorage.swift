@@ -7,7 +7,8 @@ import ReelStorage
 /// preview frame. The outcome, a failure too, is kept: it is made once.
 public final class DeferredStorage: ClipStorage, Sendable {
     /// Writes one block of `count` bytes through the arm's write path.
-    /// - Throws: `JitterError.io` (plain files), or the pool file's storage error, when the write fails.
+    /// - Throws: `JitterError.io` (plain files), or the pool file's storage error, when the write
+    ///   fails.
     public let destination: String
     private let opener: @Sendable () throws -> any ClipStorage
     private let opened = Mutex<Result<any ClipStorage, any Error>?>(nil)
@@ -36,6 +37,8 @@ public final class DeferredStorage: ClipStorage, Sendable {
     public var isOpen: Bool { opened.withLock { $0 != nil } }
 
     /// Opens the storage if need be, then creates the clip there.
+    /// - Throws: what opening the storage threw, or what creating the clip throws
+    ///   (`StorageError.exists`, the pool's `PoolError`s).
     public func createClip(named name: String) throws -> any ClipFile {
         try open().createClip(named: name)
     }

@@ -154,7 +154,8 @@ public struct RecordingProgress: Sendable {
 public struct RecordingSummary: Sendable, Codable {
     /// The clips published, in order.
     public var clips: [ClipSummary]
-    /// Frames the sensor produced (`framesWritten` + `framesDropped`, + `framesLost` after a failure).
+    /// Frames the sensor produced (`framesWritten` + `framesDropped`, + `framesLost` after a
+    /// failure).
     public var framesCaptured: Int
     /// Frames encoded and held by a published clip.
     public var framesWritten: Int
@@ -231,6 +232,10 @@ public final class Recording: Sendable {
     private let lastWrite = Mutex<WriteStats?>(nil)
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
+    /// - Throws: the source's error (`CaptureError`, `V4L2Error`), `CaptureError.unsupportedRatio`,
+    ///   `StorageError.outputDirectory`, `RecordingError.usage` for a length of 0 frames,
+    ///   `WriterError` for settings that cannot work (a codec the container cannot carry, no such
+    ///   encoder); under `--eager-start` also the storage's errors (`PoolError`, `StorageError`).
     public init(options: RecordOptions) throws {
         self.options = options
         let source: any VideoSource
