@@ -123,7 +123,8 @@ extension ArchitectureTests {
     /// The checker itself: it sees through multi-line attributes, `public extension` members,
     /// `open`, failable inits, static members, subscripts, protocol requirements, enum cases,
     /// several declarations on one line, strings that look like declarations, and it accepts
-    /// `/** */` docs but not a plain comment or a doc separated by a blank line.
+    /// `/** */` docs but not a plain comment or a doc separated by a blank line; a throwing
+    /// function's doc must say what it throws.
     @Test func theDocCheckerFindsUndocumentedPublicDeclarations() throws {
         let dir = temporaryDirectory("reel-check-docs")
         defer { removeTree(dir) }
@@ -182,12 +183,19 @@ extension ArchitectureTests {
         @_spi(Testing) public func spi() {}
         package func packageOnly() {}
         func body() { let publicValue = 1; _ = publicValue }
+        /// Says nothing of what it throws.
+        public func throwsWithoutSaying() throws {}
+        /// Says it.
+        /// - Throws: `CancellationError`.
+        public func throwsAndSaysSo() throws {}
+        /// Returns a throwing closure; it does not throw itself.
+        public func returnsAThrowingClosure() -> () throws -> Void { {} }
         """#
         try FileManager.default.createDirectory(atPath: dir + "/T", withIntermediateDirectories: true)
         try source.write(toFile: dir + "/T/a.swift", atomically: true, encoding: .utf8)
         let result = try checkDocs(["T"], in: dir)
         let flagged = result.lines.map { $0.split(separator: ":")[1] }.map(String.init)
-        #expect(flagged == ["5", "9", "16", "17", "18", "19", "29", "32", "37", "46", "49", "51", "51"],
+        #expect(flagged == ["5", "9", "16", "17", "18", "19", "29", "32", "37", "46", "49", "51", "51", "56"],
                 "\(result.lines.joined(separator: "\n"))")
         #expect(result.status == 1 && result.count.hasPrefix("\(flagged.count) "))
 
