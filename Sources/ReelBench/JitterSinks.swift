@@ -6,13 +6,19 @@ import ReelStorage
 
 /// Writes `blockSize` bytes at a time; `complete()` says when each write finished.
 public protocol PacedSink {
+    /// Writes one block of `count` bytes through the arm's write path.
+    /// - Throws: `JitterError.io` (plain files), or the pool file's storage error, when the write
+    ///   fails.
     func write(_ block: UnsafeRawPointer, count: Int) throws
     /// Completion times of the writes in order, or nil when `write` returning is completion.
+    /// - Throws: what finishing the writes failed with (`JitterError.io`, or the pool file's
+    ///   storage error).
     func complete() throws -> [UInt64]?
 }
 
 /// The open-loop paced writer: write `i` is due at `start + i × blockSize / rate`, and its
 /// latency is measured from when it was due, so a stall counts against every write it delays.
+/// - Throws: what `sink.write` or `sink.complete` throws.
 public func pacedRun(_ sink: any PacedSink, options: JitterOptions) throws -> (due: [UInt64], done: [UInt64]) {
     let count = Int(saturating: Double(options.bytesPerSecond) * options.seconds / Double(options.blockSize))
     let interval = Double(options.blockSize) / Double(options.bytesPerSecond) * 1e9

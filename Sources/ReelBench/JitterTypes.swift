@@ -102,6 +102,7 @@ public struct JitterReport: Sendable, Codable {
 
 /// Errors of `reel jitter` writing its files (bad options are a `UsageError`).
 public enum JitterError: UserFacingError {
+    /// A scratch file, the report or a load could not be written or started (exit 74); the message.
     case io(String)
     /// 74: the scratch files could not be written.
     public var exitStatus: Int32 { ExitStatus.ioError }

@@ -25,13 +25,17 @@ public struct OptionSpec: Sendable {
     /// Printed without brackets in the usage text.
     public let required: Bool
 
+    /// An option without a value (`--json`).
     public static func flag(_ name: String, _ help: String, hidden: Bool = false) -> OptionSpec {
         OptionSpec(name: name, value: nil, help: help, sample: nil, hidden: hidden, required: false)
     }
+    /// An option with a value (`--fps N`): `placeholder` in the usage, `sample` a value the parser
+    /// accepts.
     public static func value(_ name: String, _ placeholder: String, _ help: String, sample: String,
                              hidden: Bool = false, required: Bool = false) -> OptionSpec {
         OptionSpec(name: name, value: placeholder, help: help, sample: sample, hidden: hidden, required: required)
     }
+    /// Whether the option takes a value.
     public var takesValue: Bool { value != nil }
 }
 
@@ -43,14 +47,18 @@ public struct CommandSpec: Sendable {
     public let operands: String?
     /// At most this many operands.
     public let maxOperands: Int
+    /// Its options, in the order the usage shows them.
     public let options: [OptionSpec]
+    /// Internal (the detached helpers' commands): neither shown nor documented.
     public let hidden: Bool
 
+    /// A command `name` with up to `maxOperands` operands (shown as `operands`) and `options`.
     public init(_ name: String, operands: String? = nil, maxOperands: Int = 0, hidden: Bool = false, _ options: [OptionSpec]) {
         self.name = name; self.operands = operands; self.maxOperands = operands == nil ? 0 : maxOperands
         self.options = options; self.hidden = hidden
     }
 
+    /// The option called `name`, if the command has one.
     public func option(_ name: String) -> OptionSpec? { options.first { $0.name == name } }
 
     /// `reel record [--source SOURCE] …` for the usage text.
@@ -68,7 +76,9 @@ public struct CommandSpec: Sendable {
 /// The options and operands of one command line, in order, checked against a `CommandSpec`
 /// (names known, values present) but not yet converted.
 public struct ScannedArguments: Sendable {
+    /// The options, in command-line order, with their values (nil for a flag).
     public var options: [(name: String, value: String?)] = []
+    /// The operands, in order.
     public var operands: [String] = []
 
     /// Splits `argv` by `spec`. Throws a `UsageError` for an unknown option, a missing value,

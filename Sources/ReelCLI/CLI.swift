@@ -8,39 +8,60 @@ import ReelWriter
 public enum ParsedCommand: Sendable {
     /// `report`: the `--report` directory, where the recording's write-latency plot goes.
     case record(RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest)
+    /// `reel photo`.
     case photo(PhotoInvocation)
+    /// `reel probe FILE…` (`--frames`: every frame's barcode; `--json`).
     case probe(files: [String], frames: Bool, json: Bool)
+    /// `reel verify PATH…`: each clip's frames, barcodes and seams checked (`--json`).
     case verify(paths: [String], json: Bool)
+    /// `reel devices`: the V4L2 cameras and evdev inputs (`--json`).
     case devices(json: Bool)
     /// `reel control`: the socket and the JSON lines to send (ReelControl).
     case control(socket: String, lines: [String])
     /// `reel cost` and `reel calibrate` (issue 13).
     case cost(RecordOptions, json: Bool, preview: Bool)
+    /// `reel calibrate` (`--refresh`: measure again; `--json`).
     case calibrate(json: Bool, refresh: Bool)
+    /// `reel jitter`.
     case jitter(JitterInvocation)
+    /// `reel pool …`.
     case pool(PoolInvocation)
+    /// `reel _load`: one contention load of `reel jitter`, run as its own process.
     case load(LoadInvocation)
+    /// `reel preview`.
     case preview(PreviewInvocation)
+    /// `reel help`: every command's options.
     case help
 }
 
 /// `reel jitter …` as parsed: the options and where the report goes.
 public struct JitterInvocation: Sendable {
+    /// The measurement's options (`--rate`, `--block`, `--duration`, `--arms`, `--ring`, `--fps`,
+    /// `--no-floor`).
     public var options: JitterOptions
+    /// `--dir`: the directory to write in (nil: the default pool's parent directory).
     public var dir: String?
+    /// `--pool`: measure in this pool's directory (wins over `--dir`).
     public var poolPath: String?
+    /// `--report`: the directory for the JSON and SVG report.
     public var report: String?
+    /// `--contention`: the scenarios to run, each a set of contention loads (`[[]]`: none).
     public var scenarios: [[ContentionKind]]
+    /// `--json`: print the result as JSON.
     public var json: Bool
 }
 
 /// `reel _load KIND --dir D --seconds S` as parsed.
 public struct LoadInvocation: Sendable {
+    /// The load to run.
     public var kind: ContentionKind
+    /// `--dir`: where it writes or reads.
     public var directory: String
+    /// `--seconds`: how long it runs.
     public var seconds: Double
 }
 
+/// The command line's entry points: `parse` (no side effects) and `run`.
 public enum ReelCLI {
     /// Parses `argv` (without the program name). Throws a `UserFacingError` (exit 64) for a
     /// command line that is not one.
@@ -73,6 +94,8 @@ public enum ReelCLI {
     }
 
     /// Does what `command` says; returns the exit status.
+    /// - Throws: the command's `UserFacingError` (its exit status and one-line message) or another
+    ///   error, which `report` turns into a line and a status.
     public static func run(_ command: ParsedCommand) throws -> Int32 {
         switch command {
         case .record(let o, let json, let report, let preview, let controls):

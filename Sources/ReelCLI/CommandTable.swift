@@ -6,6 +6,7 @@ import ReelCore
 public enum CommandTable {
     static let json = OptionSpec.flag("--json", "print exactly one JSON object on stdout")
 
+    /// `reel record`'s options.
     public static let record = CommandSpec("record", [
         .value("--source", "SOURCE", "synthetic[:SIZE] (SIZE even, 1280–4032) or v4l2:/dev/videoN[:WxH][@FPS][:FOURCC] (W, H 1–16384, FPS 1–240)", sample: "synthetic:1280"),
         .value("--fps", "N", "frame rate 1–240: 30, 29.97, 30000/1001", sample: "30"),
@@ -44,6 +45,7 @@ public enum CommandTable {
         .value("--duration", "SECONDS", "seconds of media time, 0.001–86400 (default: until SIGINT)", sample: "2"),
     ])
 
+    /// `reel photo`'s options.
     public static let photo = CommandSpec("photo", [
         .value("--count", "N", "photos to take, 1–1000 (default 1)", sample: "2"),
         .value("--interval", "S", "seconds between presses, 0.001–60 (default 0.5)", sample: "0.2"),
@@ -73,16 +75,20 @@ public enum CommandTable {
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,
     ])
 
+    /// `reel devices [--json]`.
     public static let devices = CommandSpec("devices", [json])
     /// ReelControl: a client of `reel record --control-socket`.
     public static let control = CommandSpec("control", operands: "REQUEST...", maxOperands: .max, [
         .value("--socket", "PATH", "the recording's control socket (reel record --control-socket PATH)", sample: "/tmp/reel.sock", required: true),
     ])
+    /// `reel probe FILE... [--frames] [--json]`.
     public static let probe = CommandSpec("probe", operands: "FILE...", maxOperands: .max, [
         .flag("--frames", "decode every frame and read back the barcodes"), json,
     ])
+    /// `reel verify FILES-or-DIR... [--json]`.
     public static let verify = CommandSpec("verify", operands: "FILES-or-DIR...", maxOperands: .max, [json])
 
+    /// `reel jitter`'s options.
     public static let jitter = CommandSpec("jitter", [
         .value("--pool", "PATH", "measure on the filesystem of the pool at PATH", sample: "pool"),
         .value("--dir", "DIR", "measure in DIR", sample: "."),
@@ -101,6 +107,7 @@ public enum CommandTable {
     static let capacity = OptionSpec.value("--capacity", "SIZE", "pool size, 4M–64T, at most 65536 slots", sample: "1G", required: true)
     static let background = OptionSpec.flag("--background", "prepare the slots in a detached process and return at once")
     static let seconds = OptionSpec.value("--seconds", "S", "seconds per write mode of the measurement, 0.5–600 (default 8)", sample: "8")
+    /// The `reel pool` verbs and their options (the hidden `pool _prepare` included).
     public static let pool: [CommandSpec] = [
         CommandSpec("pool create", operands: "[PATH]", maxOperands: 1, [
             capacity,
@@ -132,6 +139,7 @@ public enum CommandTable {
     /// Every subcommand, hidden ones included.
     public static var all: [CommandSpec] { [record, preview, photo, cost, calibrate, devices, control, probe, verify, jitter] + pool + [load] }
 
+    /// The command called `name` (`record`, `pool create`), if there is one.
     public static func spec(_ name: String) -> CommandSpec? { all.first { $0.name == name } }
 
     /// The usage text (`reel help`), made from the tables above.

@@ -6,11 +6,18 @@ import ReelPhoto
 
 /// `reel photo …` as parsed: the output's settings and the presses to make.
 public struct PhotoInvocation: Sendable {
+    /// The photo output's settings (format, quality, shutter, ring, noise, output directory and
+    /// name, …).
     public var settings = PhotoSettings()
+    /// `--count`: photos to take, one press each.
     public var count = 1
+    /// `--interval`: seconds between presses.
     public var interval = 0.5
+    /// `--fps`: the synthetic sensor's frame rate.
     public var fps = 30
+    /// `--json`: print the photos as JSON.
     public var json = false
+    /// `--name` was given (otherwise `run` names the photos `reel-` and the UTC start time).
     public var nameGiven = false
     /// `--finish-pending`: only finish the deferred photos left in the output directory.
     public var finishPendingOnly = false

@@ -5,14 +5,22 @@ import ReelStorage
 
 /// `reel pool VERB …` as parsed.
 public struct PoolInvocation: Sendable {
+    /// The verb: `create`, `status`, `resize`, `wait`, `calibrate`, `recover`, `delete` (or the
+    /// hidden `_prepare`).
     public var verb: String
+    /// The pool's path (nil: the default pool).
     public var path: String?
+    /// `--capacity` and `--slot`, in bytes (nil: not given).
     public var capacity: Int64? = nil, slot: Int64? = nil
+    /// `--json`; `--background` (prepare the slots in a detached process).
     public var json = false, background = false
     /// nil: `auto` (the filesystem's measurement decides).
     public var writeMode: WriteMode? = nil
+    /// `--prefill`: how slots are prepared (`zero` by default, or `fallocate`).
     public var prefill: Prefill = .zero
+    /// `--seconds` (per write mode of the measurement) and `--timeout` (of `wait`), nil: not given.
     public var seconds: Double? = nil, timeout: Double? = nil
+    /// `--from`: the process that reserved the slots (`pool _prepare`).
     public var from: Int32? = nil
 }
 

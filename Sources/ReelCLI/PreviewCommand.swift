@@ -7,9 +7,13 @@ import ReelWriter
 
 /// `reel preview …` as parsed: the source, where to serve, and for how long.
 public struct PreviewInvocation: Sendable {
+    /// `--source`: the synthetic sensor by default.
     public var source: SourceSpec = .synthetic(size: SyntheticSource.defaultSize)
+    /// `--fps`: 30 by default.
     public var rate: FrameRate = FrameRate(frames: 30)!
+    /// `--ratio`: the preview's aspect ratio (nil: the source's own).
     public var ratio: AspectRatio? = nil
+    /// `--preview` and `--preview-token`: where to serve and the token clients must give.
     public var request = PreviewRequest(address: PreviewAddress(host: "127.0.0.1", port: 8080), token: nil)
     /// Seconds of media time; nil: until SIGINT.
     public var duration: Double? = nil

@@ -12,7 +12,9 @@ import ReelMedia
 /// taken on a busy machine still describes the machine. The wall-time rate is kept for
 /// information.
 public struct EncoderPoint: Codable, Sendable, Equatable {
+    /// The frame width measured, in pixels.
     public var width: Int
+    /// The frame height measured, in pixels.
     public var height: Int
     /// CPU seconds (all threads) per frame: the least of the batches measured.
     public var cpuSecondsPerFrame: Double
@@ -21,11 +23,13 @@ public struct EncoderPoint: Codable, Sendable, Equatable {
     /// Mean bytes of one encoded frame.
     public var bytesPerFrame: Double
 
+    /// A point of the measurement.
     public init(width: Int, height: Int, cpuSecondsPerFrame: Double, framesPerSecond: Double, bytesPerFrame: Double) {
         self.width = width; self.height = height; self.cpuSecondsPerFrame = cpuSecondsPerFrame
         self.framesPerSecond = framesPerSecond; self.bytesPerFrame = bytesPerFrame
     }
 
+    /// `width × height`.
     public var pixels: Double { Double(width * height) }
 }
 
@@ -38,6 +42,7 @@ public struct Calibration: Codable, Sendable, Equatable {
     /// A cache older than this is measured again (a machine's load and kernel change).
     public static let maximumAge: Double = 30 * 86_400
 
+    /// `Calibration.version` when it was measured.
     public var version: Int
     /// `Calibration.machineKey` when it was measured.
     public var machine: String
@@ -67,6 +72,7 @@ public struct Calibration: Codable, Sendable, Equatable {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
+    /// A calibration of these figures (`reel calibrate` measures them; tests give their own).
     public init(version: Int = Calibration.version, machine: String = Calibration.machineKey, toolchain: String = Calibration.toolchainKey,
                 measuredAt: Double, secondsTaken: Double, loadAverage: Double, encoders: [String: [EncoderPoint]],
                 previewMillisecondsPerPicture: Double, cores: Int) {

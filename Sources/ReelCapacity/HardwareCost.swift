@@ -7,9 +7,13 @@ import ReelStorage
 /// recording that changes ratio encodes one clip at a time, so its largest clip counts) and
 /// the frame rate: the format's maximum, or the frame-rate override when one lowers it.
 public struct OutputDemand: Sendable, Equatable {
+    /// The codec the output encodes with.
     public var codec: VideoCodec
+    /// The largest frame it encodes, in pixels.
     public var size: Size
+    /// Frames per second it encodes.
     public var framesPerSecond: Double
+    /// A demand of `codec` at `size` and `framesPerSecond`.
     public init(codec: VideoCodec, size: Size, framesPerSecond: Double) {
         self.codec = codec; self.size = size; self.framesPerSecond = framesPerSecond
     }
@@ -19,9 +23,11 @@ public struct OutputDemand: Sendable, Equatable {
 
 /// What one recording asks of the machine, before it is turned into shares.
 public struct SessionDemand: Sendable, Equatable {
+    /// The encoded outputs (one per movie output).
     public var outputs: [OutputDemand]
     /// The live preview runs (it encodes at most one JPEG per captured frame, newest only).
     public var preview: Bool
+    /// A demand of `outputs`, with or without the live preview.
     public init(outputs: [OutputDemand], preview: Bool) { self.outputs = outputs; self.preview = preview }
 
     /// The same demand with every output at `fps` (a frame-rate override).
@@ -41,6 +47,7 @@ public struct SessionShares: Codable, Sendable, Equatable {
     public var diskBytesPerSecond: Double
     /// `prores:hq 1920×1080 at 30 fps` (outputs, `+ preview`).
     public var description: String
+    /// Shares as computed by `CostModel.shares(_:)`.
     public init(encoder: Double, preview: Double, diskBytesPerSecond: Double, description: String) {
         self.encoder = encoder; self.preview = preview; self.diskBytesPerSecond = diskBytesPerSecond; self.description = description
     }
@@ -48,6 +55,7 @@ public struct SessionShares: Codable, Sendable, Equatable {
 
 /// What the cost is made of: one line per resource, and the sessions counted.
 public struct HardwareCost: Codable, Sendable, Equatable {
+    /// One resource's line of the cost: the shares asked of it and what they are shares of.
     public struct Resource: Codable, Sendable, Equatable {
         /// `encoder` (CPU: every output's encoder and the preview's JPEG work) or `disk`.
         public var name: String
@@ -68,6 +76,7 @@ public struct HardwareCost: Codable, Sendable, Equatable {
     public var cost: Double
     /// The resource with the largest share.
     public var bottleneck: String
+    /// One line per resource: `encoder`, then `disk`.
     public var resources: [Resource]
     /// This recording: outputs and preview.
     public var session: SessionShares
@@ -82,12 +91,15 @@ public struct HardwareCost: Codable, Sendable, Equatable {
 /// Turns a demand into shares of this machine with its calibration and the pool's measured
 /// write bandwidth, and finds the largest share.
 public struct CostModel: Sendable {
+    /// This machine's measured encoding costs and core count (`reel calibrate`).
     public var calibration: Calibration
     /// Bytes per second the pool is known to sustain; nil when not measured (disk not counted).
     public var diskBytesPerSecond: Double?
     /// Where `diskBytesPerSecond` came from, or why there is none.
     public var diskSource: String
 
+    /// A model of `calibration` and the pool's write bandwidth (nil: not measured, disk not
+    /// counted).
     public init(calibration: Calibration, diskBytesPerSecond: Double?, diskSource: String) {
         self.calibration = calibration; self.diskBytesPerSecond = diskBytesPerSecond; self.diskSource = diskSource
     }
@@ -110,6 +122,7 @@ public struct CostModel: Sendable {
 
     /// The shares `demand` takes; throws `CapacityError.notCalibrated` for a codec the
     /// calibration lacks.
+    /// - Throws: `CapacityError.notCalibrated` for a codec the calibration lacks.
     public func shares(_ demand: SessionDemand) throws(CapacityError) -> SessionShares {
         var encoder = 0.0, disk = 0.0
         for o in demand.outputs {
@@ -131,6 +144,7 @@ public struct CostModel: Sendable {
     }
 
     /// The hardware cost of `demand` beside `others` (the live sessions of the registry).
+    /// - Throws: `CapacityError.notCalibrated` for a codec the calibration lacks.
     public func cost(_ demand: SessionDemand, others: [RegisteredSession]) throws(CapacityError) -> HardwareCost {
         var result = try evaluate(demand, others: others)
         if result.cost > 1 + 1e-9 {   // (rounding of shares that sum to exactly 1)
@@ -198,7 +212,9 @@ public enum CapacityError: UserFacingError, Equatable {
     /// The calibration is missing or stale and was not measured (exit 69).
     case noCalibration(String)
 
+    /// Always `ExitStatus.unavailable` (69).
     public var exitStatus: Int32 { ExitStatus.unavailable }
+    /// The one-line message shown after `reel: `.
     public var description: String {
         switch self {
         case .exceeds(let s): return s

@@ -4,15 +4,18 @@ import ReelCore
 /// A live Reel recording as the registry holds it: who (pid, start time, boot id, so a reused
 /// pid never counts) and what it takes.
 public struct RegisteredSession: Codable, Sendable, Equatable {
+    /// The recording's process id.
     public var pid: Int32
     /// `/proc/PID/stat` field 22 (clock ticks since boot).
     public var start: UInt64?
     /// `/proc/sys/kernel/random/boot_id`.
     public var boot: String?
+    /// The recording's shares of this machine.
     public var shares: SessionShares
     /// Seconds since 1970 when it registered.
     public var registeredAt: Double
 
+    /// A record of process `pid` (its start time and boot id, when known) taking `shares`.
     public init(pid: Int32, start: UInt64?, boot: String?, shares: SessionShares, registeredAt: Double) {
         self.pid = pid; self.start = start; self.boot = boot; self.shares = shares; self.registeredAt = registeredAt
     }
@@ -30,8 +33,10 @@ public struct RegisteredSession: Codable, Sendable, Equatable {
 /// removed by whoever reads them; admission (read, decide, write) holds `lock` with `flock`,
 /// so two recorders starting at once cannot both take the last share.
 public struct SessionRegistry: Sendable {
+    /// Where the records are, one file per recording.
     public let directory: String
 
+    /// The registry in `directory` (`defaultDirectory` unless a test gives its own).
     public init(directory: String = SessionRegistry.defaultDirectory) { self.directory = directory }
 
     /// `$XDG_RUNTIME_DIR/reel/sessions`, else `/tmp/reel-UID/sessions`.
@@ -133,6 +138,7 @@ public struct SessionRegistry: Sendable {
 /// This process's entry in the registry; `release()` removes it (a recorder that dies leaves
 /// it, and readers drop it once the pid is gone).
 public final class Registration: Sendable {
+    /// The entry's file, removed by `release()`.
     public let path: String
     init(path: String) { self.path = path }
 

@@ -5,9 +5,11 @@ import ReelCore
 /// How hard-pressed the machine is, as AVFoundation's `AVCaptureDevice.SystemPressureState`
 /// names the levels; `unknown` where the kernel gives no pressure figures (no PSI).
 public enum PressureLevel: String, Codable, Sendable, Comparable, CaseIterable {
+    /// `unknown` (no PSI, or no reading yet), then from `nominal` up to `shutdown`.
     case unknown, nominal, fair, serious, critical, shutdown
 
     var rank: Int { PressureLevel.allCases.firstIndex(of: self)! }
+    /// Orders the levels from `unknown` to `shutdown`.
     public static func < (a: PressureLevel, b: PressureLevel) -> Bool { a.rank < b.rank }
 }
 
@@ -16,12 +18,18 @@ public enum PressureLevel: String, Codable, Sendable, Comparable, CaseIterable {
 /// stalled on the resource; `full`: in which all non-idle tasks did), in percent. A figure
 /// the kernel does not give is nil.
 public struct PressureSample: Codable, Sendable, Equatable {
+    /// `cpu` `some avg10`, in percent.
     public var cpuSome: Double?
+    /// `io` `some avg10`, in percent.
     public var ioSome: Double?
+    /// `io` `full avg10`, in percent.
     public var ioFull: Double?
+    /// `memory` `some avg10`, in percent.
     public var memorySome: Double?
+    /// `memory` `full avg10`, in percent.
     public var memoryFull: Double?
 
+    /// A reading of these figures; a missing one is nil.
     public init(cpuSome: Double? = nil, ioSome: Double? = nil, ioFull: Double? = nil, memorySome: Double? = nil, memoryFull: Double? = nil) {
         self.cpuSome = cpuSome; self.ioSome = ioSome; self.ioFull = ioFull; self.memorySome = memorySome; self.memoryFull = memoryFull
     }
@@ -55,7 +63,9 @@ public struct PressureThresholds: Sendable, Equatable {
     /// Entry thresholds per level (fair, serious, critical, shutdown) per figure (`cpu.some`, …);
     /// a figure missing from a level never raises it there.
     public var entry: [PressureLevel: [String: Double]]
+    /// A level is left only when every figure is below this fraction of its entry threshold…
     public var exitFraction: Double
+    /// …for this many seconds.
     public var holdDownSeconds: Double
 
     /// The thresholds Reel uses (README: System pressure):
@@ -80,6 +90,7 @@ public struct PressureThresholds: Sendable, Equatable {
         .shutdown: ["memory.full": 60],
     ], exitFraction: 0.75, holdDownSeconds: 5)
 
+    /// Thresholds of your own (tests; `standard` is Reel's).
     public init(entry: [PressureLevel: [String: Double]], exitFraction: Double, holdDownSeconds: Double) {
         self.entry = entry; self.exitFraction = exitFraction; self.holdDownSeconds = holdDownSeconds
     }
@@ -106,21 +117,29 @@ public struct PressureThresholds: Sendable, Equatable {
 /// A level the monitor reported: when (seconds since it started), the level, the figures
 /// that raised it, the pressure cost and the PSI reading.
 public struct PressureState: Codable, Sendable, Equatable {
+    /// Seconds since the monitor started.
     public var atSeconds: Double
+    /// The level entered.
     public var level: PressureLevel
+    /// The figures that raised it (`cpu.some 63.2%`); empty for `nominal` and `unknown`.
     public var factors: [String]
+    /// 0…1: the largest figure as a share of its `critical` threshold.
     public var cost: Double
+    /// The PSI reading that caused the change.
     public var sample: PressureSample
 }
 
 /// The hysteresis alone, fed one reading at a time (the monitor's logic, testable with any
 /// clock): returns the new state when the level changes.
 public struct PressureLevelTracker: Sendable {
+    /// The thresholds and hysteresis it applies.
     public let thresholds: PressureThresholds
+    /// The current level (`unknown` before the first reading).
     public private(set) var level: PressureLevel = .unknown
     /// Since when the figures allow a lower level (nil while they do not).
     private var lowerSince: Double? = nil
 
+    /// A tracker at `unknown` with `thresholds`.
     public init(thresholds: PressureThresholds = .standard) { self.thresholds = thresholds }
 
     /// The state after `sample` at `time` seconds if the level changed, else nil.
@@ -160,7 +179,9 @@ public final class PressureMonitor: Sendable {
     /// Where the files are: `cpu`, `io`, `memory` in `directory` (/proc/pressure), or the
     /// cgroup's `cpu.pressure`, … (`suffix` `.pressure`).
     public let directory: String
+    /// The PSI files' name suffix: empty in /proc/pressure, `.pressure` in a cgroup.
     public let suffix: String
+    /// Seconds between readings.
     public let interval: Double
     private let thresholds: PressureThresholds
     private let note: @Sendable (String) -> Void

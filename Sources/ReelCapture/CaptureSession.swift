@@ -5,10 +5,13 @@ import Synchronization
 
 /// A change of ratio, as the session applied it: the seam between two clips.
 public struct Seam: Sendable, Hashable, Codable {
+    /// The first frame at the new ratio.
     public let frameIndex: Int
     /// Session-clock time of the first frame at the new ratio, in seconds.
     public let pts: Double
+    /// The ratio before the seam.
     public let from: AspectRatio
+    /// The ratio after the seam.
     public let to: AspectRatio
 }
 
@@ -26,9 +29,13 @@ public struct CaptureStats: Sendable {
     public var framesCaptured = 0
     /// Frames every output took.
     public var framesDelivered = 0
+    /// Frames dropped before the outputs, by reason.
     public var drops = DropCounts()
+    /// The ratio changes applied, in order.
     public var seams: [Seam] = []
+    /// The first frame's timestamp (nil before it).
     public var startPTS: Timestamp?
+    /// The newest frame's timestamp (nil before the first).
     public var lastPTS: Timestamp?
 }
 
@@ -42,7 +49,9 @@ public protocol CaptureSessionDelegate: AnyObject, Sendable {
 }
 
 extension CaptureSessionDelegate {
+    /// Does nothing by default.
     public func sessionWillRunDeferredStart(_ session: CaptureSession) {}
+    /// Does nothing by default.
     public func sessionDidRunDeferredStart(_ session: CaptureSession) {}
 }
 
@@ -317,6 +326,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
 
     /// Schedules a change at a frame or media time (deterministic, for `--ratio-at`).
+    /// - Throws: `CaptureError.unsupportedRatio` when the source's format does not keep `ratio`.
     public func scheduleAspectRatio(_ ratio: AspectRatio, at trigger: RatioTrigger) throws {
         try CaptureSession.check(ratio, in: source.format)
         state.withLock { $0.schedule.append((trigger, ratio)) }
@@ -350,6 +360,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
 
     /// `waitUntilStopped()` without blocking a thread.
+    /// - Throws: what the source threw.
     @discardableResult
     public func stopped() async throws -> CaptureStats {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
@@ -359,6 +370,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
 
     /// Runs the source on the calling thread until `frameLimit` frames or `stopRunning()`.
+    /// - Throws: `CaptureError.notConfigurable` when the session runs already; what the source
+    ///   threw.
     public func run(frameLimit: Int?) throws -> CaptureStats {
         guard beginRun() else { throw CaptureError.notConfigurable("the session is running already") }
         return try runBegun(frameLimit: frameLimit)
@@ -444,6 +457,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
 
     // MARK: SourceDelegate
 
+    /// Hands the source's frame to every output at the current ratio (applying a due ratio change
+    /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
         let (source, ratio, outputs, resumed, stopAsked) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool) in
             var next = s.graph.ratio
@@ -509,6 +524,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
         return taken
     }
 
+    /// Counts frames the source dropped before they became frames (`reason`), from frame `index`.
     public func source(didDrop count: Int, reason: DropReason, at index: Int) {
         state.withLock {
             $0.stats.drops.add(reason, count: count)

@@ -11,9 +11,12 @@ import Glibc
 /// `apply` on its copy), not to the video path: the sensor's pool buffers keep their clean
 /// background, so the noise never accumulates, and video outputs stay as they were.
 public struct SensorNoise: Sendable, Hashable {
+    /// The standard deviation of the noise, in 8-bit luma levels.
     public let sigma: Double
+    /// The sigmas `--sensor-noise` accepts.
     public static let range = 0.1...50.0
 
+    /// Noise of standard deviation `sigma`.
     public init(sigma: Double) { self.sigma = sigma }
 
     /// 4096 samples of N(0, 1) × 16 (fixed point), from the inverse of the normal CDF at

@@ -6,9 +6,14 @@ import ReelCore
 /// The synthetic square sensor's photo format is 4032×4032 and, as on the real camera, keeps
 /// only 4x3 and 3x4: asking another ratio is a usage error.
 public struct SensorPhotoFormat: Sendable, Hashable {
+    /// Writes one block of `count` bytes through the arm's write path.
+    /// - Throws: `JitterError.io` (plain files), or the pool file's storage error, when the write
+    ///   fails.
     public let size: Size
+    /// The ratios a photo may be cropped to (4x3 and 3x4 for the synthetic sensor).
     public let supportedRatios: [AspectRatio]
 
+    /// A photo format of `size` that keeps `supportedRatios`.
     public init(size: Size, supportedRatios: [AspectRatio]) {
         self.size = size; self.supportedRatios = supportedRatios
     }

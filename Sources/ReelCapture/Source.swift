@@ -65,6 +65,8 @@ public protocol VideoSource: AnyObject, Sendable {
 }
 
 extension VideoSource {
+    /// A source with a fixed rate: accepts only its own rate.
+    /// - Throws: `CaptureError.notConfigurable` for any other rate.
     public func setFrameRate(_ rate: FrameRate) throws {
         guard rate != format.rate else { return }
         throw CaptureError.notConfigurable("this source's frame rate is fixed at \(format.rate) fps")

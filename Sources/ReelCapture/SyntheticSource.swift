@@ -9,7 +9,9 @@ import Synchronization
 /// is dropped as `late`, a frame with no free buffer as `outOfBuffers`. Not real time: the
 /// source waits for the pipeline (for benchmarks).
 public final class SyntheticSource: VideoSource {
+    /// The sensor sides it takes (even only), in pixels.
     public static let sizeRange = 1280...4032
+    /// The sensor side when none is given.
     public static let defaultSize = 1920
     /// Above this side the sensor is in its still-photo mode, which keeps only 4x3 and 3x4
     /// (as the largest still size of Apple's square sensor does).
@@ -19,6 +21,7 @@ public final class SyntheticSource: VideoSource {
     public var format: SourceFormat { formatState.withLock { $0 } }
     private let formatState: Mutex<SourceFormat>
     private let capturing = Atomic<Bool>(false)
+    /// Paced at the frame rate on CLOCK_MONOTONIC; false: as fast as the pipeline takes frames.
     public let isRealtime: Bool
     private let pool: PixelBufferPool
     private let pattern: TestPattern
@@ -37,6 +40,8 @@ public final class SyntheticSource: VideoSource {
     /// - Parameters:
     ///   - size: side of the square sensor, even, 1280…4032.
     ///   - buffers: frames the sensor can have in flight before it drops `outOfBuffers`.
+    /// - Throws: `CaptureError.invalidSensorSize` for a size out of range or odd; `MediaError` when
+    ///   the buffers cannot be allocated.
     public init(size: Int = SyntheticSource.defaultSize, rate: FrameRate, realtime: Bool, buffers: Int = 12) throws {
         guard Self.sizeRange.contains(size) else {
             throw CaptureError.invalidSensorSize("sensor size \(size) is out of range: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
@@ -104,6 +109,7 @@ public final class SyntheticSource: VideoSource {
         }
     }
 
+    /// Ends `capture` after the frame in progress. Safe from any thread.
     public func stop() { stopping.store(true, ordering: .releasing) }
 
     /// A new frame rate (and clock: the timescale follows the rate) from the next `capture` on.
@@ -115,6 +121,9 @@ public final class SyntheticSource: VideoSource {
         formatState.withLock { $0.rate = rate; $0.timescale = rate.timescale }
     }
 
+    /// Renders frames with their barcodes into the pool's buffers and hands them to `delegate`
+    /// until `frameLimit` frames or `stop()`.
+    /// - Throws: nothing in practice (the protocol's requirement throws for cameras).
     public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
         capturing.store(true, ordering: .releasing)
         defer { capturing.store(false, ordering: .releasing) }

@@ -8,10 +8,13 @@ import ReelCore
 public struct CaptureEvent: Sendable, Hashable, Codable {
     /// Where a press is in its life.
     public enum Phase: String, Sendable, Hashable, Codable, CaseIterable {
+        /// `began` (pressed), `cancelled` (it never captures: the device went away, events were
+        /// dropped), `ended` (released: the capture fires).
         case began, cancelled, ended
     }
     /// What the press asks for: `primary` (shutter, record) or `secondary` (marker, lock).
     public enum Action: String, Sendable, Hashable, Codable, CaseIterable {
+        /// `primary` (shutter, record) or `secondary` (marker, lock).
         case primary, secondary
     }
 

@@ -28,11 +28,13 @@ public struct ControlState: Sendable, Hashable, Codable {
     public var title: String?
     /// The slider's range, or 0…(titles − 1) for a picker.
     public var minimum: Double
+    /// The slider's upper bound, or titles − 1 for a picker.
     public var maximum: Double
     /// The picker's titles (nil for a slider).
     public var titles: [String]?
     /// Whether it takes changes; when not, `disabledReason` says why.
     public var enabled: Bool
+    /// Why it is off (nil when `enabled`).
     public var disabledReason: String?
 }
 
@@ -40,8 +42,11 @@ public struct ControlState: Sendable, Hashable, Codable {
 public struct ControlSetResult: Sendable, Hashable, Codable {
     /// Whether the change was made.
     public var ok: Bool
+    /// The control's identifier.
     public var control: String
+    /// The value it became (nil when refused).
     public var value: Double?
+    /// The picker's title it became (nil for a slider, or when refused).
     public var title: String?
     /// The asked value was out of range and was clamped.
     public var clamped: Bool
@@ -78,9 +83,11 @@ public final class ObservableValue<Value: Sendable & Equatable>: Sendable {
 
 /// A system slider: `zoom` (1×–4×) or `exposure` bias (−2…+2 EV), or any range.
 public final class SystemSlider: CaptureControl {
+    /// The slider's name (`zoom`, `exposure`).
     public let identifier: String
     /// Values outside are clamped.
     public let range: ClosedRange<Double>
+    /// Why it is off (`nil`: it is on).
     public let disabledReason: String?
     /// The value the UI shows: applied on the control queue, observed in order.
     public let value: ObservableValue<Double>
@@ -135,9 +142,11 @@ public final class SystemSlider: CaptureControl {
 
 /// An index picker (AVCaptureIndexPicker): one of a list of titles, e.g. the ratios.
 public final class IndexPicker: CaptureControl {
+    /// The picker's name (`ratio`).
     public let identifier: String
     /// What can be picked, in order.
     public let titles: [String]
+    /// Why it is off (`nil`: it is on).
     public let disabledReason: String?
     /// The selected index the UI shows.
     public let selectedIndex: ObservableValue<Int>

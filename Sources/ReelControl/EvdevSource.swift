@@ -11,8 +11,11 @@ import Synchronization
 /// A device that goes away is opened again every 250 ms until it comes back (or `stop()`).
 /// Optionally grabs the device (EVIOCGRAB) so the desktop does not also see the keys.
 public final class EvdevSource: Sendable {
+    /// The input device's path (`/dev/input/eventN`).
     public let path: String
+    /// Which keys are capture keys, and the action each takes.
     public let keys: KeyMap
+    /// Whether it grabs the device (EVIOCGRAB) while it reads.
     public let grab: Bool
     private let stopped = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)

@@ -4,13 +4,19 @@ import Synchronization
 /// A capture event as the recording saw it: the event and the newest frame captured when
 /// Reel handled it (`null` before the first frame).
 public struct CaptureEventRecord: Sendable, Hashable, Codable {
+    /// began, cancelled or ended.
     public var phase: CaptureEvent.Phase
+    /// primary or secondary.
     public var action: CaptureEvent.Action
+    /// Who sent it (`evdev:/dev/input/event3 (KEY_VOLUMEDOWN)`, `terminal`, `socket`, `page`).
     public var source: String
+    /// When it happened, in seconds on CLOCK_MONOTONIC.
     public var time: Double
+    /// The newest frame captured when Reel handled it (nil before the first frame).
     public var frameIndex: Int?
 
     /// Every key written, `frameIndex` as `null` when there is none.
+    /// - Throws: what `encoder` throws.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(phase, forKey: .phase)
@@ -23,11 +29,15 @@ public struct CaptureEventRecord: Sendable, Hashable, Codable {
 
 /// A marker laid by a secondary press (at its `ended`) at a frame of the recording.
 public struct MarkerRecord: Sendable, Hashable, Codable {
+    /// The frame the marker is at (nil before the first frame).
     public var frameIndex: Int?
+    /// When the press ended, in seconds on CLOCK_MONOTONIC.
     public var time: Double
+    /// Who sent the press.
     public var source: String
 
     /// Every key written, `frameIndex` as `null` when there is none.
+    /// - Throws: what `encoder` throws.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(frameIndex, forKey: .frameIndex)

@@ -33,10 +33,15 @@ public struct CropRect: Hashable, Sendable, CustomStringConvertible {
 /// The dynamic aspect ratios a session can crop out of its sensor (Apple's
 /// `AVCaptureAspectRatio`): the largest centred rectangle of that shape.
 public enum AspectRatio: String, CaseIterable, Sendable, Codable, CustomStringConvertible {
+    /// 1:1.
     case square = "1x1"
+    /// 4:3, wider than tall.
     case landscape4x3 = "4x3"
+    /// 3:4, taller than wide.
     case portrait3x4 = "3x4"
+    /// 16:9, wider than tall.
     case landscape16x9 = "16x9"
+    /// 9:16, taller than wide.
     case portrait9x16 = "9x16"
 
     /// Accepts `16x9`, `16:9` and `16/9`.

@@ -3,6 +3,7 @@ import ReelCore
 
 /// Pixel layouts Reel moves between sources, converters and encoders.
 public enum PixelFormat: String, Sendable, Hashable, CaseIterable {
+    /// FFmpeg's pixel formats of the same names (`AV_PIX_FMT_YUV420P`, …).
     case yuv420p, nv12, yuyv422, yuv422p, yuv422p10, yuv444p10, yuvj420p
 
     var av: AVPixelFormat {
@@ -20,7 +21,9 @@ public enum PixelFormat: String, Sendable, Hashable, CaseIterable {
 
 /// ProRes flavours, named as Apple names them.
 public enum ProResProfile: String, Sendable, CaseIterable {
+    /// ProRes 422 Proxy, LT, 422 and 422 HQ.
     case proxy, lt, standard, hq
+    /// ProRes 4444.
     case p4444 = "4444"
 
     /// `FF_PROFILE_PRORES_*`.
@@ -124,9 +127,11 @@ public enum VideoCodec: Sendable, Hashable, CustomStringConvertible {
 
 /// The file formats Reel muxes into.
 public enum Container: String, Sendable, Hashable, CaseIterable {
+    /// QuickTime (`.mov`), MPEG-4 (`.mp4`) and Matroska (`.mkv`).
     case mov, mp4, mkv
 
     var formatName: String { self == .mkv ? "matroska" : rawValue }
+    /// The file name extension: the case's name.
     public var fileExtension: String { rawValue }
 
     /// The container can carry the codec: libavformat's own table (`avformat_query_codec`),

@@ -22,9 +22,13 @@ public final class PixelConverter {
         case direct
     }
 
+    /// The format it converts from.
     public let source: PixelFormat
+    /// The format it converts to.
     public let target: PixelFormat
+    /// The frame size, the same on both sides.
     public let size: Size
+    /// Reel's own loop or libswscale.
     public let path: Path
     private let scaler: OpaquePointer?
 

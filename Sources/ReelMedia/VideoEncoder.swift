@@ -11,7 +11,9 @@ public struct EncodedPacket: ~Copyable {
 
     init(_ packet: UnsafeMutablePointer<AVPacket>) { self.packet = packet }
 
+    /// The packet is a keyframe (`AV_PKT_FLAG_KEY`).
     public var isKeyframe: Bool { packet.pointee.flags & AV_PKT_FLAG_KEY != 0 }
+    /// The packet's size in bytes.
     public var byteCount: Int { Int(packet.pointee.size) }
     /// Presentation time on the encoder's time base (one tick per `FrameRate.frameDuration`).
     public var pts: Int64 { packet.pointee.pts }
@@ -19,8 +21,11 @@ public struct EncodedPacket: ~Copyable {
 
 /// The settings an encoder is opened with.
 public struct EncoderSettings: Sendable, Hashable {
+    /// The codec and its profile.
     public var codec: VideoCodec
+    /// The encoded frame size, in pixels.
     public var size: Size
+    /// The frame rate (the codec context's `framerate`; it sets the GOP's default length).
     public var rate: FrameRate
     /// Ticks per second of the pts passed to `encode` (the session clock's timescale).
     public var timescale: Int32
@@ -29,6 +34,8 @@ public struct EncoderSettings: Sendable, Hashable {
     /// A keyframe at least this often for long-GOP codecs (frames); 0 means one per second.
     public var keyframeInterval: Int
 
+    /// Settings for `codec` at `size` and `rate`; `timescale` nil: the rate's own; `threads` 0:
+    /// every core; `keyframeInterval` 0: one a second.
     public init(codec: VideoCodec, size: Size, rate: FrameRate, timescale: Int32? = nil, threads: Int = 0, keyframeInterval: Int = 0) {
         self.codec = codec; self.size = size; self.rate = rate
         self.timescale = timescale ?? rate.timescale
@@ -47,7 +54,9 @@ public final class VideoEncoder: @unchecked Sendable {
     private let view: UnsafeMutablePointer<AVFrame>
     private var converter: PixelConverter?
     private var converted: PixelBufferPool?
+    /// The settings it was opened with.
     public let settings: EncoderSettings
+    /// Frames passed to `encode` so far.
     public private(set) var framesSent = 0
     /// Frames between keyframes (the GOP).
     private let gop: Int
@@ -57,6 +66,8 @@ public final class VideoEncoder: @unchecked Sendable {
 
     /// Opens the encoder (`avcodec_find_encoder_by_name`, `avcodec_open2`).
     /// - Parameter globalHeader: the container wants codec extradata in its header (MP4, MOV, MKV).
+    /// - Throws: `MediaError` naming the failed call (no such encoder, `avcodec_open2` refusing the
+    ///   settings, out of memory).
     public init(_ settings: EncoderSettings, globalHeader: Bool) throws(MediaError) {
         self.settings = settings
         let codec = settings.codec
@@ -111,6 +122,8 @@ public final class VideoEncoder: @unchecked Sendable {
     /// pixel: 545 MB at 1920×1920, 300–600 ms here). A black frame is encoded and its packet
     /// thrown away; from then on keyframes are placed by hand, at the same frames as before
     /// (every `gop` frames from the first real one). Call before the first `encode`.
+    /// - Throws: `MediaError` naming the failed libavcodec call (`avcodec_send_frame`,
+    ///   `avcodec_receive_packet`) or allocation.
     public func warmUp() throws {
         guard case .ffv1 = settings.codec, framesSent == 0, !keyframesByHand else { return }
         let black = try PixelBuffer(size: settings.size, format: settings.codec.inputFormat)
@@ -147,6 +160,7 @@ public final class VideoEncoder: @unchecked Sendable {
     /// Makes a restartable encoder let go of the last frame it was given (FFV1 keeps a
     /// reference to it until the next): its own black frame is encoded in its place, so that
     /// an idle encoder holds no sensor buffer.
+    /// - Throws: `MediaError` naming the failed libavcodec call.
     public func releaseInput() throws {
         guard canRestart else { return }
         try encodeBlack()
@@ -179,6 +193,9 @@ public final class VideoEncoder: @unchecked Sendable {
     /// encoder has ready to `drain`. The buffer is referenced, not copied, when its pixel
     /// format is the codec's; otherwise it is converted into a pooled buffer.
     /// - Parameter forceKeyframe: the frame starts a clip (or a fragment) and must be a keyframe.
+    /// - Throws: `MediaError` for a crop of another size or a failed call (`av_frame_ref`,
+    ///   `av_frame_apply_cropping`, conversion, `avcodec_send_frame`, `avcodec_receive_packet`);
+    ///   what `drain` throws.
     public func encode(_ buffer: PixelBuffer, crop: CropRect, pts: Int64, duration: Int64,
                        forceKeyframe: Bool = false,
                        drain: (borrowing EncodedPacket) throws -> Void) throws {
@@ -215,6 +232,8 @@ public final class VideoEncoder: @unchecked Sendable {
     }
 
     /// Sends end-of-stream and drains every packet still inside the encoder.
+    /// - Throws: `MediaError` for a failed `avcodec_send_frame` or `avcodec_receive_packet`; what
+    ///   `drain` throws.
     public func flush(duration: Int64, drain: (borrowing EncodedPacket) throws -> Void) throws {
         let r = avcodec_send_frame(context, nil)
         if r < 0 && r != averrorEOF { try check(r, "avcodec_send_frame(flush)") }

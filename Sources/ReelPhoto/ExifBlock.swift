@@ -13,18 +13,30 @@ import ReelCore
 ///   microseconds (16), the session's id (8).
 /// - `UserComment`: `reel frame=INDEX sessionTime=SECONDS press=SECONDS quality=LEVEL`.
 public struct ExifFields: Sendable, Hashable, Codable {
+    /// `Make`: the camera's maker.
     public var make: String
+    /// `Model`: the camera's model.
     public var model: String
+    /// `Orientation`: 1 (upright) to 8.
     public var orientation: Int
+    /// When the frame was captured (`DateTimeOriginal`, `SubSecTimeOriginal`, written in UTC).
     public var capturedAt: Date
+    /// `PixelXDimension`: the stored picture's width.
     public var width: Int
+    /// `PixelYDimension`: the stored picture's height.
     public var height: Int
+    /// The frame's index (in `ImageUniqueID` and `UserComment`).
     public var frameIndex: Int
+    /// The frame's time on the session clock, in seconds (in `ImageUniqueID` and `UserComment`).
     public var sessionTime: Double
+    /// The press's time on the session clock, in seconds (in `UserComment`).
     public var pressTime: Double
+    /// The session's id (the last 8 hex digits of `ImageUniqueID`).
     public var sessionID: UInt32
+    /// The quality level the photo got (in `UserComment`).
     public var quality: PhotoQuality
 
+    /// The fields of one photo.
     public init(make: String, model: String, orientation: Int, capturedAt: Date, width: Int, height: Int,
                 frameIndex: Int, sessionTime: Double, pressTime: Double, sessionID: UInt32, quality: PhotoQuality) {
         self.make = make; self.model = model; self.orientation = orientation; self.capturedAt = capturedAt

@@ -22,13 +22,22 @@ struct PendingJob: Codable {
 
 /// A deferred photo finished: its final replaced the proxy under `path`.
 public struct FinishedPhoto: Codable, Sendable, Hashable {
+    /// The photo's file, now holding the final.
     public var path: String
+    /// The frame the photo shows.
     public var frameIndex: Int
+    /// Frames merged by noise reduction (the photo's frame included).
     public var mergedFrames: Int
+    /// Luma PSNR (dB) of the single noisy frame (the proxy) against the clean pattern.
     public var psnrProxy: Double
+    /// Luma PSNR (dB) of the noise-reduced final against the clean pattern.
     public var psnrFinal: Double
+    /// The final file's size, in bytes.
     public var bytes: Int
+    /// Noise and noise reduction, in milliseconds.
     public var processMs: Double
+    /// Settings for `codec` at `size` and `rate`; `timescale` nil: the rate's own; `threads` 0:
+    /// every core; `keyframeInterval` 0: one a second.
     public var encodeMs: Double
 }
 

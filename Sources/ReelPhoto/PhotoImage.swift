@@ -8,13 +8,17 @@ import Glibc
 /// A photo's own pixels: 8-bit 4:2:0 planes, tightly packed, copied out of a sensor buffer
 /// so the buffer goes back to the sensor at once.
 public final class PhotoImage: @unchecked Sendable { // written only before it is handed on
+    /// The picture's width, in pixels.
     public let width: Int
+    /// The picture's height, in pixels.
     public let height: Int
     let y: UnsafeMutableBufferPointer<UInt8>
     let u: UnsafeMutableBufferPointer<UInt8>
     let v: UnsafeMutableBufferPointer<UInt8>
 
+    /// The chroma planes' width (4:2:0: half).
     public var chromaWidth: Int { width / 2 }
+    /// The chroma planes' height (4:2:0: half).
     public var chromaHeight: Int { height / 2 }
     /// Bytes the planes hold.
     public var byteCount: Int { y.count + u.count + v.count }

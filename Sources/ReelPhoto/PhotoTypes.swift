@@ -13,6 +13,7 @@ public enum PhotoFileFormat: String, Sendable, Codable, CaseIterable {
     /// sensor-native still: never rotated by orientation compensation.
     case png
 
+    /// The file name extension: `jpg`, `heic` or `png`.
     public var fileExtension: String {
         switch self {
         case .jpeg: return "jpg"
@@ -33,6 +34,7 @@ public enum PhotoQuality: String, Sendable, Codable, CaseIterable, Comparable {
     case quality
 
     private var rank: Int { switch self { case .speed: 0; case .balanced: 1; case .quality: 2 } }
+    /// Orders the levels: `speed` < `balanced` < `quality`.
     public static func < (a: PhotoQuality, b: PhotoQuality) -> Bool { a.rank < b.rank }
 
     /// TurboJPEG quality.
@@ -53,10 +55,15 @@ public enum ShutterMode: String, Sendable, Codable {
 
 /// One delivered photo, as `reel photo --json` prints it.
 public struct Photo: Sendable, Encodable, Hashable {
+    /// Where the photo was saved (its final name).
     public var path: String
+    /// Its file format.
     public var format: PhotoFileFormat
+    /// The stored picture's width, in pixels.
     public var width: Int
+    /// The stored picture's height, in pixels.
     public var height: Int
+    /// The file's size, in bytes.
     public var bytes: Int
     /// The frame the photo shows.
     public var frameIndex: Int
@@ -91,11 +98,13 @@ public struct Photo: Sendable, Encodable, Hashable {
     /// Luma PSNR (dB) against the clean pattern of the single noisy frame (the proxy) and of
     /// the noise-reduced photo (nil without noise, or without reduction).
     public var psnrProxy: Double?
+    /// Luma PSNR (dB) of the noise-reduced photo (see `psnrProxy`).
     public var psnrFinal: Double?
     /// Deferred processing: the file first held the proxy, and the final replaced it
     /// `finalMs` after the press (nil until then, or when the process ended first: the job
     /// waits on disk for `reel photo --finish-pending` or the next start).
     public var deferred: Bool
+    /// Milliseconds from the press until the final replaced the proxy (see `deferred`).
     public var finalMs: Double?
     /// The press on CLOCK_MONOTONIC (ns); not in the JSON.
     public var pressMonotonic: UInt64
@@ -111,10 +120,15 @@ public struct Photo: Sendable, Encodable, Hashable {
 public struct PhotoRequest: Sendable, Hashable {
     /// Counts accepted presses from 1.
     public let sequence: Int
+    /// The frame the photo will show.
     public let frameIndex: Int
+    /// The frame whose timestamp is nearest the press time.
     public let pressedFrameIndex: Int
+    /// The press on the session clock, in seconds.
     public let pressTime: Double
+    /// `frameIndex - pressedFrameIndex`: 0 with zero shutter lag.
     public let lagFrames: Int
+    /// The level the photo will get (after fast-capture prioritisation).
     public let quality: PhotoQuality
     /// Accepted before the output was ready: delivered once it is.
     public let buffered: Bool
@@ -135,6 +149,7 @@ public enum PhotoError: UserFacingError, Sendable {
     /// The sensor's pixel format cannot be taken as a photo (exit 69).
     case unsupportedPixelFormat(String)
 
+    /// The exit status of `reel photo` for this error: 70, 74, 73, 75 or 69 (see each case).
     public var exitStatus: Int32 {
         switch self {
         case .encoder, .noFrame: return ExitStatus.software
@@ -145,6 +160,7 @@ public enum PhotoError: UserFacingError, Sendable {
         }
     }
 
+    /// The one-line message shown after `reel: `.
     public var description: String {
         switch self {
         case .encoder(let why): return "photo: \(why)"

@@ -19,6 +19,7 @@ public struct PreviewStatus: Codable, Sendable {
     public var ratio: String
     /// Pictures the preview encoded, and its clients now streaming.
     public var previewFrames: Int
+    /// The page's clients streaming the preview now.
     public var previewClients: Int
     /// Mean time to copy the crop out and encode it as JPEG, per picture, in milliseconds.
     public var previewEncodeMs: Double
@@ -37,7 +38,9 @@ public struct PreviewStatus: Codable, Sendable {
 
 /// Where the preview listens: `[HOST:]PORT` (HOST an IPv4 literal or `[IPv6]`; default 127.0.0.1).
 public struct PreviewAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The host to bind: an IPv4 literal or an IPv6 literal (without its brackets).
     public var host: String
+    /// The TCP port.
     public var port: UInt16
 
     /// nil when `text` is not `[HOST:]PORT` with PORT 0–65535.
@@ -54,11 +57,13 @@ public struct PreviewAddress: Sendable, Hashable, CustomStringConvertible {
         self.host = host; self.port = port
     }
 
+    /// The address `host`:`port`, unchecked.
     public init(host: String, port: UInt16) { self.host = host; self.port = port }
 
     /// True for 127.0.0.0/8 and ::1: no token needed.
     public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" || host == "localhost" }
 
+    /// `HOST:PORT`, or `[IPv6]:PORT`.
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 

@@ -8,6 +8,8 @@ import Glibc
 /// Where a writer's clips are created.
 public protocol ClipStorage: Sendable {
     /// A new, empty clip file that will be published as `name` when finished.
+    /// - Throws: `StorageError.exists` when the name is taken, or the storage's own error
+    ///   (`StorageError`, `PoolError`).
     func createClip(named name: String) throws -> any ClipFile
     /// The directory finished clips land in.
     var destination: String { get }
@@ -18,8 +20,11 @@ public protocol ClipFile: ByteSink {
     /// The path the clip has (or will have) once published.
     var path: String { get }
     /// Flushes to stable storage and publishes the file at `path`. Returns its size.
+    /// - Throws: `StorageError.writeback` when syncing fails, or the storage's own error for the
+    ///   move.
     func publish() throws -> Int64
     /// Cuts the file back to `length` bytes (salvaging after a failed write).
+    /// - Throws: `SystemError` (`ftruncate`), or the storage's own error.
     func truncate(to length: Int64) throws
     /// Write-path figures (latency histogram, ring use).
     var writeStats: WriteStats? { get }
@@ -33,8 +38,11 @@ public protocol ClipFile: ByteSink {
 
 /// Errors of the storage layer.
 public enum StorageError: UserFacingError {
+    /// The output directory (the path) cannot be created or written (exit 73).
     case outputDirectory(String, SystemError)
+    /// A file of this name already exists (exit 73).
     case exists(String)
+    /// A file call failed (exit 74).
     case io(SystemError)
     /// Writing back a clip's bytes failed (fdatasync or sync_file_range): what was written
     /// since the last successful sync may not be on disk.
@@ -65,6 +73,7 @@ public struct FileStorage: ClipStorage {
     public let destination: String
 
     /// Creates the directory if needed and checks that it can be written.
+    /// - Throws: `StorageError.outputDirectory` when the directory cannot be made or written.
     public init(directory: String) throws {
         destination = directory
         try FileStorage.makeWritableDirectory(directory)
@@ -114,6 +123,8 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     private var samples: [(start: UInt64, took: UInt64)] = []
 
     /// Creates `path`, refusing to replace an existing file (`O_EXCL`).
+    /// - Throws: `StorageError.exists` when `path` exists; `StorageError.outputDirectory` when it
+    ///   cannot be created.
     public init(path: String) throws {
         self.path = path
         do { fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL) } catch let e as SystemError {
@@ -145,6 +156,7 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     }
 
     /// Moves `position` (no call: the next write says where).
+    /// - Throws: `SystemError` (`lseek`, EINVAL) for a negative offset.
     public func seek(to offset: Int64) throws {
         guard offset >= 0 else { throw SystemError("lseek", path: path, errno: EINVAL) }
         position = offset

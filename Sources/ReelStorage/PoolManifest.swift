@@ -152,16 +152,26 @@ public struct Prefill: RawRepresentable, Hashable, Codable, Sendable, CustomStri
 
 /// Errors of the storage pool.
 public enum PoolError: UserFacingError {
+    /// The path has no manifest.json (exit 66).
     case notAPool(String)
+    /// The manifest (of the pool at the path) does not parse; the reason (exit 65).
     case damagedManifest(String, String)
+    /// manifest.json is not a Reel pool manifest; its format field (exit 65).
     case foreignManifest(String, String)
+    /// The manifest's version is newer than this Reel understands (exit 65).
     case unsupportedVersion(String, Int)
+    /// The path to create a pool at exists and is not an empty directory (exit 73).
     case exists(String)
+    /// The pool is busy (another process changes it, slots still being prepared, recordings in the
+    /// way); why, and try again (exit 75).
     case busy(String)
+    /// No free slot, or no room on the filesystem for the slots; the message (exit 74).
     case full(String)
     /// Creating or growing the pool would need more than the filesystem has free.
     case noRoom(String)
+    /// The filesystem cannot do what the pool asks (direct I/O); the message (exit 69).
     case unsupportedFilesystem(String)
+    /// A file call failed (exit 74).
     case io(SystemError)
 
     /// The exit status `reel` ends with (see the README's table).

@@ -34,6 +34,9 @@ extension StoragePool {
     /// Preallocates (and zero-fills when the pool's prefill is `zero`) every slot this process
     /// holds as `preparing`, syncs each, then marks it `free`, updating the operation's progress.
     /// A failure (no room) is kept in the manifest as `lastError` for `reel pool status`.
+    /// - Throws: `PoolError.full` when the filesystem has no room, `PoolError.io`/`SystemError` for
+    ///   a failed file call, and the manifest's `PoolError`s (`notAPool`, `damagedManifest`, `busy`
+    ///   on a held lock).
     public func fillReservedSlots(_ only: [Int]? = nil, progress: ((Double) -> Void)? = nil) throws {
         let (ids, slotSize, prefill) = try withManifest { m in
             (m.slots.filter { $0.state == .preparing && $0.isMine && (only?.contains($0.id) ?? true) }.map(\.id), m.slotSize, m.prefill)
@@ -72,6 +75,8 @@ extension StoragePool {
     /// Takes over the slots and operations that process `pid` reserved (a foreground
     /// `reel pool create --background` hands its work to a detached process this way).
     /// Returns how many slots were taken over.
+    /// - Throws: the manifest's `PoolError`s (`notAPool`, `damagedManifest`, `busy` on a held lock)
+    ///   or `SystemError` when it cannot be written.
     public func adoptPreparation(from pid: Int32) throws -> Int {
         let me = ProcessIdentity.current
         return try withManifest { m in
@@ -89,6 +94,8 @@ extension StoragePool {
     /// returns its pid once it has taken them over (so the pool never looks idle meanwhile).
     /// `command` runs `adoptPreparation(from: getpid())` then `fillReservedSlots()`, as
     /// `reel pool _prepare PATH --from PID` does.
+    /// - Throws: `PoolError.io` when the process cannot be started, `PoolError.busy` when it does
+    ///   not take the slots over, and the manifest's `PoolError`s.
     public func prepareInBackground(command: [String]) throws -> Int32? {
         let me = getpid()
         guard holdsPreparation(me), let exe = command.first else { return nil }
@@ -129,6 +136,8 @@ extension StoragePool {
 
     /// Grows (new slots, preallocated) or shrinks (free slots deleted) the pool. With
     /// `preallocate: false` new slots are only reserved, as in `create`.
+    /// - Throws: `UsageError` for a capacity below one slot, `PoolError.noRoom` when growing needs
+    ///   more than the filesystem has free, and what `replenish` throws.
     public func resize(capacity: Int64, preallocate: Bool = true, progress: ((Double) -> Void)? = nil) throws {
         let m = try readManifest()
         guard capacity >= m.slotSize else {
@@ -155,6 +164,8 @@ extension StoragePool {
     }
 
     /// Prepares slots until the pool holds its capacity again.
+    /// - Throws: what `fillReservedSlots` throws; `SystemError` when a stale slot cannot be
+    ///   removed.
     public func replenish(reason: String = "replenishing", preallocate: Bool = true, progress: ((Double) -> Void)? = nil) throws {
         let ids = try withManifest { m -> [Int] in
             // Slots a dead process left half-prepared are redone.

@@ -44,6 +44,8 @@ extension StoragePool {
     /// The orphans are claimed under the lock (state `recovering`, owned by this process)
     /// before any is touched, so processes opening the pool at once recover each exactly once;
     /// a recovery whose process dies is taken up again by the next.
+    /// - Throws: the manifest's `PoolError`s (`notAPool`, `damagedManifest`, `busy` on a held
+    ///   lock), `SystemError` for a failed file call, and what `replenish` throws.
     public func recover() throws -> [RecoveredClip] {
         // Looking needs no lock (the manifest is replaced atomically); taking them does.
         func orphan(_ s: PoolManifest.Slot) -> Bool { (s.state == .active || s.state == .recovering) && !s.ownerIsAlive }

@@ -197,6 +197,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     /// slot to `length`; `publish` then moves what is there.
     /// Once published, the file is the user's clip: a later failure (giving the slot back,
     /// say) never cuts it.
+    /// - Throws: `SystemError` (`ftruncate`).
     public func truncate(to length: Int64) throws {
         guard !published else { return }
         salvaging = true
@@ -208,6 +209,8 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
 
     /// Writes what is left, syncs, cuts the slot to the clip's length and moves it to `path`
     /// (never replacing a file), then gives the slot back to the pool and starts replenishing.
+    /// - Throws: `StorageError.writeback` when syncing fails; `SystemError` for a failed file call
+    ///   (`ftruncate`, the move); the manifest's `PoolError`s.
     public func publish() throws -> Int64 {
         guard !published else { return size }
         if salvaging {

@@ -90,6 +90,8 @@ extension StoragePool {
 
     /// Takes the write mode from a new measurement of this pool's filesystem; recordings that
     /// claim a slot from now on use it.
+    /// - Throws: the manifest's `PoolError`s (`notAPool`, `damagedManifest`, `busy` on a held lock)
+    ///   or `SystemError` when it cannot be written.
     public func adopt(_ measurement: WriteModeMeasurement) throws {
         let direct = directIOAlignment() != nil
         try withManifest { m in

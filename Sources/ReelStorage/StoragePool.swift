@@ -51,6 +51,9 @@ public final class StoragePool: Sendable {
     /// slots are only reserved (as `preparing`, owned by this process): `fillReservedSlots()`
     /// here, or `adoptPreparation(from:)` then `fillReservedSlots()` in another process, does
     /// the work, which is how `reel pool create --background` runs.
+    /// - Throws: `UsageError` for a slot size or capacity that cannot be, `PoolError.exists`,
+    ///   `PoolError.noRoom`, `PoolError.full` (no room while preallocating),
+    ///   `PoolError.io`/`SystemError` for a failed file call.
     public static func create(at path: String, capacity: Int64, slotSize: Int64 = StoragePool.defaultSlotSize,
                               writeMode: WriteMode? = nil, measurement: WriteModeMeasurement? = nil,
                               prefill: Prefill = .zero, preallocate: Bool = true,
@@ -126,6 +129,8 @@ public final class StoragePool: Sendable {
 
     /// Refuses (`PoolError.noRoom`, exit 73) a pool of `capacity` in `slotSize` slots at
     /// `path` where the filesystem has less free than its slots need.
+    /// - Throws: `PoolError.noRoom`; `PoolError.io` when the filesystem's free space cannot be
+    ///   read.
     public static func checkFreeSpace(at path: String, capacity: Int64, slotSize: Int64) throws {
         guard slotSize > 0 else { return }
         try checkFreeSpace(at: path, needed: capacity / slotSize * slotSize, what: "a pool of \(formatBytes(capacity))")
@@ -158,6 +163,7 @@ public final class StoragePool: Sendable {
     }
 
     /// A pool can be made at `path`: nothing is there, or an empty directory.
+    /// - Throws: `PoolError.exists` when something else is there.
     public static func checkCanCreate(at path: String) throws {
         let fm = FileManager.default
         if fm.fileExists(atPath: path) {
@@ -167,6 +173,8 @@ public final class StoragePool: Sendable {
     }
 
     /// Opens an existing pool, checking its manifest, and recovers what dead recorders left.
+    /// - Throws: the manifest's `PoolError`s (`notAPool`, `damagedManifest`, `foreignManifest`,
+    ///   `unsupportedVersion`, `busy` on a held lock) and what `recover` throws.
     public static func open(at path: String) throws -> StoragePool {
         let pool = StoragePool(path: path)
         _ = try pool.readManifest()
@@ -175,6 +183,7 @@ public final class StoragePool: Sendable {
     }
 
     /// The default pool, created with the default capacity on first use. `created` says so.
+    /// - Throws: what `open(at:)` or `create(at:…)` throws.
     public static func openDefault() throws -> (StoragePool, created: Bool) {
         let p = defaultPath
         if FileManager.default.fileExists(atPath: p + "/manifest.json") { return (try open(at: p), false) }
@@ -186,6 +195,8 @@ public final class StoragePool: Sendable {
     /// it or a live process is preparing slots. What dead recorders left is recovered first;
     /// the check and the removal are one locked step, so a recorder that claims a slot
     /// meanwhile either makes this refuse or finds no pool.
+    /// - Throws: `PoolError.busy` while it is in use or holds an unrecovered clip; the manifest's
+    ///   `PoolError`s; `SystemError` (`unlink`, `rmdir`).
     public func delete() throws {
         func refuseIfBusy(_ m: PoolManifest) throws {
             if let op = m.operations.first(where: { $0.isAlive }) {

@@ -16,6 +16,8 @@ import ReelMetrics
 /// Thread safety: all mutable state is guarded by `lock` (an `NSCondition`), except what
 /// only the encode thread touches (`EncodeState`).
 public final class AssetWriter: FrameOutput, @unchecked Sendable {
+    /// The settings it was created with (codec, container, directory, name prefix, queue capacity,
+    /// …).
     public let settings: WriterSettings
     private let rate: FrameRate
 
@@ -81,6 +83,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         queue.reserveCapacity(settings.queueCapacity + 2)
     }
 
+    /// Where the writer is: `unknown` until started, `writing`, then `completed`, `cancelled` or
+    /// `failed`.
     public var status: WriterStatus { lock.lock(); defer { lock.unlock() }; return _status }
 
     /// Deferred Start (`AVCaptureOutput.deferredStartEnabled`): when true, the session does not

@@ -6,6 +6,9 @@ import ReelStorage
 /// not before — so that under Deferred Start the pool's opening happens after the first
 /// preview frame. The outcome, a failure too, is kept: it is made once.
 public final class DeferredStorage: ClipStorage, Sendable {
+    /// Writes one block of `count` bytes through the arm's write path.
+    /// - Throws: `JitterError.io` (plain files), or the pool file's storage error, when the write
+    ///   fails.
     public let destination: String
     private let opener: @Sendable () throws -> any ClipStorage
     private let opened = Mutex<Result<any ClipStorage, any Error>?>(nil)
@@ -34,6 +37,8 @@ public final class DeferredStorage: ClipStorage, Sendable {
     public var isOpen: Bool { opened.withLock { $0 != nil } }
 
     /// Opens the storage if need be, then creates the clip there.
+    /// - Throws: what opening the storage threw, or what creating the clip throws
+    ///   (`StorageError.exists`, the pool's `PoolError`s).
     public func createClip(named name: String) throws -> any ClipFile {
         try open().createClip(named: name)
     }

@@ -8,10 +8,12 @@ import ReelMetrics
 
 /// Where frames come from.
 public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
+    /// The synthetic sensor, `size` pixels square (`--source synthetic:SIZE`).
     case synthetic(size: Int)
     /// `v4l2:/dev/videoN[:WxH][@FPS][:FOURCC]`
     case v4l2(path: String, size: Size?, fps: Int?, fourcc: String?)
 
+    /// The `--source` syntax this spec was parsed from (`synthetic:SIZE`, `v4l2:PATH…`).
     public var description: String {
         switch self {
         case .synthetic(let size): return "synthetic:\(size)"
@@ -23,7 +25,9 @@ public enum SourceSpec: Sendable, Equatable, CustomStringConvertible {
 
 /// How long to record.
 public enum RecordingLength: Sendable, Equatable {
+    /// Record for this many seconds (rounded to whole frames at the frame rate).
     case seconds(Double)
+    /// Record exactly this many frames.
     case frames(Int)
 
     func frameCount(at rate: FrameRate) -> Int {
@@ -37,20 +41,32 @@ public enum RecordingLength: Sendable, Equatable {
 /// What a recording is asked to do, as typed values (`reel record` parses its options into
 /// these; `--json` and `--report` stay in the command line).
 public struct RecordOptions: Sendable {
+    /// Where frames come from (`--source`); the synthetic sensor by default.
     public var source: SourceSpec = .synthetic(size: SyntheticSource.defaultSize)
+    /// The frame rate asked of the source (`--fps`); 30 by default.
     public var rate: FrameRate = FrameRate(frames: 30)!
+    /// How long to record (`--seconds` or `--frames`).
     public var length: RecordingLength = .seconds(5)
+    /// The video codec (`--codec`); ProRes by default.
     public var codec: VideoCodec = .defaultProRes
+    /// The container (`--container`): `.mov` by default.
     public var container: Container = .mov
+    /// The aspect ratio of the first clip (`--ratio`); nil: the source's own.
     public var ratio: AspectRatio? = nil
+    /// Pace the synthetic sensor at the frame rate (`--realtime`); false runs it as fast as it can.
     public var realtime = true
+    /// The directory the clips are published in (`--out`).
     public var outputDirectory = "recordings"
+    /// The clips' file-name prefix (`--name`); nil: one made from the start time.
     public var namePrefix: String? = nil
+    /// Ratio changes to make during the recording (`--ratio-at`), each at its trigger.
     public var ratioChanges: [(RatioTrigger, AspectRatio)] = []
+    /// Seconds between the movie fragments the muxer writes (`--fragment`).
     public var fragmentInterval = 1.0
     /// Frames the writer may hold while it is behind (a clip opening, a slow frame); nil:
     /// as many as the sensor's buffers allow (`Recording.holdFrames`).
     public var queueCapacity: Int? = nil
+    /// Where the bytes go while recording (`--pool`, `--plain`); the default pool by default.
     public var storage: StorageChoice = .defaultPool
     /// Deferred Start (the default): only the preview initialises before the first frame; the
     /// movie output (storage pool opened, created or recovered, slot claimed, encoder and
@@ -59,6 +75,7 @@ public struct RecordOptions: Sendable {
     /// initialises before the source starts.
     public var deferredStart = true
 
+    /// Creates the defaults above.
     public init() {}
 }
 
@@ -66,6 +83,7 @@ public struct RecordOptions: Sendable {
 public enum StorageChoice: Sendable, Equatable {
     /// The default pool (`StoragePool.defaultPath`), created on first use.
     case defaultPool
+    /// The pool at this path (`--pool PATH`), created on first use.
     case pool(String)
     /// Straight into the output file (`--plain`), for comparison.
     case plain
@@ -75,27 +93,38 @@ public enum StorageChoice: Sendable, Equatable {
 public struct StorageSummary: Sendable, Codable {
     /// `pool` or `plain`.
     public var mode: String
+    /// The pool's path (`null` with `--plain`).
     @EncodedNull public var pool: String?
     /// The default pool was created by this recording.
     public var poolCreated: Bool
     /// `buffered` (early writeback) or `direct` (O_DIRECT) in a pool; `plain` otherwise.
     public var writeMode: String
+    /// Bytes the pool could still take when the recording started (`null` with `--plain`).
     @EncodedNull public var remainingCapacityBefore: Int64?
+    /// Bytes the pool could still take when the recording ended (`null` with `--plain`).
     @EncodedNull public var remainingCapacityAfter: Int64?
     /// Service time of each storage write, in ms.
     public var writeLatencyMs: LatencySummary
+    /// The longest a storage write took, in ms.
     public var longestStallMs: Double
+    /// The size of the pool's write ring, in bytes.
     public var ringBytes: Int64
+    /// The most bytes the write ring held at once.
     public var ringHighWaterBytes: Int64
+    /// How often the writer found the ring full and waited.
     public var ringFullWaits: Int
+    /// How often a slot grew to take a clip larger than it.
     public var slotGrowths: Int
 }
 
 /// Errors of setting up a recording (options that are well typed but cannot be recorded).
 public enum RecordingError: UserFacingError {
+    /// Options that parse but cannot be recorded (say, a length of 0 frames); exit status 64.
     case usage(String)
 
+    /// Always `ExitStatus.usage` (64).
     public var exitStatus: Int32 { ExitStatus.usage }
+    /// The one-line message shown after `reel: `.
     public var description: String {
         switch self {
         case .usage(let s): return s
@@ -105,30 +134,48 @@ public enum RecordingError: UserFacingError {
 
 /// A snapshot for the progress line.
 public struct RecordingProgress: Sendable {
+    /// Seconds of media recorded so far.
     public var elapsed: Double
+    /// Frames the source delivered so far.
     public var framesCaptured: Int
+    /// Frames encoded and handed to storage so far.
     public var framesWritten: Int
+    /// The recent capture rate, in frames per second.
     public var fps: Double
+    /// Frames dropped so far, for any reason.
     public var framesDropped: Int
+    /// Bytes written to storage so far.
     public var bytesWritten: Int64
+    /// The aspect ratio being recorded now.
     public var ratio: AspectRatio
 }
 
 /// The JSON summary of a recording (schema in the README).
 public struct RecordingSummary: Sendable, Codable {
+    /// The clips published, in order.
     public var clips: [ClipSummary]
+    /// Frames the sensor produced (`framesWritten` + `framesDropped`, + `framesLost` after a
+    /// failure).
     public var framesCaptured: Int
+    /// Frames encoded and held by a published clip.
     public var framesWritten: Int
+    /// Frames dropped before the writer, all reasons.
     public var framesDropped: Int
+    /// Dropped frames by reason: `late`, `outOfBuffers`, `discontinuity`, `corrupt`.
     public var dropReasons: [String: Int]
+    /// Frames the writer accepted that no published clip holds (only after a failure).
     public var framesLost: Int
+    /// Each ratio change, at the first frame with the new ratio.
     public var seams: [Seam]
+    /// The longest capture waited to hand over a frame near a seam, in ms (0 in real time).
     public var longestSeamWaitMs: Double
+    /// The longest the encode thread spent opening a clip at its first frame, in ms.
     public var longestClipOpenMs: Double
     /// From the first frame's hand-over to the writer to its being encoded and muxed.
     public var firstFrameLatencyMs: Double
     /// Clips whose encoder was opened before their first frame arrived.
     public var clipsOpenedAhead: Int
+    /// The most frames the writer held at once.
     public var writerQueueHighWater: Int
     /// `deferred` or `eager`: when the movie output initialised.
     public var startMode: String
@@ -139,20 +186,29 @@ public struct RecordingSummary: Sendable, Codable {
     /// From the process's start (exec; its start time has 10 ms resolution) until the first
     /// frame was encoded and handed to storage, in ms (null without frames).
     @EncodedNull public var firstFrameWrittenMs: Double?
+    /// Where the bytes went (mode, pool, write latencies, ring).
     public var storage: StorageSummary
+    /// The source as it ran (`synthetic:1920`, `v4l2:/dev/video0…`).
     public var source: String
+    /// The frame rate the source ran at, as text (`30`, or the rate a camera settled on).
     public var fps: String
+    /// Whether the source was paced in real time (always true for a camera).
     public var realtime: Bool
+    /// Seconds the recording ran, from `run` starting the capture to its end.
     public var elapsedSeconds: Double
     /// `completed`, `interrupted` (SIGINT or stop) or `failed`.
     public var stopReason: String
+    /// The failure's message when `stopReason` is `failed`, else `null`.
     @EncodedNull public var error: String?
 }
 
 /// One `reel record`: source → session → writer, run to the end or until stopped.
 public final class Recording: Sendable {
+    /// The options it was created with.
     public let options: RecordOptions
+    /// The capture session: the source and its outputs.
     public let session: CaptureSession
+    /// The writer that encodes the session's frames into clips.
     public let writer: AssetWriter
     /// The storage pool, once opened (under Deferred Start, after the first frame); nil with `--plain`.
     public var pool: StoragePool? { opened.withLock { $0.pool } }
@@ -176,6 +232,10 @@ public final class Recording: Sendable {
     private let lastWrite = Mutex<WriteStats?>(nil)
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
+    /// - Throws: the source's error (`CaptureError`, `V4L2Error`), `CaptureError.unsupportedRatio`,
+    ///   `StorageError.outputDirectory`, `RecordingError.usage` for a length of 0 frames,
+    ///   `WriterError` for settings that cannot work (a codec the container cannot carry, no such
+    ///   encoder); under `--eager-start` also the storage's errors (`PoolError`, `StorageError`).
     public init(options: RecordOptions) throws {
         self.options = options
         let source: any VideoSource
