@@ -8,17 +8,14 @@ public enum CaptureError: UserFacingError {
     case unsupportedRatio(AspectRatio, supported: [AspectRatio], format: String)
     /// The camera stopped sending or was lost (exit status 74); the message says which.
     case sourceFailed(String)
-    /// Not thrown today (exit status 70).
-    case sessionNotRunning
     /// A configuration the session or source cannot take (now, or at all).
     case notConfigurable(String)
 
-    /// 64 for bad settings, 74 for a failed source, 70 otherwise.
+    /// 64 for bad settings, 74 for a failed source.
     public var exitStatus: Int32 {
         switch self {
         case .invalidSensorSize, .unsupportedRatio, .notConfigurable: return ExitStatus.usage
         case .sourceFailed: return ExitStatus.ioError
-        case .sessionNotRunning: return ExitStatus.software
         }
     }
 
@@ -29,7 +26,6 @@ public enum CaptureError: UserFacingError {
         case .unsupportedRatio(let r, let supported, let format):
             return "ratio \(r) is not supported by \(format) (supported: \(supported.map(\.rawValue).joined(separator: ", ")))"
         case .sourceFailed(let why): return why
-        case .sessionNotRunning: return "the capture session is not running"
         case .notConfigurable(let why): return why
         }
     }

@@ -5,17 +5,23 @@ import ReelMedia
 /// A frame as the session hands it to its outputs: the sensor picture, the crop of the
 /// ratio in force when it was captured, and its place on the session clock.
 public struct CapturedFrame: Sendable {
+    /// The sensor buffer, on loan from the source's pool until every output lets go of it.
     public let lease: PixelBufferLease
+    /// The source's frame index (gaps are drops), the number the synthetic sensor burns in.
     public let index: Int
+    /// Presentation time on the session clock.
     public let pts: Timestamp
     /// Nominal frame duration on `pts.timescale`.
     public let duration: Int64
+    /// The ratio in force when the frame was captured (the clip it belongs to).
     public let ratio: AspectRatio
     /// The ratio's rectangle inside the sensor buffer (zero-copy: the encoder reads it in place).
     public let crop: CropRect
 
+    /// The whole sensor picture (read the ratio's part through `crop`).
     public var buffer: PixelBuffer { lease.buffer }
 
+    /// A frame as a source or a test hands it to the session's outputs.
     public init(lease: PixelBufferLease, index: Int, pts: Timestamp, duration: Int64, ratio: AspectRatio, crop: CropRect) {
         self.lease = lease; self.index = index; self.pts = pts
         self.duration = duration; self.ratio = ratio; self.crop = crop
@@ -24,6 +30,7 @@ public struct CapturedFrame: Sendable {
 
 /// What an output did with an offered frame.
 public enum OfferResult: Sendable, Equatable {
+    /// The output keeps the frame (it holds the lease until it is done with it).
     case taken
     /// No room (real time): the frame is dropped as `late`.
     case full
@@ -61,9 +68,13 @@ public protocol FrameOutput: AnyObject, Sendable {
 }
 
 extension FrameOutput {
+    /// Nothing to get ready by default.
     public func prepare(ratio: AspectRatio, size: Size, timescale: Int32) {}
+    /// Ignores announced ratios by default.
     public func expect(ratio: AspectRatio, size: Size, timescale: Int32) {}
+    /// Not deferred by default: made ready before the source starts.
     public var deferredStartEnabled: Bool { false }
+    /// Calls `prepare` by default.
     public func runDeferredStart(ratio: AspectRatio, size: Size, timescale: Int32) {
         prepare(ratio: ratio, size: size, timescale: timescale)
     }
@@ -90,6 +101,7 @@ public final class DataOutput: FrameOutput, @unchecked Sendable {
         self.deferred = deferredStartEnabled
     }
 
+    /// Whether the delivery thread starts after the first preview frame (default false).
     public var deferredStartEnabled: Bool {
         get { condition.lock(); defer { condition.unlock() }; return deferred }
         set { condition.lock(); deferred = newValue; condition.unlock() }
@@ -114,6 +126,8 @@ public final class DataOutput: FrameOutput, @unchecked Sendable {
         t.start()
     }
 
+    /// Replaces the waiting frame with this one (the older is counted as discarded) and
+    /// wakes the delivery thread; `.closed` after `stop()`. Never blocks on the callback.
     public func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
         startThread()
         condition.lock()

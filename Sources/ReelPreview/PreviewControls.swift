@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ReelCapture
 import ReelCore
 
@@ -70,9 +71,8 @@ public enum PreviewControlError: Error, CustomStringConvertible, Sendable {
 }
 
 /// One result handed from a task to a waiting thread.
-private final class ResultBox: @unchecked Sendable { // `stored` guarded by `lock`
-    private let lock = NSLock()
-    private var stored: Result<Timestamp, any Error>?
-    func set(_ r: Result<Timestamp, any Error>) { lock.lock(); stored = r; lock.unlock() }
-    var value: Result<Timestamp, any Error>? { lock.lock(); defer { lock.unlock() }; return stored }
+private final class ResultBox: Sendable {
+    private let stored = Mutex<Result<Timestamp, any Error>?>(nil)
+    func set(_ r: Result<Timestamp, any Error>) { stored.withLock { $0 = r } }
+    var value: Result<Timestamp, any Error>? { stored.withLock { $0 } }
 }

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import Synchronization
 import ReelCapture
 import ReelCore
 
@@ -249,12 +250,11 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
     }
 }
 
-/// A lock-guarded count of streaming clients.
-final class Counter: @unchecked Sendable { // `count` guarded by `lock`
-    private let lock = NSLock()
-    private var count = 0
-    func add(_ n: Int) { lock.lock(); count += n; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+/// The count of streaming clients.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+    func add(_ n: Int) { count.add(n, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
 }
 
 private func respond(_ connection: OpaquePointer, _ code: UInt32, _ body: some Collection<UInt8>, type: String,

@@ -44,23 +44,15 @@ public enum InspectError: UserFacingError {
     case unreadable(String, MediaError)
     /// No clip files in the paths given (exit status 66).
     case noClips(String)
-    /// A `verify` violation (exit status 65); `verify` itself reports violations in ``VerifyReport`` and does not throw this.
-    case violation(String)
 
-    /// 66 for a missing or unreadable file, 65 for a violation.
-    public var exitStatus: Int32 {
-        switch self {
-        case .unreadable, .noClips: return ExitStatus.noInput
-        case .violation: return ExitStatus.dataError
-        }
-    }
+    /// 66: a missing or unreadable file (`verify` reports violations in ``VerifyReport``, exit 65).
+    public var exitStatus: Int32 { ExitStatus.noInput }
 
     /// One line saying what could not be read or what is wrong.
     public var description: String {
         switch self {
         case .unreadable(let path, let e): return "cannot read \(path): \(e.text)"
         case .noClips(let path): return "no clips in \(path)"
-        case .violation(let s): return s
         }
     }
 }

@@ -117,21 +117,6 @@ public struct StorageSummary: Sendable, Codable {
     public var slotGrowths: Int
 }
 
-/// Errors of setting up a recording (options that are well typed but cannot be recorded).
-public enum RecordingError: UserFacingError {
-    /// Options that parse but cannot be recorded (say, a length of 0 frames); exit status 64.
-    case usage(String)
-
-    /// Always `ExitStatus.usage` (64).
-    public var exitStatus: Int32 { ExitStatus.usage }
-    /// The one-line message shown after `reel: `.
-    public var description: String {
-        switch self {
-        case .usage(let s): return s
-        }
-    }
-}
-
 /// A snapshot for the progress line.
 public struct RecordingProgress: Sendable {
     /// Seconds of media recorded so far.
@@ -233,7 +218,7 @@ public final class Recording: Sendable {
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
     /// - Throws: the source's error (`CaptureError`, `V4L2Error`), `CaptureError.unsupportedRatio`,
-    ///   `StorageError.outputDirectory`, `RecordingError.usage` for a length of 0 frames,
+    ///   `StorageError.outputDirectory`, `UsageError` for a length of 0 frames,
     ///   `WriterError` for settings that cannot work (a codec the container cannot carry, no such
     ///   encoder); under `--eager-start` also the storage's errors (`PoolError`, `StorageError`).
     public init(options: RecordOptions) throws {
@@ -270,7 +255,7 @@ public final class Recording: Sendable {
         writer.deferredStartEnabled = options.deferredStart
         session.addOutput(writer)
         frameCount = options.length.frameCount(at: source.format.rate)
-        guard frameCount > 0 else { throw RecordingError.usage("nothing to record: the length is 0 frames") }
+        guard frameCount > 0 else { throw UsageError("nothing to record: the length is 0 frames") }
     }
 
     /// Opens the recording's storage: the plain output directory, or the pool (the default one

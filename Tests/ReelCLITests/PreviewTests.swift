@@ -508,13 +508,22 @@ extension RealtimePreviewTests {
                               "--pool", testPool, "--json", "--out", dir])
         let base = "http://127.0.0.1:\(port)/"
         try waitForServer(base)
-        let status = try #require(try JSONSerialization.jsonObject(with: try curl(base + "status").body) as? [String: Any])
-        let remaining = try #require(status["poolRemainingCapacity"] as? Int64, "\(status)")
+        // Under Deferred Start the pool opens right after the first preview frame: until then
+        // the figure is null (nothing is known yet), then it is the pool's.
+        var status: [String: Any] = [:]
+        var remaining: Int64? = nil
+        let deadline = Date().addingTimeInterval(1.5)
+        while remaining == nil, Date() < deadline {
+            status = try #require(try JSONSerialization.jsonObject(with: try curl(base + "status").body) as? [String: Any])
+            remaining = status["poolRemainingCapacity"] as? Int64
+            if remaining == nil { Thread.sleep(forTimeInterval: 0.05) }
+        }
         let run = rec.wait()
+        let capacity = try #require(remaining, "\(status)")
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try run.decode(RecordingSummary.self)
         let before = try #require(summary.storage.remainingCapacityBefore)
-        #expect(remaining > 0 && remaining <= before)
+        #expect(capacity > 0 && capacity <= before)
     }
 
     /// V4L2 cameras in YUYV and NV12 (the emulated camera): the snapshot shows the frame its
