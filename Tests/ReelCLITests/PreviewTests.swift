@@ -676,3 +676,113 @@ extension RealtimePreviewTests {
         #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
     }
 }
+
+/// `reel record --json --photos`: the summary's `photos` (each as `reel photo --json` lists it)
+/// and the capture events.
+private struct PhotoRecordingJSON: Decodable {
+    var photos: [PhotoRun.Shot]
+    var captureEvents: [EventJSON]
+    var framesDropped: Int
+    var dropReasons: [String: Int]
+}
+
+/// The shutter during a recording, timed against the clock: the page's `POST /shutter`
+/// (twice) takes photos of the pressed frames, and not one video frame is dropped.
+@Suite("RealtimeShutterTests", .serialized, .enabled(if: haveTools && havePhotoTools, "needs curl, ffmpeg, ffprobe, exiftool and heif-convert"))
+struct RealtimeShutterTests {
+    /// `reel record --preview --photos DIR` (HEIC, the default) in real time: each `POST
+    /// /shutter` answers with its saved photo (path, frameIndex, pressedFrameIndex, lagFrames),
+    /// whose barcode, decoded by libheif's heif-convert, is that frame; the summary lists the
+    /// same photos; the video has no dropped frame and `reel verify` accepts it.
+    @Test func thePagesShutterTakesPhotosDuringARecordingWithoutADroppedFrame() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--photos", dir + "/photos", "--duration", "4",
+                              "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        usleep(1_000_000)
+        var answers: [[String: Any]] = []
+        for _ in 0..<2 {
+            let shot = try curl(base + "shutter", extra: ["-X", "POST"])
+            #expect(shot.status == 200, "\(String(decoding: shot.body, as: UTF8.self))")
+            #expect(shot.headers["content-type"] == "application/json")
+            answers.append(try #require(try JSONSerialization.jsonObject(with: shot.body) as? [String: Any]))
+            usleep(700_000)
+        }
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.photos.count == 2)
+        for (answer, shot) in zip(answers, summary.photos) {
+            let path = try #require(answer["path"] as? String)
+            let frame = try #require(answer["frameIndex"] as? Int)
+            let pressed = try #require(answer["pressedFrameIndex"] as? Int)
+            #expect(answer["lagFrames"] as? Int == frame - pressed)
+            #expect(abs(frame - pressed) <= 1, "zero shutter lag: the frame nearest the press")
+            #expect(shot.path == path && shot.frameIndex == frame && shot.pressedFrameIndex == pressed)
+            #expect(shot.format == "heic" && shot.width == 1280 && shot.height == 960, "the sensor's 4x3 crop")
+            let read = try photoBarcode(path)
+            #expect(read.index == frame, "the photo shows the frame it reports")
+            #expect(read.width == 1280 && read.height == 960)
+        }
+        #expect(Set(summary.photos.map(\.frameIndex)).count == 2)
+        let verify = try reel(["verify", dir + "/video"])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+}
+
+/// The shutter through capture events with `--photos`: a primary `ended` takes a photo with
+/// the time of its `began`; a `cancelled` press takes none. Bad `--photos`: usage errors.
+@Suite("RecordPhotoTests", .enabled(if: haveTools && havePhotoTools, "needs curl, ffmpeg, ffprobe, exiftool and heif-convert"))
+struct RecordPhotoTests {
+    @Test func theControlSocketsShutterTakesAPhotoWithTheTimeOfItsPress() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let path = dir + "/control.sock"
+        let rec = try launch(["record", "--control-socket", path, "--photos", dir + "/photos", "--photo-format", "jpeg",
+                              "--duration", "600", "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"])
+        #expect(waitForFile(path))
+        usleep(800_000)
+        // A cancelled press: no photo. `shutter`: primary began + ended, one photo.
+        #expect(try reel(["control", "--socket", path, "event", "began", "primary", "event", "cancelled", "primary"]).status == 0)
+        #expect(try reel(["control", "--socket", path, "shutter"]).status == 0)
+        // A press held for 0.3 s: the photo is of the frame at its `began` (the ring's oldest
+        // frame when it is older than the ring: then lagFrames says how late).
+        #expect(try reel(["control", "--socket", path, "event", "began", "primary"]).status == 0)
+        usleep(300_000)
+        #expect(try reel(["control", "--socket", path, "event", "ended", "primary"]).status == 0)
+        usleep(1_500_000)
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        #expect(summary.captureEvents.map { "\($0.action) \($0.phase)" } == [
+            "primary began", "primary cancelled", "primary began", "primary ended", "primary began", "primary ended",
+        ])
+        try #require(summary.photos.count == 2, "one photo per ended press, none for the cancelled one")
+        let began = summary.captureEvents.filter { $0.phase == "began" }.compactMap(\.frameIndex)
+        try #require(began.count == 3)
+        for (shot, beganFrame) in zip(summary.photos, began.dropFirst()) {
+            #expect(shot.format == "jpeg" && shot.path.hasSuffix(".jpg"))
+            #expect(abs(shot.pressedFrameIndex - beganFrame) <= 1, "pressed at its began (frame \(beganFrame)), not its ended")
+            #expect(shot.lagFrames == shot.frameIndex - shot.pressedFrameIndex)
+            #expect(try photoBarcode(shot.path).index == shot.frameIndex)
+        }
+        #expect(summary.photos[1].lagFrames >= 5, "held 0.3 s: the pressed frame had left the ring of 3")
+        #expect(try reel(["verify", dir + "/video"]).status == 0)
+    }
+
+    @Test func photosNeedTheSyntheticSourceAndAWritableDirectory() throws {
+        let v4l2 = try reel(["record", "--photos", "photos", "--source", "v4l2:/dev/video99", "--plain"])
+        #expect(v4l2.status == 64)
+        #expect(v4l2.stderr.hasPrefix("reel: --photos: ") && v4l2.stderr.contains("synthetic source"))
+        let unwritable = try reel(["record", "--photos", "/proc/reel-photos", "--plain", "--frames", "3"])
+        #expect(unwritable.status == 73)
+        #expect(unwritable.stderr == "reel: --photos: cannot create or write the photo directory '/proc/reel-photos'\n")
+        let format = try reel(["record", "--photos", "photos", "--photo-format", "gif"])
+        #expect(format.status == 64 && format.stderr.contains("jpeg, heic or png"))
+    }
+}
