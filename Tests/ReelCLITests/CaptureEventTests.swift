@@ -255,7 +255,9 @@ struct RealtimeTerminalPhotoTests {
         let shot = try #require(s.photos.first, "space took no photo: \(term.screen.suffix(300))")
         #expect(s.photos.count == 1)
         let began = try #require(s.captureEvents.first { $0.action == "primary" && $0.phase == "began" }?.frameIndex)
-        #expect(abs(shot.pressedFrameIndex - began) <= 1, "pressed at frame \(began), photo says \(shot.pressedFrameIndex)")
+        // The logged frame is the newest captured when the event was handled (a frame or two
+        // behind the clock on a loaded machine).
+        #expect(abs(shot.pressedFrameIndex - began) <= 2, "pressed at frame \(began), photo says \(shot.pressedFrameIndex)")
         #expect(shot.format == "png" && shot.width == 1280 && shot.height == 960)
         #expect(try photoBarcode(shot.path).index == shot.frameIndex)
     }
