@@ -778,6 +778,32 @@ struct RecordPhotoTests {
         #expect(summary.photos[1].lagFrames >= 5, "held 0.3 s: the pressed frame had left the ring of 3")
     }
 
+    /// A photo that cannot be saved (a full disk): `POST /shutter` answers 409 with the
+    /// reason; the recording is kept and the command exits 74 with the error on stderr.
+    @Test(.enabled(if: canMountTmpfs, "needs to mount tmpfs (root)"))
+    func aPhotoThatCannotBeSavedIs409AndExit74() throws {
+        let photos = try #require(mountTmpfs(sizeKiB: 32))   // a 1280x960 PNG of the pattern is ~125 kB
+        defer { unmount(photos) }
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--photos", photos, "--photo-format", "png",
+                              "--duration", "600", "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        let shot = try curl(base + "shutter", extra: ["-X", "POST"], seconds: 30)
+        #expect(shot.status == 409)
+        #expect(String(decoding: shot.body, as: UTF8.self).contains("No space left on device"))
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 74, "\(run.stderr)")
+        #expect(run.stderr.contains("reel: photo: saving failed: "), "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        #expect(summary.photos.isEmpty)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).contains { $0.hasSuffix(".mov") }, "the recording is kept")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: photos).isEmpty, "no half-written photo")
+    }
+
     @Test func photosNeedTheSyntheticSourceAndAWritableDirectory() throws {
         let v4l2 = try reel(["record", "--photos", "photos", "--source", "v4l2:/dev/video99", "--plain"])
         #expect(v4l2.status == 64)
