@@ -804,6 +804,25 @@ struct RecordPhotoTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: photos).isEmpty, "no half-written photo")
     }
 
+    /// `--photos` with `--eager-start`: the photo output is prepared before the first frame,
+    /// so a press made as the recording starts is never buffered. (That the session prepares it
+    /// eagerly is checked deterministically in PhotoOutputDeferredStartTests.)
+    @Test func withEagerStartThePhotoOutputIsReadyAtTheFirstFrame() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let path = dir + "/control.sock"
+        let rec = try launch(["record", "--eager-start", "--control-socket", path, "--photos", dir + "/photos", "--photo-format", "jpeg",
+                              "--frames", "60", "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"])
+        #expect(waitForFile(path))
+        #expect(try reel(["control", "--socket", path, "shutter"]).status == 0)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        let shot = try #require(summary.photos.first)
+        #expect(summary.photos.count == 1 && !shot.buffered)
+        #expect(try photoBarcode(shot.path).index == shot.frameIndex)
+    }
+
     @Test func photosNeedTheSyntheticSourceAndAWritableDirectory() throws {
         let v4l2 = try reel(["record", "--photos", "photos", "--source", "v4l2:/dev/video99", "--plain"])
         #expect(v4l2.status == 64)
