@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Drives the preview page in Debian's headless Chromium through Playwright (tests use it).
 
-    scripts/preview-browser.py URL OUTDIR [--click RATIO]
+    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter]
 
 Opens URL, waits until the live picture shows (the <img> has decoded a JPEG), saves the
 picture as OUTDIR/picture.png (an element screenshot, at the picture's natural size) and the
 whole page as OUTDIR/page.png; with --click it clicks that ratio button, waits for the
 answer shown on the page and for the state line to show the new ratio, then saves
-OUTDIR/after.png. Prints one JSON object: the screenshots' paths, the picture's natural size,
+OUTDIR/after.png; --click shutter clicks the shutter button and waits for the answer shown
+(`shutterStatus`, `shutterAnswer`: the photo's JSON). Prints one JSON object: the screenshots' paths, the picture's natural size,
 the state line before and after, and the ratio answer (the JSON the page got). Exit 0, or 1
 with the reason on stderr.
 """
@@ -38,7 +39,13 @@ def main(argv):
             page.locator("#p").screenshot(path=result["picture"])
             result["page"] = f"{out}/page.png"
             page.screenshot(path=result["page"])
-            if ratio:
+            if ratio == "shutter":
+                page.click("#shutter")
+                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=30000)
+                answer = page.inner_text("#r")
+                result["shutterStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
+                result["shutterAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+            elif ratio:
                 page.click(f"button[data-r='{ratio}']")
                 page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
                 answer = page.inner_text("#r")

@@ -7,7 +7,7 @@ import ReelWriter
 /// no side effects (no files, no processes, no terminal); `ReelCLI.run` does the work.
 public enum ParsedCommand: Sendable {
     /// `report`: the `--report` directory, where the recording's write-latency plot goes.
-    case record(RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest)
+    case record(RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest, photos: RecordPhotoRequest? = nil)
     /// `reel photo`.
     case photo(PhotoInvocation)
     /// `reel probe FILE…` (`--frames`: every frame's barcode; `--json`).
@@ -72,8 +72,8 @@ public enum ReelCLI {
         let rest = Array(argv.dropFirst())
         switch command {
         case "record":
-            let (o, json, report, preview, controls) = try RecordCommand.parse(rest)
-            return .record(o, json: json, report: report, preview: preview, controls: controls)
+            let (o, json, report, preview, controls, photos) = try RecordCommand.parse(rest)
+            return .record(o, json: json, report: report, preview: preview, controls: controls, photos: photos)
         case "photo": return .photo(try PhotoCommand.parse(rest))
         case "probe": return try ProbeCommand.parse(rest)
         case "verify": return try VerifyCommand.parse(rest)
@@ -98,8 +98,8 @@ public enum ReelCLI {
     ///   error, which `report` turns into a line and a status.
     public static func run(_ command: ParsedCommand) throws -> Int32 {
         switch command {
-        case .record(let o, let json, let report, let preview, let controls):
-            return try RecordCommand.run(o, json: json, report: report, preview: preview, controls: controls)
+        case .record(let o, let json, let report, let preview, let controls, let photos):
+            return try RecordCommand.run(o, json: json, report: report, preview: preview, controls: controls, photos: photos)
         case .photo(let p): return try PhotoCommand.run(p)
         case .probe(let files, let frames, let json): return try ProbeCommand.run(files: files, frames: frames, json: json)
         case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)

@@ -32,6 +32,9 @@ public enum CommandTable {
         .flag("--grab", "grab the --input devices (EVIOCGRAB) so no other program sees their keys"),
         .value("--keys", "MAP", "KEY_NAME=primary|secondary|none,... over the default key map", sample: "KEY_ENTER=primary"),
         .value("--control-socket", "PATH", "accept capture events and control changes as JSON lines on a UNIX socket at PATH (mode 0600)", sample: "/tmp/reel.sock"),
+        // Photos during the recording (issue 12).
+        .value("--photos", "DIR", "attach a photo output: the preview's shutter and primary presses take photos into DIR (synthetic source)", sample: "photos"),
+        .value("--photo-format", "jpeg|heic|png", "the photos' format with --photos (default heic)", sample: "jpeg"),
         json,
     ])
 
@@ -69,7 +72,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--photos", "--photo-format"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -11,7 +11,7 @@ import ReelWriter
 /// without recording. Exit 0 when it fits (cost ≤ 1), 69 when `reel record` would refuse it.
 enum CostCommand {
     static func parse(_ argv: [String]) throws -> ParsedCommand {
-        let (o, json, _, preview, _) = try RecordCommand.parse(argv, spec: CommandTable.cost)
+        let (o, json, _, preview, _, _) = try RecordCommand.parse(argv, spec: CommandTable.cost)
         return .cost(o, json: json, preview: preview != nil)
     }
 

@@ -38,7 +38,7 @@ enum PreviewCommand {
             case "--duration": p.duration = try parseSeconds(v, option: name, range: 0.001...86_400)
             case "--preview", "--preview-token":
                 // The same checks as `reel record`'s.
-                let (_, _, _, request, _) = try RecordCommand.parse(name == "--preview" ? [name, v]
+                let (_, _, _, request, _, _) = try RecordCommand.parse(name == "--preview" ? [name, v]
                                                                  : ["--preview", p.request.address.description, name, v])
                 if let request {
                     if name == "--preview" { p.request.address = request.address } else { p.request.token = request.token }

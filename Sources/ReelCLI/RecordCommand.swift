@@ -6,6 +6,7 @@ import ReelCapture
 import ReelControl
 import ReelCore
 import ReelMedia
+import ReelPhoto
 import ReelPreview
 import ReelStorage
 import ReelWriter
@@ -13,7 +14,7 @@ import ReelWriter
 enum RecordCommand {
     /// `reel record …` as options; no side effects.
     /// `spec`: `reel cost` parses the same options (issue 13).
-    static func parse(_ argv: [String], spec: CommandSpec = CommandTable.record) throws -> (RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest) {
+    static func parse(_ argv: [String], spec: CommandSpec = CommandTable.record) throws -> (RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest, photos: RecordPhotoRequest?) {
         var o = RecordOptions()
         var controls = ControlRequest()  // ReelControl
         var previewAddress: PreviewAddress? = nil
@@ -21,6 +22,7 @@ enum RecordCommand {
         var json = false
         var report: String? = nil
         var sawDuration = false, sawFrames = false
+        var photoDirectory: String? = nil, photoFormat: PhotoFileFormat? = nil
         for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
@@ -78,12 +80,26 @@ enum RecordCommand {
                     throw UsageError("--preview-token: use letters, digits, '-' and '_'")
                 }
                 previewToken = v
+            case "--photos":
+                guard !v.isEmpty else { throw UsageError("--photos needs a directory") }
+                photoDirectory = v
+            case "--photo-format":
+                guard let f = PhotoFileFormat(rawValue: v.lowercased()) else {
+                    throw UsageError("--photo-format: unknown photo format '\(printable(v))' (use jpeg, heic or png)")
+                }
+                photoFormat = f
             default: throw UsageError("record: unknown option '\(name)'")
             }
         }
         if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
+        // --photo-format alone does nothing (README), as --preview-token alone.
+        let photos = photoDirectory.map { d -> RecordPhotoRequest in
+            var r = RecordPhotoRequest(directory: d)
+            if let photoFormat { r.format = photoFormat }
+            return r
+        }
         // --preview-token alone does nothing (README): the token belongs to a preview.
-        return (o, json, report, previewAddress.map { PreviewRequest(address: $0, token: previewToken) }, controls)
+        return (o, json, report, previewAddress.map { PreviewRequest(address: $0, token: previewToken) }, controls, photos)
     }
 
     /// `T:RATIO` (seconds of media time) or `#N:RATIO` (frame index).
@@ -99,7 +115,14 @@ enum RecordCommand {
     }
 
     static func run(_ options: RecordOptions, json: Bool, report: String?, preview request: PreviewRequest? = nil,
-                    controls controlRequest: ControlRequest = ControlRequest()) throws -> Int32 {
+                    controls controlRequest: ControlRequest = ControlRequest(),
+                    photos photoRequest: RecordPhotoRequest? = nil) throws -> Int32 {
+        var options = options
+        if let photoRequest {
+            // Before anything is made: synthetic source only, the directory writable (73).
+            try RecordPhotos.check(photoRequest, options: options)
+            options.extraSensorBuffers = RecordPhotos.ringSize   // the ring's frames are extra
+        }
         if let dir = report {
             // Refuse before recording, not after.
             guard canWriteInDirectory(dir) else { throw UsageError("--report: cannot write to \(dir)") }
@@ -123,8 +146,10 @@ enum RecordCommand {
         controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
                         ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,
                         setRatio: { text in setRatioAndWait(session, text) })
+        // --photos: a photo output after the movie output; primary presses take photos.
+        let photos = try photoRequest.map { try RecordPhotos.attach($0, to: recording, controls: controls) }
         // The preview listens before capture starts: a port in use ends the command here.
-        let preview = try request.map { try startPreview($0, recording: recording) }
+        let preview = try request.map { try startPreview($0, recording: recording, photos: photos) }
         defer { preview?.stop() }
 
         // SIGINT (and SIGTERM) finishes the clip and keeps it; a second one quits at once (exit
@@ -174,32 +199,40 @@ enum RecordCommand {
         }
         keys.stop()
         controls.stop()  // ReelControl: the event log is final
+        let taken = photos?.finish() ?? (photos: [], errors: [])   // the photos still encoding are saved
         if showProgress { writeStderr("\n") }
 
         // [issue 13] hardwareCost and the pressure timeline join the summary; ReelControl its events.
         if json {
-            printJSON(MergedJSON(RecordingSummaryWithPressure(summary: summary, hardwareCost: cost?.cost,
-                                                              pressure: .init(level: pressure.level, timeline: pressure.timeline)),
-                                 controls.summary))
-        } else { printText(summary); printEvents(controls.summary) }
+            printJSON(MergedJSON(MergedJSON(RecordingSummaryWithPressure(summary: summary, hardwareCost: cost?.cost,
+                                                                         pressure: .init(level: pressure.level, timeline: pressure.timeline)),
+                                            controls.summary),
+                                 RecordPhotosSummary(photos: taken.photos)))
+        } else { printText(summary); printEvents(controls.summary); printPhotos(taken.photos) }
         if let failure = recording.failure {
             printError(failure.description)
             return failure.exitStatus
         }
+        // A photo that could not be saved: the recording is kept, the status says so.
+        for e in taken.errors { printError(e.description) }
+        if let e = taken.errors.first { return e.exitStatus }
         return 0
     }
 
     /// Binds the preview's server and adds its output to the session; prints the page's address.
-    static func startPreview(_ request: PreviewRequest, recording: Recording) throws -> PreviewServer {
+    /// With `photos`, the page's shutter takes a photo through it; without, it answers 501.
+    static func startPreview(_ request: PreviewRequest, recording: Recording, photos: RecordPhotos? = nil) throws -> PreviewServer {
         let output = PreviewOutput()
         let token = request.token ?? (request.address.isLoopback ? nil : PreviewServer.generateToken())
         let session = recording.session
         let started = DispatchTime.now().uptimeNanoseconds
         let server: PreviewServer
+        var shutter: (@Sendable () throws -> Data)? = nil
+        if let photos { shutter = { try photos.pageShutter() } }
         do {
             let pool = recording.pool
             server = try PreviewServer(address: request.address, token: token, output: output,
-                                       controls: PreviewControls(setRatio: PreviewControls.ratio(of: session))) {
+                                       controls: PreviewControls(setRatio: PreviewControls.ratio(of: session), shutter: shutter)) {
                 let stats = session.stats
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
                 let media: Double
@@ -239,6 +272,13 @@ enum RecordCommand {
         try? enc.encode(report).write(to: URL(fileURLWithPath: dir + "/record.json"))
         try? SVGReport.render(report, title: "Storage write latency of the recording (service time of each write)")
             .write(toFile: dir + "/record.svg", atomically: true, encoding: .utf8)
+    }
+
+    /// The text summary's line for each photo taken during the recording.
+    static func printPhotos(_ photos: [Photo]) {
+        for p in photos {
+            print("  photo \(p.path)  \(p.width)x\(p.height) \(p.format.rawValue), frame #\(p.frameIndex) (pressed #\(p.pressedFrameIndex), lag \(p.lagFrames))")
+        }
     }
 
     static func printText(_ s: RecordingSummary) {

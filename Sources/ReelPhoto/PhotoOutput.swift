@@ -5,9 +5,12 @@ import ReelMedia
 
 /// When a `PhotoOutput` runs `initialise()`.
 public enum PhotoInitialisation: Sendable, Hashable {
-    /// In the session's `prepare`, before the source starts (eager).
+    /// In the session's `prepare`, before the source starts (eager): the output's
+    /// `deferredStartEnabled` starts false.
     case inPrepare
-    /// On its own thread once the first frame has arrived (Deferred Start).
+    /// By the session's Deferred Start, once the first frame has gone to the outputs that are
+    /// not deferred (`runDeferredStart`, on the session's deferred-start thread): the output's
+    /// `deferredStartEnabled` starts true. The default.
     case afterFirstFrame
     /// When its owner calls `initialise()` (a session that schedules deferred outputs itself).
     case byCaller
@@ -36,8 +39,8 @@ public struct PhotoSettings: Sendable {
     /// (`PhotoError.overBudget`). Default 1 GiB: 58 photos of 4032×3024 (18.3 MB each).
     public var memoryBudget: Int = 1 << 30
     /// When the output prepares its encoders (`initialise()`); presses before then are
-    /// buffered with their frame.
-    public var initialisation: PhotoInitialisation = .inPrepare
+    /// buffered with their frame. Default: Deferred Start.
+    public var initialisation: PhotoInitialisation = .afterFirstFrame
     /// The synthetic sensor's read-out noise (nil: none). With noise, `quality` photos get
     /// multi-frame noise reduction over the ring's frames, and each photo reports its PSNR.
     public var sensorNoise: SensorNoise? = nil
@@ -99,6 +102,9 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     private var deferredJobs: [String] = []
     private var deferredWorking = false
     private var finishedDeferred: [FinishedPhoto] = []
+    /// What became of each accepted press, by `PhotoRequest.sequence` (for `photo(for:)`).
+    private var outcomes: [Int: Result<Photo, PhotoError>] = [:]
+    private var deferredStart: Bool
     private let sessionID = UInt32.random(in: 0...UInt32.max)
     private let startedAt = Date()
     private let startedMonotonic = MonotonicClock.now()
@@ -117,6 +123,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     public init(settings: PhotoSettings) throws {
         self.settings = settings
         crop = try settings.photoFormat.crop(for: settings.ratio)
+        deferredStart = settings.initialisation != .inPrepare
     }
 
     /// The photo's size.
@@ -166,8 +173,27 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
 
     // MARK: FrameOutput
 
+    /// Whether the session initialises this output after the first frame went to the outputs
+    /// that are not deferred (`runDeferredStart`) rather than before the source starts
+    /// (`prepare`). Starts true unless `settings.initialisation` is `.inPrepare`.
+    public var deferredStartEnabled: Bool {
+        get { condition.lock(); defer { condition.unlock() }; return deferredStart }
+        set { condition.lock(); deferredStart = newValue; condition.unlock() }
+    }
+
+    /// Eager start (the session calls it before the source starts when `deferredStartEnabled`
+    /// is false): `initialise()`, unless `settings.initialisation` is `.byCaller`. An
+    /// initialisation error is kept; presses report it.
     public func prepare(ratio: AspectRatio, size: Size, timescale: Int32) {
-        guard settings.initialisation == .inPrepare else { return }
+        guard settings.initialisation != .byCaller else { return }
+        do { try initialise() } catch { /* kept in initialisationError; presses report it */ }
+    }
+
+    /// Deferred Start (the session calls it on its deferred-start thread after the first
+    /// frame): `initialise()`, unless `settings.initialisation` is `.byCaller`; presses made
+    /// meanwhile were buffered and go out now. An initialisation error is kept; presses report it.
+    public func runDeferredStart(ratio: AspectRatio, size: Size, timescale: Int32) {
+        guard settings.initialisation != .byCaller else { return }
         do { try initialise() } catch { /* kept in initialisationError; presses report it */ }
     }
 
@@ -175,26 +201,15 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         let now = Int64(bitPattern: MonotonicClock.now())
         let ptsNs = frame.pts.value * 1_000_000_000 / Int64(frame.pts.timescale)
         var dropped: CapturedFrame? = nil
-        var startInit = false
         condition.lock()
         ring.append(frame)
         if ring.count > settings.ringSize { dropped = ring.removeFirst() }
         arrivals += 1
         frameDuration = Double(frame.duration) / Double(frame.pts.timescale)
         clockOrigin = min(clockOrigin ?? .max, now - ptsNs)
-        if settings.initialisation == .afterFirstFrame && !initialising && !ready {
-            initialising = true
-            startInit = true
-        }
         condition.broadcast()
         condition.unlock()
         _ = dropped // its lease ends here, outside the lock
-        if startInit {
-            // Deferred Start: the output gets ready after the first frame, off the capture thread.
-            Thread.detachNewThread { [self] in
-                do { try performInitialisation() } catch { /* kept in initialisationError */ }
-            }
-        }
         return .taken
     }
 
@@ -309,6 +324,21 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     /// Errors of photos that could not be delivered.
     public var errors: [PhotoError] { condition.lock(); defer { condition.unlock() }; return failures }
 
+    /// Waits (at most `timeout` seconds) until the photo of `request` is saved, and returns it
+    /// (with deferred processing, the proxy: its final replaces it under the same path).
+    /// - Throws: the error that kept it from being saved (`PhotoError.save`, `.encoder`), the
+    ///   output's initialisation error, or `PhotoError.notSavedInTime` when it did not come in time.
+    public func photo(for request: PhotoRequest, timeout: Double = 30) throws(PhotoError) -> Photo {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while outcomes[request.sequence] == nil {
+            if let e = initialisationError { throw e }
+            if !condition.wait(until: deadline) { throw PhotoError.notSavedInTime(seconds: timeout) }
+        }
+        return try outcomes[request.sequence]!.get()
+    }
+
     /// Waits until every accepted press is delivered or failed (or `timeout` seconds), then
     /// stops the worker and lets the ring's frames go. Returns whether all were done.
     @discardableResult
@@ -398,8 +428,11 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
             switch result {
             case .success(let (p, pendingDir)):
                 delivered.append(p)
+                outcomes[job.request.sequence] = .success(p)
                 if let pendingDir { deferredJobs.append(pendingDir) }
-            case .failure(let e): failures.append(e)
+            case .failure(let e):
+                failures.append(e)
+                outcomes[job.request.sequence] = .failure(e)
             }
             condition.broadcast()
             condition.unlock()

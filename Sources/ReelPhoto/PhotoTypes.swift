@@ -148,6 +148,8 @@ public enum PhotoError: UserFacingError, Sendable {
     case noFrame
     /// The sensor's pixel format cannot be taken as a photo (exit 69).
     case unsupportedPixelFormat(String)
+    /// A press was accepted but its photo was not saved within `seconds` (exit 75: try later).
+    case notSavedInTime(seconds: Double)
 
     /// The exit status of `reel photo` for this error: 70, 74, 73, 75 or 69 (see each case).
     public var exitStatus: Int32 {
@@ -155,7 +157,7 @@ public enum PhotoError: UserFacingError, Sendable {
         case .encoder, .noFrame: return ExitStatus.software
         case .save(let e, _):
             return e.isOutOfSpace || e.errno == EIO ? ExitStatus.ioError : ExitStatus.cantCreate
-        case .overBudget, .busy: return ExitStatus.busy
+        case .overBudget, .busy, .notSavedInTime: return ExitStatus.busy
         case .unsupportedPixelFormat: return ExitStatus.unavailable
         }
     }
@@ -170,6 +172,7 @@ public enum PhotoError: UserFacingError, Sendable {
         case .busy: return "photo: press refused: the output is not ready or still busy (responsive capture is off)"
         case .noFrame: return "photo: no frame arrived for the press (is the session running?)"
         case .unsupportedPixelFormat(let f): return "photo: the sensor's pixel format \(f) cannot be taken as a photo"
+        case .notSavedInTime(let s): return "photo: the press was taken but its photo was not saved within \(Int(s)) s (it is still being encoded)"
         }
     }
 }

@@ -74,6 +74,11 @@ public struct RecordOptions: Sendable {
     /// after it in the writer's hold ring. False (`reel record --eager-start`): everything
     /// initialises before the source starts.
     public var deferredStart = true
+    /// Sensor buffers beyond `Recording.sensorBuffers(side:)` for outputs that keep frames of
+    /// their own (a photo output's zero-shutter-lag ring: its ring size), so that the writer's
+    /// hold ring keeps all its buffers and nothing is dropped as `outOfBuffers`. Synthetic
+    /// source only.
+    public var extraSensorBuffers = 0
 
     /// Creates the defaults above.
     public init() {}
@@ -227,7 +232,7 @@ public final class Recording: Sendable {
         switch options.source {
         case .synthetic(let size):
             source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime,
-                                         buffers: Recording.sensorBuffers(side: size))
+                                         buffers: Recording.sensorBuffers(side: size) + options.extraSensorBuffers)
         case .v4l2(let path, let size, let fps, let fourcc):
             source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc)
         }

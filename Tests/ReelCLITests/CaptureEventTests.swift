@@ -225,3 +225,40 @@ let haveEvtest = installedTool("evtest") != nil
         #expect(first >= started.frames - 1, "the space came after frame \(started.frames), logged at \(first)")
     }
 }
+
+/// With `--photos`, the terminal's space (primary began + ended) takes a photo of the frame
+/// it was typed at; `m` (secondary) lays a marker and takes none.
+@Suite(.serialized, .enabled(if: havePhotoTools, "needs ffmpeg, exiftool and heif-convert"))
+struct RealtimeTerminalPhotoTests {
+    struct Summary: Decodable {
+        var photos: [PhotoRun.Shot]
+        var captureEvents: [EventJSON]
+        var markers: [MarkerJSON]
+    }
+
+    @Test func spaceTakesAPhotoWithPhotos() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let term = try TerminalRun(["record", "--duration", "20", "--source", "synthetic:1280", "--codec", "h264",
+                                    "--plain", "--out", dir + "/video", "--photos", dir + "/photos", "--photo-format", "png", "--json"])
+        defer { term.finish() }
+        let started = try #require(term.waitForProgress(30) { frames, _ in frames >= 10 }, "no progress line: \(term.screen)")
+        term.type(" ")
+        _ = try #require(term.waitForProgress(10) { frames, _ in frames >= started.frames + 10 })
+        term.type("m")
+        _ = try #require(term.waitForProgress(10) { frames, _ in frames >= started.frames + 20 })
+        term.type("q")
+        let end = term.waitForExit(30)
+        #expect(end.status == 0, "\(term.screen.suffix(300))")
+        let s = try JSONDecoder().decode(Summary.self, from: Data(term.stdout.utf8))
+        #expect(s.markers.count == 1)
+        let shot = try #require(s.photos.first, "space took no photo: \(term.screen.suffix(300))")
+        #expect(s.photos.count == 1)
+        let began = try #require(s.captureEvents.first { $0.action == "primary" && $0.phase == "began" }?.frameIndex)
+        // The logged frame is the newest captured when the event was handled (a frame or two
+        // behind the clock on a loaded machine).
+        #expect(abs(shot.pressedFrameIndex - began) <= 2, "pressed at frame \(began), photo says \(shot.pressedFrameIndex)")
+        #expect(shot.format == "png" && shot.width == 1280 && shot.height == 960)
+        #expect(try photoBarcode(shot.path).index == shot.frameIndex)
+    }
+}

@@ -685,3 +685,200 @@ extension RealtimePreviewTests {
         #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
     }
 }
+
+/// `reel record --json --photos`: the summary's `photos` (each as `reel photo --json` lists it)
+/// and the capture events.
+private struct PhotoRecordingJSON: Decodable {
+    var photos: [PhotoRun.Shot]
+    var captureEvents: [EventJSON]
+    var framesDropped: Int
+    var dropReasons: [String: Int]
+}
+
+/// The shutter during a recording, timed against the clock: the page's `POST /shutter`
+/// (twice) takes photos of the pressed frames, and not one video frame is dropped.
+@Suite("RealtimeShutterTests", .serialized, .enabled(if: haveTools && havePhotoTools, "needs curl, ffmpeg, ffprobe, exiftool and heif-convert"))
+struct RealtimeShutterTests {
+    /// `reel record --preview --photos DIR` (HEIC, the default) in real time: each `POST
+    /// /shutter` answers with its saved photo (path, frameIndex, pressedFrameIndex, lagFrames),
+    /// whose barcode, decoded by libheif's heif-convert, is that frame; the summary lists the
+    /// same photos; the video has no dropped frame and `reel verify` accepts it.
+    @Test func thePagesShutterTakesPhotosDuringARecordingWithoutADroppedFrame() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--photos", dir + "/photos", "--duration", "4",
+                              "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        usleep(1_000_000)
+        var answers: [[String: Any]] = []
+        for _ in 0..<2 {
+            let shot = try curl(base + "shutter", extra: ["-X", "POST"])
+            #expect(shot.status == 200, "\(String(decoding: shot.body, as: UTF8.self))")
+            #expect(shot.headers["content-type"] == "application/json")
+            answers.append(try #require(try JSONSerialization.jsonObject(with: shot.body) as? [String: Any]))
+            usleep(700_000)
+        }
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.photos.count == 2)
+        for (answer, shot) in zip(answers, summary.photos) {
+            let path = try #require(answer["path"] as? String)
+            let frame = try #require(answer["frameIndex"] as? Int)
+            let pressed = try #require(answer["pressedFrameIndex"] as? Int)
+            #expect(answer["lagFrames"] as? Int == frame - pressed)
+            #expect(abs(frame - pressed) <= 1, "zero shutter lag: the frame nearest the press")
+            #expect(shot.path == path && shot.frameIndex == frame && shot.pressedFrameIndex == pressed)
+            #expect(shot.format == "heic" && shot.width == 1280 && shot.height == 960, "the sensor's 4x3 crop")
+            let read = try photoBarcode(path)
+            #expect(read.index == frame, "the photo shows the frame it reports")
+            #expect(read.width == 1280 && read.height == 960)
+        }
+        #expect(Set(summary.photos.map(\.frameIndex)).count == 2)
+        let verify = try reel(["verify", dir + "/video"])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+}
+
+/// The shutter through capture events with `--photos`: a primary `ended` takes a photo with
+/// the time of its `began`; a `cancelled` press takes none. Bad `--photos`: usage errors.
+@Suite("RecordPhotoTests", .enabled(if: haveTools && havePhotoTools, "needs curl, ffmpeg, ffprobe, exiftool and heif-convert"))
+struct RecordPhotoTests {
+    @Test func theControlSocketsShutterTakesAPhotoWithTheTimeOfItsPress() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let path = dir + "/control.sock"
+        let rec = try launch(["record", "--control-socket", path, "--photos", dir + "/photos", "--photo-format", "jpeg",
+                              "--duration", "600", "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"])
+        #expect(waitForFile(path))
+        usleep(800_000)
+        // A cancelled press: no photo. `shutter`: primary began + ended, one photo.
+        #expect(try reel(["control", "--socket", path, "event", "began", "primary", "event", "cancelled", "primary"]).status == 0)
+        #expect(try reel(["control", "--socket", path, "shutter"]).status == 0)
+        // A press held for 0.3 s: the photo is of the frame at its `began` (the ring's oldest
+        // frame when it is older than the ring: then lagFrames says how late).
+        #expect(try reel(["control", "--socket", path, "event", "began", "primary"]).status == 0)
+        usleep(300_000)
+        #expect(try reel(["control", "--socket", path, "event", "ended", "primary"]).status == 0)
+        usleep(1_500_000)
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        #expect(summary.captureEvents.map { "\($0.action) \($0.phase)" } == [
+            "primary began", "primary cancelled", "primary began", "primary ended", "primary began", "primary ended",
+        ])
+        try #require(summary.photos.count == 2, "one photo per ended press, none for the cancelled one")
+        for shot in summary.photos {
+            #expect(shot.format == "jpeg" && shot.path.hasSuffix(".jpg"))
+            #expect(shot.lagFrames == shot.frameIndex - shot.pressedFrameIndex)
+            #expect(try photoBarcode(shot.path).index == shot.frameIndex)
+        }
+        // The held press: pressed at its `began`, not at its `ended` 0.3 s (9 frames) later.
+        // (The logged frames are the newest captured when each event was handled: a loaded
+        // machine may log a frame or two behind the clock, hence the margin of 3.)
+        let held = summary.photos[1]
+        let began = try #require(summary.captureEvents[4].frameIndex), ended = try #require(summary.captureEvents[5].frameIndex)
+        #expect(abs(held.pressedFrameIndex - began) <= 3, "pressed at frame \(began), the photo says \(held.pressedFrameIndex)")
+        #expect(ended - held.pressedFrameIndex >= 6, "ended at frame \(ended): the press time is the began's")
+        #expect(summary.photos[1].lagFrames >= 5, "held 0.3 s: the pressed frame had left the ring of 3")
+    }
+
+    /// A photo that cannot be saved (a full disk): `POST /shutter` answers 409 with the
+    /// reason; the recording is kept and the command exits 74 with the error on stderr.
+    @Test(.enabled(if: canMountTmpfs, "needs to mount tmpfs (root)"))
+    func aPhotoThatCannotBeSavedIs409AndExit74() throws {
+        let photos = try #require(mountTmpfs(sizeKiB: 32))   // a 1280x960 PNG of the pattern is ~125 kB
+        defer { unmount(photos) }
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--photos", photos, "--photo-format", "png",
+                              "--duration", "600", "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        let shot = try curl(base + "shutter", extra: ["-X", "POST"], seconds: 30)
+        #expect(shot.status == 409)
+        #expect(String(decoding: shot.body, as: UTF8.self).contains("No space left on device"))
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 74, "\(run.stderr)")
+        #expect(run.stderr.contains("reel: photo: saving failed: "), "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        #expect(summary.photos.isEmpty)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).contains { $0.hasSuffix(".mov") }, "the recording is kept")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: photos).isEmpty, "no half-written photo")
+    }
+
+    /// `--photos` with `--eager-start`: the photo output is prepared before the first frame,
+    /// so a press made as the recording starts is never buffered. (That the session prepares it
+    /// eagerly is checked deterministically in PhotoOutputDeferredStartTests.)
+    @Test func withEagerStartThePhotoOutputIsReadyAtTheFirstFrame() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let path = dir + "/control.sock"
+        let rec = try launch(["record", "--eager-start", "--control-socket", path, "--photos", dir + "/photos", "--photo-format", "jpeg",
+                              "--frames", "60", "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"])
+        #expect(waitForFile(path))
+        #expect(try reel(["control", "--socket", path, "shutter"]).status == 0)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        let shot = try #require(summary.photos.first)
+        #expect(summary.photos.count == 1 && !shot.buffered)
+        #expect(try photoBarcode(shot.path).index == shot.frameIndex)
+    }
+
+    @Test func photosNeedTheSyntheticSourceAndAWritableDirectory() throws {
+        let v4l2 = try reel(["record", "--photos", "photos", "--source", "v4l2:/dev/video99", "--plain"])
+        #expect(v4l2.status == 64)
+        #expect(v4l2.stderr.hasPrefix("reel: --photos: ") && v4l2.stderr.contains("synthetic source"))
+        let unwritable = try reel(["record", "--photos", "/proc/reel-photos", "--plain", "--frames", "3"])
+        #expect(unwritable.status == 73)
+        #expect(unwritable.stderr == "reel: --photos: cannot create or write the photo directory '/proc/reel-photos'\n")
+        let format = try reel(["record", "--photos", "photos", "--photo-format", "gif"])
+        #expect(format.status == 64 && format.stderr.contains("jpeg, heic or png"))
+    }
+}
+
+extension RealtimeShutterTests {
+    /// The page's shutter button clicked in a real browser (Playwright, Debian's chromium):
+    /// the page shows the photo's JSON (200), and the photo it names shows the frame it reports.
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    func theShutterButtonInABrowserTakesAPhoto() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = temporaryDirectory("reel-preview-browser")
+        defer { removeTree(shots) }
+        let port = try freePort()
+        let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--photos", dir + "/photos", "--photo-format", "jpeg",
+                              "--duration", "120", "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"])
+        let base = "http://127.0.0.1:\(port)/"
+        try waitForServer(base)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", previewBrowserScript, base, shots, "--click", "shutter"]
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let text = out.fileHandleForReading.readDataToEndOfFile()
+        let why = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        rec.signal(SIGINT)
+        #expect(p.terminationStatus == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
+        #expect(result["shutterStatus"] as? Int == 200)
+        let answer = try #require(result["shutterAnswer"] as? [String: Any], "\(result)")
+        let path = try #require(answer["path"] as? String)
+        let frame = try #require(answer["frameIndex"] as? Int)
+        #expect(try photoBarcode(path).index == frame)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        #expect(summary.photos.map(\.path) == [path])
+    }
+}

@@ -91,3 +91,61 @@ private func settings(_ dir: String, format: SensorPhotoFormat, ring: Int = 3) -
         }
     }
 }
+
+/// The photo output as an output of the session graph: deferred by default (the session's
+/// Deferred Start initialises it after the first frame, and a press made before then is
+/// buffered and delivered), eager with `.inPrepare` (ready before the first frame).
+@Suite struct PhotoOutputDeferredStartTests {
+    /// Whether the output was ready when the session's Deferred Start began (nil: it never ran).
+    final class Watch: CaptureSessionDelegate, @unchecked Sendable {   // written on the deferred thread before run returns
+        let output: PhotoOutput
+        var readyAtDeferredStart: Bool?
+        init(_ output: PhotoOutput) { self.output = output }
+        func sessionWillRunDeferredStart(_ session: CaptureSession) { readyAtDeferredStart = output.isReady }
+    }
+
+    func run(_ initialisation: PhotoInitialisation, tag: String) throws -> (output: PhotoOutput, session: CaptureSession, watch: Watch, readyAtFirstFrame: Bool) {
+        let dir = NSTemporaryDirectory() + "reel-photo-deferred-\(getpid())-\(tag)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var s = settings(dir, format: SensorPhotoFormat(size: Size(width: 1280, height: 1280), supportedRatios: [.landscape4x3, .portrait3x4]))
+        s.initialisation = initialisation
+        let output = try PhotoOutput(settings: s)
+        let source = try SyntheticSource(size: 1280, rate: FrameRate(frames: 30)!, realtime: true, buffers: 12)
+        let session = try CaptureSession(source: source, ratio: .landscape4x3)
+        let watch = Watch(output)
+        session.delegate = watch
+        final class Seen: @unchecked Sendable { var ready: Bool? }   // written by the data thread before run returns
+        let seen = Seen()
+        // Not deferred: gets the first frame before the photo output's Deferred Start begins.
+        let first = DataOutput { _ in if seen.ready == nil { seen.ready = output.isReady } }
+        session.addOutput(first)
+        session.addOutput(output)
+        let pressed = Thread {
+            while output.sessionTime() == nil { usleep(1000) }
+            do { _ = try output.capture() } catch { Issue.record("press refused: \(error)") }
+        }
+        pressed.start()
+        _ = try session.run(frameLimit: 30)
+        first.stop()
+        #expect(output.finish(timeout: 60))
+        return (output, session, watch, seen.ready ?? false)
+    }
+
+    @Test func aDeferredPhotoOutputIsInitialisedByTheSessionsDeferredStart() throws {
+        let (output, session, watch, _) = try run(.afterFirstFrame, tag: "d")
+        #expect(output.deferredStartEnabled)
+        #expect(session.deferredStartsRun == 1)
+        #expect(watch.readyAtDeferredStart == false, "not initialised before the session's Deferred Start")
+        #expect(output.isReady)
+        #expect(output.photos.count == 1 && output.errors.isEmpty, "the press made meanwhile is delivered")
+    }
+
+    @Test func anEagerPhotoOutputIsReadyBeforeTheFirstFrame() throws {
+        let (output, session, watch, readyAtFirst) = try run(.inPrepare, tag: "e")
+        #expect(!output.deferredStartEnabled)
+        #expect(session.deferredStartsRun == 0 && watch.readyAtDeferredStart == nil)
+        #expect(readyAtFirst, "prepared before the source started")
+        #expect(output.photos.count == 1 && output.photos.allSatisfy { !$0.buffered })
+    }
+}

@@ -8,6 +8,9 @@
 # from exec to the first frame written (the summary's firstFrameWrittenMs, ±10 ms: the process
 # start time's resolution); and whether frame 0 is in the clip (decoded: `reel probe --frames`).
 # Prints medians, min–max and the ratio eager/deferred of the medians, and the load.
+# PHOTOS=heic|jpeg|png: both arms also get `--photos DIR --photo-format F` (a photo output whose
+# encoder, warmed up for the sensor's 4x3 crop, is initialised before the first frame with
+# --eager-start and by Deferred Start after it otherwise); unset: no photo output.
 set -euo pipefail
 scripts/setup
 swift build -c release 2>&1 | tail -1
@@ -17,9 +20,9 @@ trap 'rm -rf "$work"' EXIT
 pool=$work/pool
 "$reel" pool create "$pool" --capacity 1G --slot 256M --write-mode buffered >/dev/null
 echo "load before: $(cat /proc/loadavg)"
-python3 - "$reel" "$pool" "$work" "${LAUNCHES:-10}" "${CODECS:-prores:hq ffv1}" "${SOURCE:-synthetic:1920}" <<'PY'
+python3 - "$reel" "$pool" "$work" "${LAUNCHES:-10}" "${CODECS:-prores:hq ffv1}" "${SOURCE:-synthetic:1920}" "${PHOTOS:-}" <<'PY'
 import http.client, json, os, re, statistics, subprocess, sys, time
-reel, pool, work, launches, codecs, source = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split(), sys.argv[6]
+reel, pool, work, launches, codecs, source, photos = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split(), sys.argv[6], sys.argv[7]
 
 def first_jpeg(port, deadline):
     """GET /snapshot.jpg until one whole JPEG arrives; the monotonic time it was complete."""
@@ -41,7 +44,8 @@ def launch(codec, eager, n):
     out = f"{work}/out-{n}"
     container = "mkv" if codec == "ffv1" else "mov"
     args = [reel, "record", "--preview", "0", "--pool", pool, "--source", source, "--codec", codec, "--container", container,
-            "--duration", "2", "--out", out, "--name", "l", "--json"] + (["--eager-start"] if eager else [])
+            "--duration", "2", "--out", out, "--name", "l", "--json"] + (["--eager-start"] if eager else []) \
+        + (["--photos", out + "/photos", "--photo-format", photos] if photos else [])
     t0 = time.monotonic()
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, REEL_POOL=pool))
     port = None
@@ -85,7 +89,8 @@ for codec in codecs:
     for n in range(launches):
         for eager in (False, True):   # alternating, so both see the same load
             runs[eager].append(launch(codec, eager, f"{codec}-{n}-{eager}"))
-    print(f"\n{codec}, {source}, {launches} launches each (alternating), `reel record --preview 0 --pool P`:")
+    extra = f" --photos DIR --photo-format {photos}" if photos else ""
+    print(f"\n{codec}, {source}, {launches} launches each (alternating), `reel record --preview 0 --pool P{extra}`:")
     for eager in (False, True):
         r = runs[eager]
         name = "eager (--eager-start)" if eager else "deferred (default)"
