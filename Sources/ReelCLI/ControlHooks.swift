@@ -6,11 +6,15 @@ import Synchronization
 
 /// `reel record`'s capture-event options (`--input`, `--grab`, `--keys`), as parsed.
 public struct ControlRequest: Sendable, Hashable {
+    /// `--input DEVICE` paths, in the order given.
     public var inputs: [String] = []
+    /// `--grab`: take the devices exclusively (`EVIOCGRAB`).
     public var grab = false
+    /// The key map: the default one with `--keys` applied over it.
     public var keys: KeyMap = .standard
     /// `--control-socket PATH`.
     public var socket: String? = nil
+    /// No devices, no socket, the default key map.
     public init() {}
 
     /// Takes one of the options above; false when `name` is not one of them.

@@ -230,7 +230,6 @@ enum RecordCommand {
         var shutter: (@Sendable () throws -> Data)? = nil
         if let photos { shutter = { try photos.pageShutter() } }
         do {
-            let pool = recording.pool
             server = try PreviewServer(address: request.address, token: token, output: output,
                                        controls: PreviewControls(setRatio: PreviewControls.ratio(of: session), shutter: shutter)) {
                 let stats = session.stats
@@ -240,7 +239,8 @@ enum RecordCommand {
                 return PreviewStatus(recording: true, elapsed: media, frames: stats.framesCaptured,
                                      fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
                                      drops: stats.drops.total, ratio: session.ratio.description,
-                                     poolRemainingCapacity: pool?.remainingCapacity)
+                                     // Read each time: under Deferred Start the pool opens after the first frame.
+                                     poolRemainingCapacity: recording.pool?.remainingCapacity)
             }
         } catch let error as PreviewError {
             throw CommandError(status: previewExitStatus(error), error.description)
@@ -306,6 +306,8 @@ enum RecordCommand {
 
 /// `--preview [HOST:]PORT` and `--preview-token TOKEN`.
 public struct PreviewRequest: Sendable, Hashable {
+    /// Where to serve (`127.0.0.1:8080` when HOST is left out).
     public var address: PreviewAddress
+    /// The access token (required off loopback: generated when not given).
     public var token: String?
 }

@@ -10,7 +10,9 @@ import ReelWriter
 public struct RecordPhotoRequest: Sendable, Hashable {
     /// Where the photos go (created if needed).
     public var directory: String
+    /// `--photo-format` (default HEIC).
     public var format: PhotoFileFormat = .heic
+    /// Photos into `directory`, as HEIC.
     public init(directory: String) { self.directory = directory }
 }
 

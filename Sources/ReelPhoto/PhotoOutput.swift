@@ -18,6 +18,7 @@ public enum PhotoInitialisation: Sendable, Hashable {
 
 /// How a `PhotoOutput` takes and saves photos.
 public struct PhotoSettings: Sendable {
+    /// The file format (default HEIC).
     public var format: PhotoFileFormat = .heic
     /// The level asked for (Apple's `maxPhotoQualityPrioritization`).
     public var quality: PhotoQuality = .balanced
@@ -25,15 +26,19 @@ public struct PhotoSettings: Sendable {
     public var fastCapturePrioritization = true
     /// Full-sensor frames kept for zero shutter lag (1–30).
     public var ringSize = 3
+    /// Which frame a press takes: the nearest in the ring (default) or the next one delivered.
     public var shutter: ShutterMode = .zeroShutterLag
     /// The photo's ratio; must be one of `photoFormat.supportedRatios`.
     public var ratio: AspectRatio = .landscape4x3
+    /// The sensor's photo format: its size and the ratios it supports.
     public var photoFormat: SensorPhotoFormat = .synthetic
     /// Where photos go (must exist and be writable).
     public var directory: String = "photos"
     /// Photos are `PREFIX-0001.heic`, … (an existing file is never replaced: the next free name is taken).
     public var namePrefix: String = "photo"
+    /// EXIF `Make`.
     public var make: String = "Reel"
+    /// EXIF `Model` (the sensor or the V4L2 card name).
     public var model: String = "Synthetic 4032x4032 sensor"
     /// Bytes of copied frames that may wait for the encoder: beyond it a press is refused
     /// (`PhotoError.overBudget`). Default 1 GiB: 58 photos of 4032×3024 (18.3 MB each).
@@ -64,6 +69,7 @@ public struct PhotoSettings: Sendable {
     /// delivery.
     public var deferredProcessing = true
 
+    /// The defaults above.
     public init() {}
 }
 
@@ -75,6 +81,7 @@ public struct PhotoSettings: Sendable {
 /// with its frame, and delivered once the output is ready. A press is refused only when the
 /// copied frames waiting for the encoder would exceed `memoryBudget`.
 public final class PhotoOutput: FrameOutput, @unchecked Sendable {
+    /// The settings it was made with.
     public let settings: PhotoSettings
     private let crop: CropRect
 
@@ -108,6 +115,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     private let sessionID = UInt32.random(in: 0...UInt32.max)
     private let startedAt = Date()
     private let startedMonotonic = MonotonicClock.now()
+    /// How long `initialise()` took (encoders and buffers for the largest photo), in ms.
     public private(set) var initialisationMilliseconds: Double = 0
 
     private struct Job {
@@ -197,6 +205,8 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         do { try initialise() } catch { /* kept in initialisationError; presses report it */ }
     }
 
+    /// Keeps the frame in the ring (the oldest goes back to the sensor) and serves the
+    /// presses waiting for a frame at or after their time; never blocks capture.
     public func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
         let now = Int64(bitPattern: MonotonicClock.now())
         let ptsNs = frame.pts.value * 1_000_000_000 / Int64(frame.pts.timescale)
