@@ -636,19 +636,10 @@ extension RealtimePreviewTests {
                               "--codec", "prores:proxy", "--no-realtime", "--plain", "--json", "--out", dir])
         let base = "http://127.0.0.1:\(port)/"
         try waitForServer(base)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", previewBrowserScript, base, shots, "--click", "9x16"]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let text = out.fileHandleForReading.readDataToEndOfFile()
-        let why = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        let (status, text, why) = try runPreviewBrowser(base, shots: shots, click: "9x16")
         rec.signal(SIGINT)
         print("preview screenshots: \(shots)")
-        #expect(p.terminationStatus == 0, "\(String(decoding: why, as: UTF8.self))")
+        #expect(status == 0, "\(String(decoding: why, as: UTF8.self))")
         let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
         #expect(result["natural"] as? [Int] == [1280, 720])
         #expect(result["naturalAfter"] as? [Int] == [720, 1280], "the picture follows the ratio")
@@ -858,18 +849,9 @@ extension RealtimeShutterTests {
                               "--duration", "120", "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"])
         let base = "http://127.0.0.1:\(port)/"
         try waitForServer(base)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", previewBrowserScript, base, shots, "--click", "shutter"]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let text = out.fileHandleForReading.readDataToEndOfFile()
-        let why = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        let (status, text, why) = try runPreviewBrowser(base, shots: shots, click: "shutter")
         rec.signal(SIGINT)
-        #expect(p.terminationStatus == 0, "\(String(decoding: why, as: UTF8.self))")
+        #expect(status == 0, "\(String(decoding: why, as: UTF8.self))")
         let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
         #expect(result["shutterStatus"] as? Int == 200)
         let answer = try #require(result["shutterAnswer"] as? [String: Any], "\(result)")
@@ -881,4 +863,21 @@ extension RealtimeShutterTests {
         let summary = try run.decode(PhotoRecordingJSON.self)
         #expect(summary.photos.map(\.path) == [path])
     }
+}
+
+/// Runs scripts/preview-browser.py (Playwright driving Debian's chromium) against the page at
+/// `base`: screenshots into `shots`, then a click on the button named `click`; its exit
+/// status, stdout (JSON) and stderr.
+func runPreviewBrowser(_ base: String, shots: String, click: String) throws -> (Int32, Data, Data) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = ["python3", previewBrowserScript, base, shots, "--click", click]
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    let text = out.fileHandleForReading.readDataToEndOfFile()
+    let why = err.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, text, why)
 }
