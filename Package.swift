@@ -15,6 +15,9 @@ let package = Package(
         .library(name: "ReelMetrics", targets: ["ReelMetrics"]),
         .library(name: "ReelCore", targets: ["ReelCore"]),
         .library(name: "ReelCapacity", targets: ["ReelCapacity"]),
+        .library(name: "ReelPreview", targets: ["ReelPreview"]),
+        .library(name: "ReelPhoto", targets: ["ReelPhoto"]),
+        .library(name: "ReelControl", targets: ["ReelControl"]),
     ],
     targets: [
         // libavformat, libavcodec, libavutil and libswscale from Debian's -dev packages.

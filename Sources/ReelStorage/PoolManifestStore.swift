@@ -62,13 +62,26 @@ extension StoragePool {
     func withLock<T>(_ body: () throws -> T) throws -> T {
         let lockPath = path + "/lock"
         let lockFD: FileDescriptor
+        var created = false
         do { lockFD = try FileDescriptor.open(lockPath, O_RDWR) } catch let e as SystemError where e.errno == ENOENT {
             guard Sys.fileExists(manifestPath) else { throw PoolError.notAPool(path) }
-            lockFD = try FileDescriptor.open(lockPath, O_RDWR | O_CREAT)
+            do {
+                lockFD = try FileDescriptor.open(lockPath, O_RDWR | O_CREAT | O_EXCL)
+                created = true
+            } catch let e as SystemError where e.errno == EEXIST {
+                lockFD = try FileDescriptor.open(lockPath, O_RDWR)
+            }
         }
         // Closing the descriptor releases the lock; it was only read from, nothing to report.
         defer { lockFD.closeQuietly() }
         try lock(lockFD.rawValue)
+        // `pool delete` may have removed the pool between the check above and the lock: then
+        // the lock file this process made is the only thing left, and it goes too, so the
+        // deleting process's rmdir finds the directory empty.
+        guard Sys.fileExists(manifestPath) else {
+            if created { try Sys.unlinkIfPresent(lockPath) }
+            throw PoolError.notAPool(path)
+        }
         return try body()
     }
 

@@ -220,6 +220,12 @@ public final class StoragePool: Sendable {
             try Sys.unlinkIfPresent(path + "/lock")
         }
         try Sys.removeDirectory(slotsDirectory)
-        try Sys.removeDirectory(path)
+        // A recorder that checked for the pool just before it went may still create `lock`
+        // and, finding no manifest once it holds it, remove it again: wait for that (≤ 2 s).
+        for attempt in 0..<200 {
+            do { try Sys.removeDirectory(path); return } catch let e as SystemError where e.errno == ENOTEMPTY && attempt < 199 {
+                usleep(10_000)
+            }
+        }
     }
 }

@@ -6,6 +6,8 @@ import Testing
 struct PackageGraph {
     struct Target { let name: String; let type: String; let dependencies: [String] }
     let targets: [Target]
+    /// Each product's name and its targets.
+    var products: [(name: String, targets: [String])] = []
 
     static let root = repositoryRoot
 
@@ -29,10 +31,13 @@ struct PackageGraph {
         guard p.terminationStatus == 0 else { throw ProbeFailed(message: "swift package describe exited \(p.terminationStatus)") }
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let targets = try #require(json["targets"] as? [[String: Any]])
+        let products = (json["products"] as? [[String: Any]] ?? []).map {
+            (name: $0["name"] as? String ?? "", targets: $0["targets"] as? [String] ?? [])
+        }
         return PackageGraph(targets: targets.map {
             Target(name: $0["name"] as? String ?? "", type: $0["type"] as? String ?? "",
                    dependencies: $0["target_dependencies"] as? [String] ?? [])
-        })
+        }, products: products)
     }
 
     /// Every target `name` depends on, directly or through others.
@@ -48,6 +53,19 @@ struct PackageGraph {
 
 /// The structure issue 10 asks for, checked against Package.swift itself.
 @Suite struct ArchitectureTests {
+    /// README: "plus one library per target" — every Swift library target of the product
+    /// (all but the benchmarks and the command line) is a library product of its own name,
+    /// so another package can depend on just the preview, the photo output, the controls….
+    @Test func everyLibraryTargetIsAProduct() throws {
+        let graph = try PackageGraph.describe()
+        let libraries = graph.targets.filter { $0.type == "library" && $0.name.hasPrefix("Reel") }.map(\.name)
+        #expect(libraries.count >= 12, "\(libraries)")
+        let products = Dictionary(graph.products.map { ($0.name, $0.targets) }, uniquingKeysWith: { a, _ in a })
+        for name in libraries where !["ReelBench", "ReelCLI"].contains(name) {
+            #expect(products[name] == [name], "\(name) has no library product of its own")
+        }
+    }
+
     /// Benchmarks and reports sit above the product: only the command line (and tests) may
     /// depend on ReelBench, directly or transitively.
     @Test func onlyTheCommandLineDependsOnTheBenchmarks() throws {
