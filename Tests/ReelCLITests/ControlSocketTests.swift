@@ -124,11 +124,19 @@ struct SocketSummaryJSON: Decodable {
         withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: Array(stale.utf8)) }
         #expect(withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } } == 0)
         close(s)
-        let first = try launch(["record", "--plain", "--out", dir + "/out", "--duration", "3", "--codec", "h264", "--control-socket", stale])
-        usleep(1_500_000)
+        // The first recording runs until SIGINT, so a slow machine cannot end it before the
+        // checks below; it is listening once `reel control status` answers.
+        let first = try launch(["record", "--plain", "--out", dir + "/out", "--codec", "h264", "--control-socket", stale])
+        var listening = false
+        for _ in 0..<100 where !listening {
+            listening = try reel(["control", "--socket", stale, "status"]).status == 0
+            if !listening { usleep(200_000) }
+        }
+        #expect(listening, "the recording never listened on the stale socket's path")
         let live = try reel(["record", "--plain", "--out", dir + "/out2", "--frames", "3", "--control-socket", stale])
         #expect(live.status == 75 && live.stderr.contains("in use"))
         #expect(try reel(["control", "--socket", stale, "status"]).status == 0)
+        first.signal(SIGINT)
         #expect(first.wait().status == 0)
         let none = try reel(["control", "--socket", dir + "/nothing.sock", "status"])
         #expect(none.status == 66 && none.stderr.hasPrefix("reel: control: cannot connect"))
