@@ -19,6 +19,7 @@ public enum CommandTable {
         .flag("--no-realtime", "the source waits for the writer instead of dropping frames"),
         .flag("--realtime", "the source keeps its rate and drops what the writer cannot take (the default)"),
         .flag("--eager-start", "initialise every output (pool, slot, encoder, muxer) before the first frame; default: Deferred Start"),
+        .flag("--standby", "run the session (preview, controls, photos) with the movie output stopped until a start request"),
         .value("--out", "DIR", "output directory (default recordings)", sample: "recordings"),
         .value("--name", "PREFIX", "clip name prefix, without '/'", sample: "take"),
         .value("--fragment", "SECONDS", "fragment or cluster interval, 0.1–600 s (default 1)", sample: "0.5"),
@@ -72,7 +73,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--photos", "--photo-format"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--standby", "--photos", "--photo-format"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -22,6 +22,11 @@ enum ControlCommand {
                 guard let value = words.popFirst() else { throw UsageError("control: \(word) needs a value") }
                 lines.append(json(["set": word, "value": value]))
             case "status": lines.append(json(["status": true]))
+            case "record":
+                guard let action = words.popFirst(), ["start", "stop", "toggle"].contains(action) else {
+                    throw UsageError("control: record needs start, stop or toggle")
+                }
+                lines.append(json(["record": action]))
             case "shutter", "marker":
                 let action = word == "shutter" ? "primary" : "secondary"
                 lines.append(json(["event": "began", "action": action]))
@@ -34,10 +39,10 @@ enum ControlCommand {
                 if let a = words.first, CaptureEvent.Action(rawValue: a) != nil { action = a; words = words.dropFirst() }
                 lines.append(json(["event": phase, "action": action]))
             default:
-                throw UsageError("control: unknown request '\(printable(word))' (use zoom V, exposure V, ratio R, shutter, marker, event PHASE [ACTION], status)")
+                throw UsageError("control: unknown request '\(printable(word))' (use zoom V, exposure V, ratio R, shutter, marker, event PHASE [ACTION], record start|stop|toggle, status)")
             }
         }
-        guard !lines.isEmpty else { throw UsageError("control: nothing to send (use zoom V, exposure V, ratio R, shutter, marker, event PHASE [ACTION], status)") }
+        guard !lines.isEmpty else { throw UsageError("control: nothing to send (use zoom V, exposure V, ratio R, shutter, marker, event PHASE [ACTION], record start|stop|toggle, status)") }
         return .control(socket: socket, lines: lines)
     }
 

@@ -109,6 +109,11 @@ final class ControlHooks: Sendable {
         controls.commitConfiguration()
     }
 
+    /// The control socket's `{"record": …}` requests go to `handler` (no socket: nothing to do).
+    func setRecordHandler(_ handler: @escaping ControlSocket.RecordHandler) {
+        socket.withLock { $0 }?.setRecordHandler(handler)
+    }
+
     /// Stops reading (a press still down is cancelled), closes the control socket and waits
     /// for the handlers and the controls' actions.
     func stop() {

@@ -55,6 +55,7 @@ enum RecordCommand {
             case "--no-realtime": o.realtime = false
             case "--realtime": o.realtime = true
             case "--eager-start": o.deferredStart = false
+            case "--standby": o.standby = true
             case "--out":
                 guard !v.isEmpty else { throw UsageError("--out needs a directory") }
                 o.outputDirectory = v
@@ -146,6 +147,10 @@ enum RecordCommand {
         controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
                         ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,
                         setRatio: { text in setRatioAndWait(session, text) })
+        // Start and stop on the running session: the socket, and in video mode primary presses
+        // (with --photos they take photos instead: attach replaces the handler).
+        controls.setRecordHandler(RecordToggles.socket(recording))
+        controls.dispatcher.setHandler(RecordToggles.events(recording))
         // --photos: a photo output after the movie output; primary presses take photos.
         let photos = try photoRequest.map { try RecordPhotos.attach($0, to: recording, controls: controls) }
         // The preview listens before capture starts: a port in use ends the command here.
@@ -231,12 +236,13 @@ enum RecordCommand {
         if let photos { shutter = { try photos.pageShutter() } }
         do {
             server = try PreviewServer(address: request.address, token: token, output: output,
-                                       controls: PreviewControls(setRatio: PreviewControls.ratio(of: session), shutter: shutter)) {
+                                       controls: PreviewControls(setRatio: PreviewControls.ratio(of: session), shutter: shutter,
+                                                                 record: RecordToggles.page(recording))) {
                 let stats = session.stats
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
                 let media: Double
                 if let first = stats.startPTS, let last = stats.lastPTS { media = last.seconds - first.seconds } else { media = 0 }
-                return PreviewStatus(recording: true, elapsed: media, frames: stats.framesCaptured,
+                return PreviewStatus(recording: recording.writer.isRecording, elapsed: media, frames: stats.framesCaptured,
                                      fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
                                      drops: stats.drops.total, ratio: session.ratio.description,
                                      // Read each time: under Deferred Start the pool opens after the first frame.
@@ -297,6 +303,9 @@ enum RecordCommand {
         print(line)
         for seam in s.seams {
             print("  seam at frame \(seam.frameIndex) (\(fixed(seam.pts, 3)) s): \(seam.from) -> \(seam.to)")
+        }
+        for t in s.recordingToggles {
+            print("  record \(t.action.rawValue) at \(fixed(t.atSeconds, 2)) s (take \(t.take), frame \(t.frameIndex.map(String.init) ?? "-")) from \(t.source)")
         }
         if s.framesDropped > 0 {
             print("  drops: " + s.dropReasons.filter { $0.value > 0 }.map { "\($0.key) \($0.value)" }.sorted().joined(separator: ", "))

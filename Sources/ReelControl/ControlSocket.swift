@@ -7,6 +7,7 @@ import Synchronization
 ///
 ///     {"event": "began", "action": "primary"}     → {"ok": true}   (a capture event, source "socket")
 ///     {"set": "zoom", "value": 2}                 → {"ok": true, "control": "zoom", "value": 2, "clamped": false}
+///     {"record": "start"}  (start, stop, toggle)  → {"ok": true, "recording": true, "take": N, ...}
 ///     {"status": true}                            → {"ok": true, "controls": [...], "events": N}
 ///     not JSON / unknown request                  → {"ok": false, "error": "..."}  (the connection stays open)
 ///
@@ -20,6 +21,17 @@ public final class ControlSocket: Sendable {
     private let done = DispatchSemaphore(value: 0)
     private let dispatcher: CaptureEventDispatcher
     private let controls: ControlSet
+    private let recordHandler = Mutex<RecordHandler?>(nil)
+
+    /// What `{"record": ACTION}` calls with ACTION `start`, `stop`, `toggle` or `status`
+    /// (the state alone, for `{"status": true}`).
+    public typealias RecordHandler = @Sendable (String) -> RecordReply
+
+    /// Sets who starts and stops recording (`reel record` wires its movie output); until then
+    /// `{"record": …}` answers `ok: false`.
+    public func setRecordHandler(_ handler: @escaping RecordHandler) {
+        recordHandler.withLock { $0 = handler }
+    }
 
     /// Binds and listens at `path` (`socket`, `bind` under umask 077, `chmod` 0600, `listen`).
     /// A stale socket there (nobody accepts on it) is replaced; anything else there is refused:
@@ -166,18 +178,62 @@ public final class ControlSocket: Sendable {
             if let e = r.error { out["error"] = e }
             return Self.reply(out)
         }
+        if let action = request["record"] {
+            guard let a = action as? String, ["start", "stop", "toggle"].contains(a) else {
+                return Self.reply(["ok": false, "error": "record: use start, stop or toggle"])
+            }
+            guard let handler = recordHandler.withLock({ $0 }) else {
+                return Self.reply(["ok": false, "error": "record: this session has no movie output to start or stop"])
+            }
+            return Self.reply(handler(a).object)
+        }
         if request["status"] != nil {
             controls.drain()
             let states = controls.controls.map(\.state)
             let encoded = (try? JSONEncoder().encode(states)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? []
-            return Self.reply(["ok": true, "controls": encoded, "events": dispatcher.events.count, "markers": dispatcher.markers.count])
+            var out: [String: Any] = ["ok": true, "controls": encoded, "events": dispatcher.events.count, "markers": dispatcher.markers.count]
+            if let handler = recordHandler.withLock({ $0 }) { out["recording"] = handler("status").recording }
+            return Self.reply(out)
         }
-        return Self.reply(["ok": false, "error": "unknown request: use event, set or status"])
+        return Self.reply(["ok": false, "error": "unknown request: use event, set, record or status"])
     }
 
     private static func reply(_ object: [String: Any]) -> String {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{\"ok\":false}" }
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// The answer to `{"record": ACTION}`: whether it was done, whether the movie output records
+/// now, and for a done request its take and frame (`frameIndex`: a stop's last recorded frame;
+/// a start's first frame is not captured yet, so null).
+public struct RecordReply: Sendable, Equatable {
+    /// The request was done.
+    public var ok: Bool
+    /// The movie output records now.
+    public var recording: Bool
+    /// Why not, when `ok` is false.
+    public var error: String?
+    /// `start` or `stop`, what a done request did.
+    public var action: String?
+    /// The take the request opened or ended.
+    public var take: Int?
+    /// A stop's last recorded frame.
+    public var frameIndex: Int?
+
+    /// A reply; leave the optional parts nil when they do not apply.
+    public init(ok: Bool, recording: Bool, error: String? = nil, action: String? = nil, take: Int? = nil, frameIndex: Int? = nil) {
+        self.ok = ok; self.recording = recording; self.error = error
+        self.action = action; self.take = take; self.frameIndex = frameIndex
+    }
+
+    var object: [String: Any] {
+        var o: [String: Any] = ["ok": ok, "recording": recording]
+        if let error { o["error"] = error }
+        if let action { o["action"] = action }
+        if let take { o["take"] = take }
+        o["frameIndex"] = frameIndex.map { $0 as Any } ?? NSNull()
+        return o
     }
 }
 

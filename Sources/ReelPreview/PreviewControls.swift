@@ -28,11 +28,17 @@ public struct PreviewControls: Sendable {
     /// `POST /shutter`: takes a photo; returns the JSON object the endpoint answers with.
     /// Provided by the photo output; nil when no photo output is attached.
     public var shutter: (@Sendable () throws -> Data)?
+    /// `POST /record?action=start|stop|toggle`: starts or stops the movie output on the
+    /// running session; returns the JSON object the endpoint answers with. Throws when the
+    /// request is refused (409: already recording, not recording, the recording ended).
+    /// Nil when the session has no movie output (`reel preview`).
+    public var record: (@Sendable (String) throws -> Data)?
 
     /// The handlers; a nil one makes its endpoint answer 501.
     public init(setRatio: (@Sendable (AspectRatio) throws -> PreviewRatioChange)? = nil,
-                shutter: (@Sendable () throws -> Data)? = nil) {
-        self.setRatio = setRatio; self.shutter = shutter
+                shutter: (@Sendable () throws -> Data)? = nil,
+                record: (@Sendable (String) throws -> Data)? = nil) {
+        self.setRatio = setRatio; self.shutter = shutter; self.record = record
     }
 
     /// How long `POST /ratio` waits for the frame the change lands on.

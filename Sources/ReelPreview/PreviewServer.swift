@@ -6,7 +6,8 @@ import ReelCore
 
 /// What `GET /status` and `GET /events` report.
 public struct PreviewStatus: Codable, Sendable {
-    /// True while a recording runs (`reel record`), false for `reel preview`.
+    /// True while the movie output records (`reel record`: false in `--standby` before a start
+    /// and after a stop), false for `reel preview`.
     public var recording: Bool
     /// Seconds of media time captured.
     public var elapsed: Double
@@ -70,7 +71,7 @@ public struct PreviewAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// The preview's HTTP server (libmicrohttpd, one thread per connection):
 /// `GET /` (the page), `/stream.mjpg`, `/snapshot.jpg`, `/status`, `/events`, and the
-/// controls `POST /ratio` and `POST /shutter`.
+/// controls `POST /ratio`, `POST /shutter` and `POST /record`.
 ///
 /// Limits: at most `connectionLimit` connections at once and `perAddressLimit` from one IP
 /// address (more are refused by the server), request headers within `requestMemory` bytes,
@@ -233,18 +234,20 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         img{display:block;max-width:100vw;max-height:80vh;margin:auto}#s,#c,#r{padding:6px 12px}
         button{font:inherit;margin-right:4px}</style></head>
         <body><img id="p" src="/stream.mjpg\(q)" alt="live preview"><div id="s">connecting…</div>
-        <div id="c">\(buttons) <button id="shutter">shutter</button></div><div id="r"></div>
+        <div id="c"><button id="record" data-recording="false">record</button> \(buttons) <button id="shutter">shutter</button></div><div id="r"></div>
         <script>
         const s=document.getElementById('s'),r=document.getElementById('r');const e=new EventSource('/events\(q)');let last='';
         e.onmessage=m=>{const j=JSON.parse(m.data);last=(j.recording?'● recording':'○ not recording')+
         '  '+j.elapsed.toFixed(1)+' s  '+j.frames+' frames  '+j.fps.toFixed(1)+' fps  '+j.drops+' dropped  '+j.ratio+
         (j.poolRemainingCapacity==null?'':'  pool '+(j.poolRemainingCapacity/1e9).toFixed(2)+' GB left');
-        s.textContent=last;};
+        s.textContent=last;const b=document.getElementById('record');b.dataset.recording=String(j.recording);
+        b.textContent=j.recording?'stop':'record';};
         e.onerror=()=>{s.textContent=(last?last+'  ':'')+'(disconnected)';};
         async function post(path){const x=await fetch(path,{method:'POST'});const t=await x.text();
         r.textContent=path.split('?')[0]+': '+x.status+' '+t;r.dataset.status=x.status;return t;}
         for(const b of document.querySelectorAll('button[data-r]'))b.onclick=()=>post('/ratio?to='+b.dataset.r+'\(amp)');
         document.getElementById('shutter').onclick=()=>post('/shutter\(q)');
+        document.getElementById('record').onclick=()=>post('/record?action=toggle\(amp)');
         </script></body></html>
         """
     }
@@ -305,6 +308,7 @@ private let previewAccessHandler: MHD_AccessHandlerCallback = { cls, connection,
     if verb == "POST" {
         switch path {
         case "/ratio": return ratio(connection, server)
+        case "/record": return record(connection, server)
         case "/shutter":
             guard let shutter = server.controls.shutter else {
                 return jsonError(connection, 501, "no photo output is attached to this session")
@@ -333,7 +337,7 @@ private let previewAccessHandler: MHD_AccessHandlerCallback = { cls, connection,
                       type: "multipart/x-mixed-replace;boundary=\(PreviewFrame.boundary)")
     case "/events":
         return stream(connection, server, Stream(server: server, kind: .events, first: nil), type: "text/event-stream")
-    case "/ratio", "/shutter":
+    case "/ratio", "/shutter", "/record":
         return respond(connection, 405, Array("405 use POST\n".utf8), type: "text/plain", headers: [("Allow", "POST")])
     default:
         return respond(connection, 404, Array("404 not found\n".utf8), type: "text/plain")
@@ -350,6 +354,21 @@ private func firstPicture(_ server: PreviewServer) -> PreviewFrame? {
 private func unavailable(_ connection: OpaquePointer, _ server: PreviewServer) -> MHD_Result {
     let why = server.output.unavailableReason ?? "no picture within \(Int(PreviewServer.pictureWait)) s"
     return respond(connection, 503, Array("503 no picture: \(why)\n".utf8), type: "text/plain", headers: [("Retry-After", "5")])
+}
+
+/// `POST /record?action=start|stop|toggle` (default toggle): 200 with the request as JSON,
+/// 400 for another action, 409 when refused, 501 without a movie output.
+private func record(_ connection: OpaquePointer, _ server: PreviewServer) -> MHD_Result {
+    guard let record = server.controls.record else {
+        return jsonError(connection, 501, "this session has no movie output to start or stop")
+    }
+    let action = MHD_lookup_connection_value(connection, CMicroHTTPD_argumentKind, "action").map { String(cString: $0) } ?? "toggle"
+    guard ["start", "stop", "toggle"].contains(action) else {
+        return jsonError(connection, 400, "use POST /record?action=A with A one of start, stop, toggle")
+    }
+    do { return respond(connection, 200, Array(try record(action)), type: "application/json") } catch {
+        return jsonError(connection, 409, "\(error)")
+    }
 }
 
 /// `POST /ratio?to=R`: 200 with the seam as JSON, 400 for a missing or unknown ratio,

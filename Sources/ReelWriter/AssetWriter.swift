@@ -22,7 +22,9 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private let rate: FrameRate
 
     /// A frame, when it was offered, and whether it waited for the writer to be ready (Deferred Start).
-    private enum Item { case frame(CapturedFrame, offeredAt: UInt64, held: Bool), split, finish }
+    /// `close`: a stop request — the clip in progress ends and is published now; `begin`: a
+    /// start request opened take `take`, whose first frame is `firstFrame` (the next captured).
+    private enum Item { case frame(CapturedFrame, offeredAt: UInt64, held: Bool), split, close, begin(take: Int, firstFrame: Int), finish }
 
     // Guarded by `lock`.
     private let lock = NSCondition()
@@ -71,6 +73,17 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var readyAt: UInt64?
     private var framesHeld = 0
     private var longestHold: UInt64 = 0
+    /// Start/stop on a running session: whether offered frames are recorded now, the takes
+    /// (one per start) so far, the toggles applied, the newest frame offered, frames offered
+    /// while stopped, and the start toggle whose first frame has not come yet.
+    private var standbyAtStart = false
+    private var recordingOn = true
+    private var takes = 1
+    private var toggles: [RecordingToggle] = []
+    private var lastOfferedIndex: Int?
+    private var lastTakenIndex: Int?
+    private var framesNotRecorded = 0
+    private var awaitingFirstFrame: Int?
 
     private let finaliser = Finaliser()
 
@@ -109,6 +122,87 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     public var holdCounters: (frames: Int, longest: Double) {
         lock.lock(); defer { lock.unlock() }
         return (framesHeld, Double(longestHold) / 1e9)
+    }
+
+    // MARK: Start and stop on a running session
+
+    /// Standby: the writer starts stopped — frames offered are not recorded (and not dropped:
+    /// `framesNotRecorded` counts them) until `startRecording`. Default false (recording from
+    /// the first frame). Set it before `start()`.
+    public var standby: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return standbyAtStart }
+        set {
+            lock.lock()
+            if _status == .unknown && framesAccepted == 0 && toggles.isEmpty {
+                standbyAtStart = newValue
+                recordingOn = !newValue
+                takes = newValue ? 0 : 1
+            }
+            lock.unlock()
+        }
+    }
+
+    /// Whether offered frames are being recorded now (false in standby and after a stop).
+    public var isRecording: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return recordingOn && _status == .writing && !finishRequested
+    }
+
+    /// The start and stop requests applied so far, in order (`atSeconds` 0: `Recording` fills it in).
+    public var recordingToggles: [RecordingToggle] {
+        lock.lock(); defer { lock.unlock() }
+        return toggles
+    }
+
+    /// Starts recording on a running session: the next frame offered (the first captured
+    /// after this call) opens a new clip, the first of a new take. `source` says who asked
+    /// (`page`, `socket`, an event's source).
+    /// - Throws: `RecordToggleError.alreadyRecording`, or `.notWriting` before `start()` or
+    ///   once the writer finishes or fails.
+    @discardableResult
+    public func startRecording(source: String) throws(RecordToggleError) -> RecordingToggle {
+        lock.lock(); defer { lock.unlock() }
+        guard _status == .writing, !finishRequested else { throw .notWriting }
+        guard !recordingOn else { throw .alreadyRecording }
+        recordingOn = true
+        takes += 1
+        // The take's first frame is the next one captured: verify expects that index.
+        let first = (lastOfferedIndex ?? -1) + 1
+        let t = RecordingToggle(action: .start, source: source, time: Double(MonotonicClock.now()) / 1e9, atSeconds: 0,
+                                take: takes, frameIndex: nil)
+        toggles.append(t)
+        awaitingFirstFrame = toggles.count - 1
+        enqueue(.begin(take: takes, firstFrame: first))
+        return t
+    }
+
+    /// Stops recording on a running session: the clip in progress ends with the last frame
+    /// offered before this call and is published at once (by the finaliser thread); the session
+    /// keeps running and later frames are not recorded until `startRecording`.
+    /// - Throws: `RecordToggleError.notRecording`, or `.notWriting` (see `startRecording`).
+    @discardableResult
+    public func stopRecording(source: String) throws(RecordToggleError) -> RecordingToggle {
+        lock.lock(); defer { lock.unlock() }
+        guard _status == .writing, !finishRequested else { throw .notWriting }
+        guard recordingOn else { throw .notRecording }
+        recordingOn = false
+        // The last frame of this take, unless none came since its start.
+        let last = awaitingFirstFrame == nil ? lastTakenIndex : nil
+        awaitingFirstFrame = nil
+        let t = RecordingToggle(action: .stop, source: source, time: Double(MonotonicClock.now()) / 1e9, atSeconds: 0,
+                                take: takes, frameIndex: last)
+        toggles.append(t)
+        enqueue(.close)
+        return t
+    }
+
+    /// `stopRecording` while recording, `startRecording` otherwise (one decision under the lock's
+    /// view at the time; a concurrent request may win, then this one throws).
+    /// - Throws: what those throw.
+    @discardableResult
+    public func toggleRecording(source: String) throws(RecordToggleError) -> RecordingToggle {
+        lock.lock(); let on = recordingOn; lock.unlock()
+        return on ? try stopRecording(source: source) : try startRecording(source: source)
     }
 
     /// Deferred Start: initialises the writer now — its storage (through `settings.storage`,
@@ -174,6 +268,9 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     public func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
         lock.lock(); defer { lock.unlock() }
         guard _status == .writing, !finishRequested else { return .closed }
+        lastOfferedIndex = frame.index
+        // Stopped (standby, or after a stop request): the frame is not recorded — not a drop.
+        guard recordingOn else { framesNotRecorded += 1; return .taken }
         noteRatio(frame.ratio)
         if queue.count >= settings.queueCapacity {
             // Not ready yet (Deferred Start) and the hold ring is full: no buffer for this frame.
@@ -205,6 +302,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private func tryEnqueue(_ frame: CapturedFrame) throws(WriterError) -> Bool {
         lock.lock(); defer { lock.unlock() }
         guard _status == .writing, !finishRequested else { throw errorForNotWriting() }
+        lastOfferedIndex = frame.index
+        guard recordingOn else { framesNotRecorded += 1; return true }
         guard queue.count < settings.queueCapacity else { return false }
         noteRatio(frame.ratio)
         enqueueFrame(frame)
@@ -393,6 +492,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     /// Caller holds `lock`.
     private func enqueueFrame(_ frame: CapturedFrame) {
         if !ready { framesHeld += 1 }
+        if let t = awaitingFirstFrame { toggles[t].frameIndex = frame.index; awaitingFirstFrame = nil }
+        lastTakenIndex = frame.index
         enqueue(.frame(frame, offeredAt: MonotonicClock.now(), held: !ready))
     }
 
@@ -457,7 +558,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             result = WriterResult(clips: [], framesWritten: 0, framesLost: 0, longestSeamWait: 0,
                                   longestClipOpen: 0, queueHighWater: 0, drops: DropCounts(), write: nil, error: nil,
                                   firstFrameLatency: nil, clipsOpenedAhead: 0, encodersReused: 0,
-                                  framesHeldBeforeReady: 0, longestHold: 0, firstFrameWrittenAt: nil)
+                                  framesHeldBeforeReady: 0, longestHold: 0, firstFrameWrittenAt: nil,
+                                  framesNotRecorded: framesNotRecorded, toggles: toggles)
             lock.broadcast()
             return
         }
@@ -497,12 +599,30 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         var splitNext = false
         var failure: WriterError? = nil
         var longestOpen: UInt64 = 0
+        // The take of the clips opened now, and the index of its first frame (what verify expects).
+        var currentTake = 1
+        var takeFirstFrame = 0
 
         loop: while true {
             switch take() {
             case .finish:
                 break loop
             case .split:
+                splitNext = true
+            case .close:
+                // A stop request: the clip ends here and is published now; the session goes on.
+                guard let c = current else { continue }
+                finaliser.submit(c)
+                current = nil
+                lock.lock()
+                bytesFinished += bytesCurrent; bytesCurrent = 0
+                // The next start most likely records at this ratio: open that clip ahead.
+                if upcoming.isEmpty { upcoming.append((c.ratio, c.size, c.sessionStart.timescale)) }
+                lock.unlock()
+                prepareAhead()
+            case .begin(let t, let first):
+                currentTake = t
+                takeFirstFrame = first
                 splitNext = true
             case .frame(let frame, let offeredAt, let held):
                 if failure != nil { continue }   // counted as lost at the end
@@ -532,10 +652,12 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         let t0 = MonotonicClock.now()
                         let c: ClipRecorder
                         if let ready = takePrepared(number: clipNumber, for: frame) {
-                            c = try ClipRecorder(prepared: ready, first: frame, settings: settings)
+                            c = try ClipRecorder(prepared: ready, first: frame, settings: settings,
+                                                 take: currentTake, takeFirstFrame: takeFirstFrame)
                         } else {
                             c = try ClipRecorder(number: clipNumber, first: frame, settings: settings, rate: rate,
-                                                 reusing: takeIdleEncoder(frame.crop.size, frame.pts.timescale))
+                                                 reusing: takeIdleEncoder(frame.crop.size, frame.pts.timescale),
+                                                 take: currentTake, takeFirstFrame: takeFirstFrame)
                         }
                         current = c
                         try c.append(frame)
@@ -596,7 +718,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                              queueHighWater: queueHighWater, drops: drops, write: write, error: finalErrorWithKept,
                              firstFrameLatency: firstFrameLatency.map { Double($0) / 1e9 }, clipsOpenedAhead: clipsOpenedAhead,
                              encodersReused: encodersReused, framesHeldBeforeReady: framesHeld,
-                             longestHold: Double(longestHold) / 1e9, firstFrameWrittenAt: firstFrameWrittenAt)
+                             longestHold: Double(longestHold) / 1e9, firstFrameWrittenAt: firstFrameWrittenAt,
+                             framesNotRecorded: framesNotRecorded, toggles: toggles)
         result = r
         for w in asyncWaiters { w.resume() }
         asyncWaiters = []

@@ -21,21 +21,26 @@ final class ClipRecorder: @unchecked Sendable {
     let frameDuration: Int64
     /// Capture indices of the frames appended, in order.
     private(set) var indices: [Int] = []
+    /// The take the clip belongs to (one per start request; 1 for a recording that starts at
+    /// once), and the take's first frame index (stored in the file for `verify`).
+    let take: Int
 
     /// Opens the clip at `frame`: its file, encoder and muxer.
     convenience init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate,
-                     reusing idle: VideoEncoder? = nil) throws {
+                     reusing idle: VideoEncoder? = nil, take: Int = 1, takeFirstFrame: Int = 0) throws {
         let prepared = try PreparedClip(number: number, ratio: frame.ratio, size: frame.crop.size,
                                         timescale: frame.pts.timescale, settings: settings, rate: rate, reusing: idle)
-        try self.init(prepared: prepared, first: frame, settings: settings)
+        try self.init(prepared: prepared, first: frame, settings: settings, take: take, takeFirstFrame: takeFirstFrame)
     }
 
     /// Starts a clip whose encoder (and file, when it has one) were opened ahead
     /// (`PreparedClip`) at `frame`: the file if need be and the muxer, which writes the
     /// frame's place on the session clock into the header, are opened now.
-    init(prepared: PreparedClip, first frame: CapturedFrame, settings: WriterSettings) throws {
+    init(prepared: PreparedClip, first frame: CapturedFrame, settings: WriterSettings,
+         take: Int = 1, takeFirstFrame: Int = 0) throws {
         precondition(prepared.fits(frame))
         number = prepared.number
+        self.take = take
         ratio = frame.ratio
         size = frame.crop.size
         codec = settings.codec
@@ -54,7 +59,9 @@ final class ClipRecorder: @unchecked Sendable {
                               metadata: ["com.reel.session_start": frame.pts.description,
                                          "com.reel.clip": String(number),
                                          "com.reel.ratio": frame.ratio.rawValue,
-                                         "com.reel.first_frame_index": String(frame.index)])
+                                         "com.reel.first_frame_index": String(frame.index),
+                                         "com.reel.take": String(take),
+                                         "com.reel.take_first_frame_index": String(takeFirstFrame)])
         } catch {
             // Nothing was written: throw the file away (never touching a file of that name
             // that Reel did not make).
@@ -142,7 +149,7 @@ final class ClipRecorder: @unchecked Sendable {
                            firstFrameIndex: indices.first ?? -1,
                            lastFrameIndex: frames > 0 ? indices[frames - 1] : -1,
                            firstPTS: sessionStart.seconds, durationSeconds: seconds, bytes: bytes,
-                           salvaged: salvaged)
+                           salvaged: salvaged, take: take)
     }
 }
 

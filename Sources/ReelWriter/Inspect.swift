@@ -69,9 +69,14 @@ public enum Inspector {
     /// A decoded frame whose size is not the one the file's header gives.
     struct OddFrame { var frame: Int; var width: Int; var height: Int }
 
+    /// The take a clip belongs to (`com.reel.take`) and the index of the take's first frame
+    /// (`com.reel.take_first_frame_index`): a recording stopped and started again on a running
+    /// session has one take per start, each starting at the first frame after its request.
+    struct Take: Equatable { var number: Int; var firstFrameIndex: Int }
+
     /// `probe`, and with `frames` also the first decoded frame whose size differs from the
     /// header's (a header can lie, and some containers allow size changes mid-stream).
-    static func probeDecoding(_ path: String, frames readFrames: Bool) throws(InspectError) -> (result: ProbeResult, oddFrame: OddFrame?) {
+    static func probeDecoding(_ path: String, frames readFrames: Bool) throws(InspectError) -> (result: ProbeResult, oddFrame: OddFrame?, take: Take?) {
         quietLibav()
         let reader: MediaReader
         do { reader = try MediaReader(path: path) } catch { throw .unreadable(path, error) }
@@ -118,7 +123,12 @@ public enum Inspector {
                            sessionStart: info.metadata["com.reel.session_start"],
                            ratio: info.metadata["com.reel.ratio"],
                            frameIndices: indices, framePTS: ptsList, truncated: truncated)
-        return (result, odd)
+        var take: Take? = nil
+        if let t = info.metadata["com.reel.take"].flatMap({ Int($0) }),
+           let first = info.metadata["com.reel.take_first_frame_index"].flatMap({ Int($0) }) {
+            take = Take(number: t, firstFrameIndex: first)
+        }
+        return (result, odd, take)
     }
 
     /// The clip files in `paths`: files as given, and the `.mov`, `.mp4` and `.mkv` files of
@@ -191,10 +201,12 @@ extension Inspector {
         let files = try clipPaths(paths)
         var probes: [ProbeResult] = []
         var oddFrames: [String: OddFrame] = [:]
+        var takes: [String: Take] = [:]
         for f in files {
-            let (p, odd) = try probeDecoding(f, frames: true)
+            let (p, odd, take) = try probeDecoding(f, frames: true)
             probes.append(p)
             oddFrames[f] = odd
+            takes[f] = take
         }
         probes.sort { a, b in
             switch (a.sessionStart.flatMap(Timestamp.init(parsing:)), b.sessionStart.flatMap(Timestamp.init(parsing:))) {
@@ -206,6 +218,7 @@ extension Inspector {
         var expected = 0
         var previousEnd: Double? = nil
         var lastStep: Double? = nil
+        var currentTake: Int? = nil
         func fail(_ s: String) -> VerifyReport {
             report.ok = false
             report.violation = s
@@ -228,6 +241,18 @@ extension Inspector {
             // Every decoded frame has that size, not only the header.
             if let odd = oddFrames[p.path] {
                 return fail("\(name): frame \(odd.frame) of the clip is \(odd.width)x\(odd.height), the clip's header says \(p.width)x\(p.height)")
+            }
+            // A new take (the first clip checked, or a start request after a stop) starts at
+            // its own first frame, the first captured after the request; a file without takes
+            // is take 1 from frame 0. The session clock has a gap between takes.
+            let take = takes[p.path] ?? Take(number: 1, firstFrameIndex: 0)
+            if take.number != currentTake {
+                if currentTake != nil, take.number < currentTake! {
+                    return fail("\(name): take \(take.number) comes after take \(currentTake!)")
+                }
+                if currentTake == nil || take.firstFrameIndex >= expected { expected = take.firstFrameIndex }
+                currentTake = take.number
+                previousEnd = nil
             }
             // Frame indices, in order, none missing or repeated.
             for (k, idx) in indices.enumerated() {

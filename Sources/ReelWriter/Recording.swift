@@ -74,6 +74,10 @@ public struct RecordOptions: Sendable {
     /// after it in the writer's hold ring. False (`reel record --eager-start`): everything
     /// initialises before the source starts.
     public var deferredStart = true
+    /// Standby (`reel record --standby`): the session runs (preview, controls, photos) with
+    /// the movie output stopped until a start request (`AssetWriter.startRecording`); each
+    /// start → stop makes a take of its own clips. False: recording from the first frame.
+    public var standby = false
     /// Sensor buffers beyond `Recording.sensorBuffers(side:)` for outputs that keep frames of
     /// their own (a photo output's zero-shutter-lag ring: its ring size), so that the writer's
     /// hold ring keeps all its buffers and nothing is dropped as `outOfBuffers`. Synthetic
@@ -155,8 +159,13 @@ public struct RecordingSummary: Sendable, Codable {
     public var dropReasons: [String: Int]
     /// Frames the writer accepted that no published clip holds (only after a failure).
     public var framesLost: Int
+    /// Frames captured while the movie output was stopped (`--standby` before the first
+    /// start, after a stop): not recorded and not dropped.
+    public var framesNotRecorded: Int = 0
     /// Each ratio change, at the first frame with the new ratio.
     public var seams: [Seam]
+    /// The start and stop requests applied while the session ran, in order.
+    public var recordingToggles: [RecordingToggle] = []
     /// The longest capture waited to hand over a frame near a seam, in ms (0 in real time).
     public var longestSeamWaitMs: Double
     /// The longest the encode thread spent opening a clip at its first frame, in ms.
@@ -220,6 +229,8 @@ public final class Recording: Sendable {
     private let stopped = SetOnceFlag()
     private let sourceFailure = Mutex<(any UserFacingError)?>(nil)
     private let lastWrite = Mutex<WriteStats?>(nil)
+    /// When `run` started (monotonic ns): the origin of `atSeconds`.
+    private let runStart = Mutex<UInt64?>(nil)
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
     /// - Throws: the source's error (`CaptureError`, `V4L2Error`), `CaptureError.unsupportedRatio`,
@@ -258,6 +269,7 @@ public final class Recording: Sendable {
                                       dropWhenStorageIsBehind: options.realtime)
         writer = try AssetWriter(settings: settings, rate: source.format.rate)
         writer.deferredStartEnabled = options.deferredStart
+        writer.standby = options.standby
         session.addOutput(writer)
         frameCount = options.length.frameCount(at: source.format.rate)
         guard frameCount > 0 else { throw UsageError("nothing to record: the length is 0 frames") }
@@ -357,6 +369,36 @@ public final class Recording: Sendable {
         return "reel-\(tm.tm_year + 1900)\(two(tm.tm_mon + 1))\(two(tm.tm_mday))-\(two(tm.tm_hour))\(two(tm.tm_min))\(two(tm.tm_sec))"
     }
 
+    /// Starts recording on the running session (`AssetWriter.startRecording`): the next frame
+    /// captured opens the first clip of a new take. Returns the request as the summary lists it.
+    /// - Throws: `RecordToggleError` (already recording; the recording is not running).
+    @discardableResult
+    public func startRecording(source: String) throws(RecordToggleError) -> RecordingToggle {
+        clocked(try writer.startRecording(source: source))
+    }
+
+    /// Stops recording (`AssetWriter.stopRecording`): the clip ends with the last frame
+    /// captured before the request and is published; the session keeps running.
+    /// - Throws: `RecordToggleError` (not recording; the recording is not running).
+    @discardableResult
+    public func stopRecording(source: String) throws(RecordToggleError) -> RecordingToggle {
+        clocked(try writer.stopRecording(source: source))
+    }
+
+    /// Stops when recording, starts otherwise.
+    /// - Throws: `RecordToggleError`.
+    @discardableResult
+    public func toggleRecording(source: String) throws(RecordToggleError) -> RecordingToggle {
+        clocked(try writer.toggleRecording(source: source))
+    }
+
+    /// `toggle` with `atSeconds` since `run` started.
+    private func clocked(_ toggle: RecordingToggle) -> RecordingToggle {
+        var t = toggle
+        if let start = runStart.withLock({ $0 }) { t.atSeconds = max(0, t.time - Double(start) / 1e9) }
+        return t
+    }
+
     /// Ends the recording early (SIGINT): the clip so far is finished and kept.
     public func stop() {
         stopped.set()
@@ -367,6 +409,7 @@ public final class Recording: Sendable {
     public func run(progress: (@Sendable (RecordingProgress) -> Void)? = nil) -> RecordingSummary {
         let start = MonotonicClock.now()
         let ageAtStart = Recording.processAgeNanoseconds()
+        runStart.withLock { $0 = start }
         writer.start()
         let monitorDone = SetOnceFlag()
         let monitor = Thread { [self] in
@@ -408,8 +451,25 @@ public final class Recording: Sendable {
             reason = stopped.isSet ? "interrupted" : "completed"
         }
         lastWrite.withLock { $0 = write }
-        return RecordingSummary(
-            clips: result.clips, framesCaptured: stats.framesCaptured, framesWritten: result.framesWritten,
+        // Start and stop requests on the recording's clock, and on the clips they began or ended.
+        let origin = Double(start) / 1e9
+        let toggles = result.toggles.map { t -> RecordingToggle in
+            var t = t
+            t.atSeconds = max(0, t.time - origin)
+            return t
+        }
+        var clips = result.clips
+        for i in clips.indices {
+            let c = clips[i]
+            if let t = toggles.first(where: { $0.action == .start && $0.take == c.take && $0.frameIndex == c.firstFrameIndex }) {
+                clips[i].startRequestSeconds = t.atSeconds
+            }
+            if let t = toggles.first(where: { $0.action == .stop && $0.take == c.take && $0.frameIndex == c.lastFrameIndex }) {
+                clips[i].stopRequestSeconds = t.atSeconds
+            }
+        }
+        var summary = RecordingSummary(
+            clips: clips, framesCaptured: stats.framesCaptured, framesWritten: result.framesWritten,
             framesDropped: drops.total, dropReasons: drops.table, framesLost: result.framesLost,
             seams: stats.seams, longestSeamWaitMs: result.longestSeamWait * 1000,
             longestClipOpenMs: result.longestClipOpen * 1000,
@@ -425,6 +485,9 @@ public final class Recording: Sendable {
             // and a camera is always real time.
             source: options.source.description, fps: session.source.format.rate.description, realtime: session.source.isRealtime,
             elapsedSeconds: MonotonicClock.seconds(since: start), stopReason: reason, error: errorText)
+        summary.framesNotRecorded = result.framesNotRecorded
+        summary.recordingToggles = toggles
+        return summary
     }
 
     private func snapshot(since start: UInt64) -> RecordingProgress {

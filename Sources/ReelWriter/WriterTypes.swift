@@ -167,6 +167,54 @@ public struct ClipSummary: Sendable, Codable, Equatable {
     public var bytes: Int64
     /// The clip was cut short by a failure and holds only its complete fragments.
     public var salvaged: Bool
+    /// The take it belongs to: each start request (`AssetWriter.startRecording`) opens one; a
+    /// recording that records from its first frame is take 1.
+    public var take: Int = 1
+    /// When the start request that began this clip came, in seconds since the recording
+    /// started; null when the clip began otherwise (the recording's start, a seam).
+    @EncodedNull public var startRequestSeconds: Double? = nil
+    /// When the stop request that ended this clip came (seconds since the recording started);
+    /// null when it ended otherwise (a seam, the recording's end).
+    @EncodedNull public var stopRequestSeconds: Double? = nil
+}
+
+/// One start or stop request applied to a running recording (`AssetWriter.startRecording`,
+/// `stopRecording`): the summary's `recordingToggles`.
+public struct RecordingToggle: Sendable, Codable, Equatable {
+    /// What was asked.
+    public enum Action: String, Sendable, Codable { case start, stop }
+    /// `start` or `stop`.
+    public var action: Action
+    /// Who asked: `page`, `socket`, or a capture event's source (`evdev:… (KEY_VOLUMEDOWN)`, `terminal`).
+    public var source: String
+    /// When the request was applied, in seconds on CLOCK_MONOTONIC.
+    public var time: Double
+    /// When the request was applied, in seconds since the recording started.
+    public var atSeconds: Double
+    /// The take a start opened, or the take a stop ended.
+    public var take: Int
+    /// `start`: the first frame recorded after it; `stop`: the last frame recorded before it;
+    /// null when there was none.
+    @EncodedNull public var frameIndex: Int?
+}
+
+/// Why a start or stop request was refused.
+public enum RecordToggleError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// A start while recording.
+    case alreadyRecording
+    /// A stop while stopped.
+    case notRecording
+    /// The writer has not started, or has finished or failed.
+    case notWriting
+
+    /// One line saying why.
+    public var description: String {
+        switch self {
+        case .alreadyRecording: return "already recording"
+        case .notRecording: return "not recording"
+        case .notWriting: return "the recording is not running"
+        }
+    }
 }
 
 /// What the writer did.
@@ -202,4 +250,8 @@ public struct WriterResult: Sendable {
     public var longestHold: Double = 0
     /// When the first frame was encoded and handed to storage (`MonotonicClock`, ns).
     public var firstFrameWrittenAt: UInt64? = nil
+    /// Frames offered while the writer was stopped (standby, after a stop): not recorded, not dropped.
+    public var framesNotRecorded: Int = 0
+    /// The start and stop requests applied, in order.
+    public var toggles: [RecordingToggle] = []
 }
