@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Drives the preview page in Debian's headless Chromium through Playwright (tests use it).
 
-    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter]
+    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record]
 
 Opens URL, waits until the live picture shows (the <img> has decoded a JPEG), saves the
 picture as OUTDIR/picture.png (an element screenshot, at the picture's natural size) and the
 whole page as OUTDIR/page.png; with --click it clicks that ratio button, waits for the
 answer shown on the page and for the state line to show the new ratio, then saves
 OUTDIR/after.png; --click shutter clicks the shutter button and waits for the answer shown
-(`shutterStatus`, `shutterAnswer`: the photo's JSON). Prints one JSON object: the screenshots' paths, the picture's natural size,
+(`shutterStatus`, `shutterAnswer`: the photo's JSON); --click record clicks the record
+button, waits for the answer, for the button to say `stop` and for 30 more frames in the state
+line, then clicks it again and waits for the answer and the button to say `record` again
+(`recordStart`, `recordStop`: status and JSON of each; `buttonWhileRecording`,
+`stateWhileRecording`, `buttonAfter`). Prints one JSON object: the screenshots' paths, the picture's natural size,
 the state line before and after, and the ratio answer (the JSON the page got). Exit 0, or 1
 with the reason on stderr.
 """
@@ -39,7 +43,24 @@ def main(argv):
             page.locator("#p").screenshot(path=result["picture"])
             result["page"] = f"{out}/page.png"
             page.screenshot(path=result["page"])
-            if ratio == "shutter":
+            if ratio == "record":
+                frames = "() => { const m = document.getElementById('s').textContent.match(/ (\\d+) frames/); return m ? +m[1] : -1; }"
+                for step in ("recordStart", "recordStop"):
+                    page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
+                    page.click("#record")
+                    page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=30000)
+                    answer = page.inner_text("#r")
+                    result[step] = [int(page.evaluate("() => document.getElementById('r').dataset.status")),
+                                    json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer]
+                    if step == "recordStart":
+                        page.wait_for_function("() => document.getElementById('record').textContent === 'stop'", timeout=30000)
+                        result["buttonWhileRecording"] = page.inner_text("#record")
+                        result["stateWhileRecording"] = page.inner_text("#s")
+                        now = page.evaluate(frames)
+                        page.wait_for_function(f"() => ({frames})() >= {now + 30}", timeout=60000)
+                page.wait_for_function("() => document.getElementById('record').textContent === 'record'", timeout=30000)
+                result["buttonAfter"] = page.inner_text("#record")
+            elif ratio == "shutter":
                 page.click("#shutter")
                 page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=30000)
                 answer = page.inner_text("#r")

@@ -188,6 +188,8 @@ public final class ControlSocket: Sendable {
             return Self.reply(handler(a).object)
         }
         if request["status"] != nil {
+            // Every event sent so far has been handled, every control change applied.
+            dispatcher.drain()
             controls.drain()
             let states = controls.controls.map(\.state)
             let encoded = (try? JSONEncoder().encode(states)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? []

@@ -145,7 +145,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     /// Whether offered frames are being recorded now (false in standby and after a stop).
     public var isRecording: Bool {
         lock.lock(); defer { lock.unlock() }
-        return recordingOn && _status == .writing && !finishRequested
+        return recordingOn && (_status == .writing || _status == .unknown) && !finishRequested
     }
 
     /// The start and stop requests applied so far, in order (`atSeconds` 0: `Recording` fills it in).
@@ -157,12 +157,13 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     /// Starts recording on a running session: the next frame offered (the first captured
     /// after this call) opens a new clip, the first of a new take. `source` says who asked
     /// (`page`, `socket`, an event's source).
-    /// - Throws: `RecordToggleError.alreadyRecording`, or `.notWriting` before `start()` or
-    ///   once the writer finishes or fails.
+    /// A request before `start()` applies from the first frame.
+    /// - Throws: `RecordToggleError.alreadyRecording`, or `.notWriting` once the writer
+    ///   finishes or fails.
     @discardableResult
     public func startRecording(source: String) throws(RecordToggleError) -> RecordingToggle {
         lock.lock(); defer { lock.unlock() }
-        guard _status == .writing, !finishRequested else { throw .notWriting }
+        guard _status == .writing || _status == .unknown, !finishRequested else { throw .notWriting }
         guard !recordingOn else { throw .alreadyRecording }
         recordingOn = true
         takes += 1
@@ -183,7 +184,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     @discardableResult
     public func stopRecording(source: String) throws(RecordToggleError) -> RecordingToggle {
         lock.lock(); defer { lock.unlock() }
-        guard _status == .writing, !finishRequested else { throw .notWriting }
+        guard _status == .writing || _status == .unknown, !finishRequested else { throw .notWriting }
         guard recordingOn else { throw .notRecording }
         recordingOn = false
         // The last frame of this take, unless none came since its start.
