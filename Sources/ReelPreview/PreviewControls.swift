@@ -34,7 +34,8 @@ public struct PreviewControls: Sendable {
     /// Nil when the session has no movie output (`reel preview`).
     public var record: (@Sendable (String) throws -> Data)?
 
-    /// The handlers; a nil one makes its endpoint answer 501.
+    /// The handlers; a nil one makes its endpoint answer 501. Throws nothing itself (the
+    /// handlers throw their refusals when called).
     public init(setRatio: (@Sendable (AspectRatio) throws -> PreviewRatioChange)? = nil,
                 shutter: (@Sendable () throws -> Data)? = nil,
                 record: (@Sendable (String) throws -> Data)? = nil) {

@@ -203,7 +203,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     @discardableResult
     public func toggleRecording(source: String) throws(RecordToggleError) -> RecordingToggle {
         lock.lock(); let on = recordingOn; lock.unlock()
-        return on ? try stopRecording(source: source) : try startRecording(source: source)
+        if on { return try stopRecording(source: source) }
+        return try startRecording(source: source)
     }
 
     /// Deferred Start: initialises the writer now — its storage (through `settings.storage`,

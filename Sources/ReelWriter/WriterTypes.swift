@@ -182,7 +182,12 @@ public struct ClipSummary: Sendable, Codable, Equatable {
 /// `stopRecording`): the summary's `recordingToggles`.
 public struct RecordingToggle: Sendable, Codable, Equatable {
     /// What was asked.
-    public enum Action: String, Sendable, Codable { case start, stop }
+    public enum Action: String, Sendable, Codable {
+        /// Recording started: the next frame captured opens a take.
+        case start
+        /// Recording stopped: the take's clip ends and is published.
+        case stop
+    }
     /// `start` or `stop`.
     public var action: Action
     /// Who asked: `page`, `socket`, or a capture event's source (`evdev:… (KEY_VOLUMEDOWN)`, `terminal`).
