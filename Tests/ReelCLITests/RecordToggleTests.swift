@@ -330,3 +330,34 @@ extension RealtimeRecordToggleTests {
         #expect(run.wait().status == 0)
     }
 }
+
+extension RealtimeRecordToggleTests {
+    /// The terminal's space bar (a primary press: began and ended at once) starts and stops
+    /// recording in video mode; the preview's `/status` follows it.
+    @Test func theSpaceBarStartsAndStopsRecording() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freePort()
+        let base = "http://127.0.0.1:\(port)/"
+        let term = try TerminalRun(["record", "--standby", "--preview", "127.0.0.1:\(port)", "--duration", "86400",
+                                    "--source", "synthetic:1280", "--codec", "prores:proxy", "--no-realtime",
+                                    "--plain", "--out", dir, "--json"])
+        defer { term.finish() }
+        #expect(eventually { framesCaptured(base) >= 10 }, "the session never ran: \(term.screen.suffix(300))")
+        #expect(status(base)["recording"] as? Bool == false)
+        term.type(" ")
+        #expect(eventually { status(base)["recording"] as? Bool == true }, "the space did not start recording")
+        #expect(waitForMoreFrames(base, 30))
+        term.type(" ")
+        #expect(eventually { status(base)["recording"] as? Bool == false }, "the space did not stop recording")
+        term.type("q")
+        let end = term.waitForExit(60)
+        #expect(end.status == 0, "\(term.screen.suffix(300))")
+        let s = try JSONDecoder().decode(RecordingSummary.self, from: Data(term.stdout.utf8))
+        #expect(s.recordingToggles.map { "\($0.action.rawValue) \($0.source)" } == ["start terminal", "stop terminal"])
+        try #require(s.clips.count == 1, "\(s.clips)")
+        #expect(s.clips[0].firstFrameIndex == s.recordingToggles[0].frameIndex && s.clips[0].lastFrameIndex == s.recordingToggles[1].frameIndex)
+        #expect(s.clips[0].frames >= 30 && s.framesDropped == 0)
+        #expect(try reel(["verify", s.clips[0].path]).status == 0)
+    }
+}
