@@ -134,6 +134,12 @@ enum RecordCommand {
         // ReelControl: input devices open before anything is made (no permission: exit 77).
         let controls = try ControlHooks.open(controlRequest)
         defer { controls.stop() }
+        // Video mode: a primary press stops and starts recording; one that comes before the
+        // recording exists waits for it (and is dropped if it never comes: this defer runs
+        // before controls.stop() drains the events). With --photos, presses take photos.
+        let pendingRecording = PendingRecording()
+        defer { pendingRecording.settle(nil) }
+        if photoRequest == nil { controls.dispatcher.setHandler(RecordToggles.events(pendingRecording)) }
         // [issue 13: capacity] Refused here (exit 69) when this machine cannot take it, else
         // registered among the live sessions until the recording ends; the pressure monitor's
         // timeline goes into the JSON summary. Moves into commitConfiguration later.
@@ -147,10 +153,9 @@ enum RecordCommand {
         controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
                         ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,
                         setRatio: { text in setRatioAndWait(session, text) })
-        // Start and stop on the running session: the socket, and in video mode primary presses
-        // (with --photos they take photos instead: attach replaces the handler).
+        // Start and stop on the running session: the socket, and the presses that waited.
         controls.setRecordHandler(RecordToggles.socket(recording))
-        controls.dispatcher.setHandler(RecordToggles.events(recording))
+        pendingRecording.settle(recording)
         // --photos: a photo output after the movie output; primary presses take photos.
         let photos = try photoRequest.map { try RecordPhotos.attach($0, to: recording, controls: controls) }
         // The preview listens before capture starts: a port in use ends the command here.

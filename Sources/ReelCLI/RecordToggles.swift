@@ -56,14 +56,39 @@ enum RecordToggles {
     }
 
     /// Video mode: a primary `ended` toggles recording; `began`, `cancelled` and secondary
-    /// presses do nothing here (secondary `ended` lays its marker in the dispatcher). A refused
-    /// toggle (the recording is ending) is said on stderr.
-    static func events(_ recording: Recording) -> CaptureEventDispatcher.Handler {
+    /// presses do nothing here (secondary `ended` lays its marker in the dispatcher). A press
+    /// that ends before the recording exists waits for it (on the dispatcher's queue, so
+    /// presses stay in order); none is handled if it never comes. A refused toggle (the
+    /// recording is ending) is said on stderr.
+    static func events(_ pending: PendingRecording) -> CaptureEventDispatcher.Handler {
         { event, _ in
-            guard event.action == .primary, event.phase == .ended else { return }
+            guard event.action == .primary, event.phase == .ended, let recording = pending.wait() else { return }
             do { _ = try apply("toggle", source: event.source, to: recording) } catch {
                 printError("record: \(error)")
             }
         }
+    }
+}
+
+/// The recording of `reel record` once it is made (the input devices are read from before):
+/// `wait` blocks until `settle` says which, or that none will come (nil).
+final class PendingRecording: @unchecked Sendable {
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var recording: Recording?
+    private var settled = false
+
+    /// The recording (nil: none will come); only the first call counts.
+    func settle(_ r: Recording?) {
+        condition.lock()
+        if !settled { recording = r; settled = true; condition.broadcast() }
+        condition.unlock()
+    }
+
+    /// Waits until `settle`; the recording, or nil when none came.
+    func wait() -> Recording? {
+        condition.lock(); defer { condition.unlock() }
+        while !settled { condition.wait() }
+        return recording
     }
 }

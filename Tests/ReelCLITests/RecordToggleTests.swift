@@ -220,7 +220,7 @@ struct RealtimeRecordToggleTests {
         defer { removeTree(dir) }
         let sock = dir + "/c.sock"
         let script = [
-            "wait 500", "press KEY_VOLUMEDOWN", "wait 50", "release KEY_VOLUMEDOWN",
+            "wait 1000", "press KEY_VOLUMEDOWN", "wait 50", "release KEY_VOLUMEDOWN",
             "wait 1500", "press KEY_CAMERA", "drop", "release KEY_CAMERA",
             "wait 300", "press KEY_VOLUMEDOWN", "wait 50", "release KEY_VOLUMEDOWN",
         ].joined(separator: ";")
