@@ -84,6 +84,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var lastTakenIndex: Int?
     private var framesNotRecorded = 0
     private var awaitingFirstFrame: Int?
+    /// Counts start and stop requests: a frame waiting for room across one is not recorded.
+    private var toggleGeneration = 0
 
     private let finaliser = Finaliser()
 
@@ -166,6 +168,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         guard _status == .writing || _status == .unknown, !finishRequested else { throw .notWriting }
         guard !recordingOn else { throw .alreadyRecording }
         recordingOn = true
+        toggleGeneration += 1
         takes += 1
         // The take's first frame is the next one captured: verify expects that index.
         let first = (lastOfferedIndex ?? -1) + 1
@@ -187,6 +190,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         guard _status == .writing || _status == .unknown, !finishRequested else { throw .notWriting }
         guard recordingOn else { throw .notRecording }
         recordingOn = false
+        toggleGeneration += 1
         // The last frame of this take, unless none came since its start.
         let last = awaitingFirstFrame == nil ? lastTakenIndex : nil
         awaitingFirstFrame = nil
@@ -278,11 +282,17 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             // Not ready yet (Deferred Start) and the hold ring is full: no buffer for this frame.
             guard waiting else { return ready ? .full : .dropped(.outOfBuffers) }
             let t0 = MonotonicClock.now()
-            // Finishing (or cancelling) ends the wait too: nothing may queue behind `.finish`.
-            while queue.count >= settings.queueCapacity && _status == .writing && !finishRequested { lock.wait() }
+            let generation = toggleGeneration
+            // Finishing (or cancelling) ends the wait too: nothing may queue behind `.finish`;
+            // so does a stop request (the frame then belongs to no take).
+            while queue.count >= settings.queueCapacity && _status == .writing && !finishRequested
+                    && toggleGeneration == generation { lock.wait() }
             let waited = MonotonicClock.now() - t0
             if seamWindowOpen { longestSeamWait = max(longestSeamWait, waited) }
             guard _status == .writing, !finishRequested else { return .closed }
+            // Stopped (and maybe started again) while it waited: it was not taken before the
+            // stop, and a new take starts after it, so it is not recorded.
+            if toggleGeneration != generation { framesNotRecorded += 1; return .taken }
         }
         enqueueFrame(frame)
         return .taken
@@ -291,8 +301,9 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     /// Appends `frame`, suspending while the writer is full.
     /// - Throws: `WriterError.notWriting` when the writer has not started, has finished or failed.
     public func append(_ frame: CapturedFrame) async throws(WriterError) {
+        var generation: Int? = nil
         while true {
-            if try tryEnqueue(frame) { return }
+            if try tryEnqueue(frame, generation: &generation) { return }
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 lock.lock()
                 if queue.count < settings.queueCapacity || _status != .writing { lock.unlock(); c.resume() }
@@ -301,10 +312,14 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         }
     }
 
-    private func tryEnqueue(_ frame: CapturedFrame) throws(WriterError) -> Bool {
+    /// `generation`: the start/stop count at the first try (a frame that waited across a
+    /// stop is not recorded, as in `offer`).
+    private func tryEnqueue(_ frame: CapturedFrame, generation: inout Int?) throws(WriterError) -> Bool {
         lock.lock(); defer { lock.unlock() }
         guard _status == .writing, !finishRequested else { throw errorForNotWriting() }
         lastOfferedIndex = frame.index
+        if let g = generation, g != toggleGeneration { framesNotRecorded += 1; return true }
+        generation = toggleGeneration
         guard recordingOn else { framesNotRecorded += 1; return true }
         guard queue.count < settings.queueCapacity else { return false }
         noteRatio(frame.ratio)

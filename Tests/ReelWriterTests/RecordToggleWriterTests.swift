@@ -39,6 +39,7 @@ import ReelWriter
         #expect(result.framesWritten == 25 && result.framesNotRecorded == 15 && result.drops.total == 0)
         #expect(result.toggles.map(\.frameIndex) == [5, 14, 25])
         #expect(result.toggles.map(\.source) == ["test", "test", "other"])
+        #expect(result.clipsOpenedAhead == 1, "the stop did not open the next take's clip ahead")
         #expect(throws: RecordToggleError.notWriting) { try writer.startRecording(source: "late") }
         // Only the two clips are left (the clip opened ahead after the stop is thrown away).
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["w-0001-1x1.mp4", "w-0002-1x1.mp4"])
