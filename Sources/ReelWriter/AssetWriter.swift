@@ -144,10 +144,12 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         }
     }
 
-    /// Whether offered frames are being recorded now (false in standby and after a stop).
+    /// Whether the movie output is switched on: frames offered are recorded (false in standby
+    /// and after a stop). Once the writer has finished it keeps its last value (what the
+    /// recording was doing when it ended).
     public var isRecording: Bool {
         lock.lock(); defer { lock.unlock() }
-        return recordingOn && (_status == .writing || _status == .unknown) && !finishRequested
+        return recordingOn
     }
 
     /// The start and stop requests applied so far, in order (`atSeconds` 0: `Recording` fills it in).
