@@ -209,3 +209,21 @@ func installedTool(_ name: String) -> String? {
     ["/usr/bin/", "/bin/", "/usr/local/bin/", "/usr/sbin/", "/sbin/"].map { $0 + name }
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 }
+
+// MARK: Waiting for conditions (CI runs the suite on a loaded 2-core machine: a test waits for
+// what it needs, with a generous deadline, never for a fixed time).
+
+/// `reel record` arguments for a recording that must outlive the test's checks: it runs until
+/// the test sends SIGINT (86400 s is the longest `--duration`; no test waits that long).
+let untilSIGINT = ["--duration", "86400"]
+
+/// Polls `condition` every 20 ms until it holds (true) or `seconds` have passed (false).
+@discardableResult
+func waitUntil(_ seconds: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while true {
+        if try condition() { return true }
+        if Date() >= deadline { return false }
+        usleep(20_000)
+    }
+}
