@@ -24,8 +24,8 @@ func slotFile(_ pool: String, _ id: Int) -> String { pool + "/slots/" + String(f
         defer { removeTree(dir) }
         let pool = dir + "/pool"
         #expect(try createPool(pool, "64M", slot: "16M").status == 0)
-        let recorder = try launch(["record", "--pool", pool, "--duration", "30", "--source", "synthetic:1280",
-                                   "--codec", "prores:proxy", "--out", dir + "/out", "--name", "h", "--json"])
+        let recorder = try launch(["record", "--pool", pool, "--source", "synthetic:1280",
+                                   "--codec", "prores:proxy", "--out", dir + "/out", "--name", "h", "--json"] + untilSIGINT)
         let slot = try #require(try firstBytesWritten(pool), "the recorder never wrote")
         let refused = try reel(["pool", "delete", pool])
         #expect(refused.status == 75 && refused.stderr.contains("is recording (pid \(recorder.process.processIdentifier))"), "\(refused.stderr)")

@@ -1,4 +1,5 @@
 import Foundation
+import ReelStorage
 import ReelWriter
 
 /// The output of one `reel` process.
@@ -225,5 +226,30 @@ func waitUntil(_ seconds: Double = 60, _ condition: () throws -> Bool) rethrows 
         if try condition() { return true }
         if Date() >= deadline { return false }
         usleep(20_000)
+    }
+}
+
+/// Whether process `pid` has ended (gone, or a zombie not yet reaped: what Reel counts as dead).
+func processHasEnded(_ pid: Int32) -> Bool {
+    guard kill(pid, 0) == 0 else { return errno == ESRCH }
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return true }
+    let state = stat[stat.index(after: close)...].split(separator: " ").first
+    return state == "Z" || state == "X"
+}
+
+/// Waits (at most 60 s) until the recorder `pid` has at least `count` complete fragments
+/// (MOV/MP4) or clusters (MKV) in its slot of `pool` — what recovery would publish if it died
+/// now. The scan counts the fragment being written as complete once its header is on disk,
+/// so this waits until it counts `count + 1`.
+func waitForFragments(_ count: Int, of pid: Int32, in pool: String, container: String = "mov") -> Bool {
+    waitUntil(60) {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: pool + "/manifest.json")),
+              let m = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let slot = (m["slots"] as? [[String: Any]])?.first(where: { ($0["owner"] as? Int).map(Int32.init) == pid && $0["state"] as? String == "active" }),
+              let id = slot["id"] as? Int else { return false }
+        let path = pool + "/slots/" + String(format: "slot-%06d.bin", id)
+        let found = container == "mkv" ? FragmentScanner.completeClusters(of: path) : FragmentScanner.completeFragments(of: path)
+        return (found?.count ?? 0) >= count + 1
     }
 }
