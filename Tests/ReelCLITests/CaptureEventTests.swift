@@ -220,6 +220,21 @@ func waitForEvents(_ count: Int, socket path: String) throws -> Bool {
     }
 }
 
+/// Types, through `term`'s pseudo-terminal, a space once the progress line shows 10 frames,
+/// `m` 10 frames later and `q` 10 frames after that (60 s for each), and checks that the
+/// recording then ends with status 0; the progress line the space was typed at.
+func typeSpaceMAndQ(_ term: TerminalRun) throws -> (frames: Int, ratio: String) {
+    let started = try #require(term.waitForProgress(60) { frames, _ in frames >= 10 }, "no progress line: \(term.screen)")
+    term.type(" ")
+    _ = try #require(term.waitForProgress(60) { frames, _ in frames >= started.frames + 10 })
+    term.type("m")
+    _ = try #require(term.waitForProgress(60) { frames, _ in frames >= started.frames + 20 })
+    term.type("q")
+    let end = term.waitForExit(60)
+    #expect(end.status == 0, "\(term.screen.suffix(300))")
+    return started
+}
+
 /// The terminal as a capture-event source: typed through a pseudo-terminal while recording.
 @Suite(.serialized) struct RealtimeTerminalEventTests {
     /// Space is a primary press and `m` a secondary one (began, then ended at once: a terminal
@@ -227,17 +242,10 @@ func waitForEvents(_ count: Int, socket path: String) throws -> Bool {
     @Test func spaceAndMAreCaptureEvents() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let term = try TerminalRun(["record", "--duration", "20", "--source", "synthetic:1280", "--codec", "h264",
-                                    "--plain", "--out", dir, "--json"])
+        let term = try TerminalRun(["record", "--source", "synthetic:1280", "--codec", "h264",
+                                    "--plain", "--out", dir, "--json"] + untilSIGINT)
         defer { term.finish() }
-        let started = try #require(term.waitForProgress(30) { frames, _ in frames >= 10 }, "no progress line: \(term.screen)")
-        term.type(" ")
-        _ = try #require(term.waitForProgress(10) { frames, _ in frames >= started.frames + 10 })
-        term.type("m")
-        _ = try #require(term.waitForProgress(10) { frames, _ in frames >= started.frames + 20 })
-        term.type("q")
-        let end = term.waitForExit(30)
-        #expect(end.status == 0, "\(term.screen.suffix(300))")
+        let started = try typeSpaceMAndQ(term)
         let s = try JSONDecoder().decode(ControlSummaryJSON.self, from: Data(term.stdout.utf8))
         #expect(s.captureEvents.map { "\($0.action) \($0.phase) \($0.source)" } == [
             "primary began terminal", "primary ended terminal", "secondary began terminal", "secondary ended terminal",
@@ -261,17 +269,10 @@ struct RealtimeTerminalPhotoTests {
     @Test func spaceTakesAPhotoWithPhotos() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let term = try TerminalRun(["record", "--duration", "20", "--source", "synthetic:1280", "--codec", "h264",
-                                    "--plain", "--out", dir + "/video", "--photos", dir + "/photos", "--photo-format", "png", "--json"])
+        let term = try TerminalRun(["record", "--source", "synthetic:1280", "--codec", "h264", "--plain", "--out", dir + "/video",
+                                    "--photos", dir + "/photos", "--photo-format", "png", "--json"] + untilSIGINT)
         defer { term.finish() }
-        let started = try #require(term.waitForProgress(30) { frames, _ in frames >= 10 }, "no progress line: \(term.screen)")
-        term.type(" ")
-        _ = try #require(term.waitForProgress(10) { frames, _ in frames >= started.frames + 10 })
-        term.type("m")
-        _ = try #require(term.waitForProgress(10) { frames, _ in frames >= started.frames + 20 })
-        term.type("q")
-        let end = term.waitForExit(30)
-        #expect(end.status == 0, "\(term.screen.suffix(300))")
+        _ = try typeSpaceMAndQ(term)
         let s = try JSONDecoder().decode(Summary.self, from: Data(term.stdout.utf8))
         #expect(s.markers.count == 1)
         let shot = try #require(s.photos.first, "space took no photo: \(term.screen.suffix(300))")
