@@ -112,6 +112,23 @@ private func barcode(ofJPEG jpeg: Data) throws -> Int? {
     }
 }
 
+/// The frame-index barcode of a 1280x720 picture in a browser's screenshot (PNG), cut out or
+/// scaled by the ffmpeg filter `filter` and decoded by ffmpeg to gray.
+private func barcode(ofScreenshot path: String, filter: String) throws -> Int? {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: try #require(installedTool("ffmpeg")))
+    p.arguments = ["-v", "error", "-i", path, "-vf", filter, "-f", "rawvideo", "-pix_fmt", "gray", "-"]
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    let gray = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    try #require(gray.count == 1280 * 720)
+    return gray.withUnsafeBytes { raw in
+        FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: 1280, width: 1280, height: 720, depth: 8))
+    }
+}
+
 /// The parts of a multipart/x-mixed-replace body: headers (lower-cased names) and JPEG bytes.
 private func parts(of body: Data, boundary: String) -> [(headers: [String: String], jpeg: Data)] {
     var result: [(headers: [String: String], jpeg: Data)] = []
@@ -396,19 +413,7 @@ struct RealtimePreviewTests {
                 "the state line: \(dom.suffix(300))")
 
         // The picture sits at the top left at its natural size (1280x720): read its barcode.
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try #require(installedTool("ffmpeg")))
-        p.arguments = ["-v", "error", "-i", shot, "-vf", "crop=1280:720:0:0", "-f", "rawvideo", "-pix_fmt", "gray", "-"]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let gray = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        try #require(gray.count == 1280 * 720)
-        let index = gray.withUnsafeBytes { raw in
-            FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: 1280, width: 1280, height: 720, depth: 8))
-        }
-        let shown = try #require(index, "no barcode in the screenshot \(shot)")
+        let shown = try #require(try barcode(ofScreenshot: shot, filter: "crop=1280:720:0:0"), "no barcode in the screenshot \(shot)")
         #expect((0..<summary.framesCaptured).contains(shown))
     }
 }
@@ -681,19 +686,7 @@ extension RealtimePreviewTests {
 
         // The element screenshot is the picture at its natural size (1280x720): read its barcode.
         let shot = try #require(result["picture"] as? String)
-        let decode = Process()
-        decode.executableURL = URL(fileURLWithPath: try #require(installedTool("ffmpeg")))
-        decode.arguments = ["-v", "error", "-i", shot, "-vf", "scale=1280:720", "-f", "rawvideo", "-pix_fmt", "gray", "-"]
-        let gray = Pipe()
-        decode.standardOutput = gray
-        try decode.run()
-        let pixels = gray.fileHandleForReading.readDataToEndOfFile()
-        decode.waitUntilExit()
-        try #require(pixels.count == 1280 * 720)
-        let shown = pixels.withUnsafeBytes { raw in
-            FrameBarcode.read(LumaPlane(base: raw.baseAddress!, stride: 1280, width: 1280, height: 720, depth: 8))
-        }
-        let index = try #require(shown, "no barcode in the screenshot \(shot)")
+        let index = try #require(try barcode(ofScreenshot: shot, filter: "scale=1280:720"), "no barcode in the screenshot \(shot)")
         #expect(index < seamFrame, "the picture before the click shows an earlier frame")
 
         let run = rec.process.wait()
@@ -765,8 +758,8 @@ struct RealtimeShutterTests {
     }
 }
 
-/// The shutter through capture events with `--photos`: a primary `ended` takes a photo with
-/// the time of its `began`; a `cancelled` press takes none. Bad `--photos`: usage errors.
+/// `--photos` in the parallel pass (nothing timed against the clock): a photo on a full disk,
+/// one with Eager Start, bad `--photos`.
 @Suite("RecordPhotoTests", .enabled(if: haveTools && havePhotoTools, "needs curl, ffmpeg, ffprobe, exiftool and heif-convert"))
 struct RecordPhotoTests {
     /// A photo that cannot be saved (a full disk): `POST /shutter` answers 409 with the
