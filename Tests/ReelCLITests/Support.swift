@@ -26,20 +26,29 @@ func reel(_ args: [String], in directory: String? = nil, environment: [String: S
     return p.wait()
 }
 
-/// A running `reel` process. The two data buffers are written by one reader each and read
-/// only after `group` says both readers finished.
+/// A running `reel` process. A process still running when its `Launched` goes (a test that
+/// failed before it stopped it: say, one recording until SIGINT) is killed, so it does not run
+/// on beside the tests that follow.
 final class Launched: @unchecked Sendable {
     let process: Process
     private let out: Pipe, err: Pipe
-    private var outData = Data(), errData = Data()
+    /// The two buffers are written by one reader each (which hold this, not the `Launched`)
+    /// and read only after `group` says both readers finished.
+    private final class Output: @unchecked Sendable { var out = Data(), err = Data() }
+    private let output = Output()
     private let group = DispatchGroup()
 
     init(process: Process, out: Pipe, err: Pipe) {
         self.process = process; self.out = out; self.err = err
+        let output = self.output, group = self.group
         group.enter()
-        DispatchQueue.global().async { [self] in outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async { output.out = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
         group.enter()
-        DispatchQueue.global().async { [self] in errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async { output.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
@@ -47,8 +56,8 @@ final class Launched: @unchecked Sendable {
     func wait() -> Run {
         process.waitUntilExit()
         group.wait()
-        return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                   stderr: String(decoding: errData, as: UTF8.self))
+        return Run(status: process.terminationStatus, stdout: String(decoding: output.out, as: UTF8.self),
+                   stderr: String(decoding: output.err, as: UTF8.self))
     }
 }
 
@@ -246,7 +255,7 @@ func waitForFragments(_ count: Int, of pid: Int32, in pool: String, container: S
     waitUntil(60) {
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: pool + "/manifest.json")),
               let m = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let slot = (m["slots"] as? [[String: Any]])?.first(where: { ($0["owner"] as? Int).map(Int32.init) == pid && $0["state"] as? String == "active" }),
+              let slot = (m["slots"] as? [[String: Any]])?.first(where: { ($0["owner"] as? Int).map { Int32($0) } == pid && $0["state"] as? String == "active" }),
               let id = slot["id"] as? Int else { return false }
         let path = pool + "/slots/" + String(format: "slot-%06d.bin", id)
         let found = container == "mkv" ? FragmentScanner.completeClusters(of: path) : FragmentScanner.completeFragments(of: path)
