@@ -187,8 +187,9 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         defer { removeTree(dir) }
         let pool = dir + "/pool"
         #expect(try createPool(pool, "256M", slot: "64M").status == 0)
-        let p = try launch(["record", "--pool", pool, "--codec", "prores:hq", "--out", dir + "/out", "--name", "k"] + untilSIGINT)
-        // Killed once its first fragment (1 s) is complete in the slot.
+        // --no-realtime: no frame is dropped `late` on a loaded machine, so each fragment holds
+        // its 30 frames. Killed once its first fragment (1 s) is complete in the slot.
+        let p = try launch(["record", "--pool", pool, "--no-realtime", "--codec", "prores:hq", "--out", dir + "/out", "--name", "k"] + untilSIGINT)
         #expect(waitForFragments(1, of: p.process.processIdentifier, in: pool), "no complete fragment within 60 s")
         p.signal(SIGKILL)
         _ = p.wait()
