@@ -39,15 +39,16 @@ public enum CommandTable {
         json,
     ])
 
-    /// `reel preview`: the session with the preview output alone (no recording).
-    public static let preview = CommandSpec("preview", [
-        .value("--source", "SOURCE", "as reel record's --source", sample: "synthetic:1280"),
-        .value("--fps", "N", "frame rate 1–240: 30, 29.97, 30000/1001", sample: "30"),
-        .value("--ratio", "R", "starting ratio: 16x9, 9x16, 1x1, 4x3, 3x4", sample: "1x1"),
+    /// `reel preview`: the session with the preview output alone (no recording). Its source,
+    /// rate, ratio and token options are `reel record`'s; where to serve and how long differ
+    /// in their defaults.
+    public static let preview = CommandSpec("preview", ["--source", "--fps", "--ratio", "--preview", "--preview-token", "--duration"].compactMap { name in
+        previewDefaults.first { $0.name == name } ?? record.options.first { $0.name == name }
+    })
+    static let previewDefaults: [OptionSpec] = [
         .value("--preview", "[HOST:]PORT", "where to serve (HOST default 127.0.0.1; PORT 0 picks a free one; default 8080)", sample: "127.0.0.1:0"),
-        .value("--preview-token", "TOKEN", "access token (letters, digits, - and _); generated when HOST is not loopback", sample: "secret"),
         .value("--duration", "SECONDS", "seconds of media time, 0.001–86400 (default: until SIGINT)", sample: "2"),
-    ])
+    ]
 
     /// `reel photo`'s options.
     public static let photo = CommandSpec("photo", [

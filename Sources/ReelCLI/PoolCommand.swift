@@ -160,7 +160,9 @@ enum PoolCommand {
     /// when a slot could not be recovered (it is left for the next open).
     static func recover(_ inv: PoolInvocation, at p: String) throws -> Int32 {
         let pool = try StoragePool.open(at: p)
-        if inv.json { printJSON(RecoveryReport(recovered: pool.lastRecovery, dropped: pool.lastDropped)) } else {
+        if inv.json {
+            printJSON(RecoveryReport(recovered: pool.lastRecovery, dropped: pool.lastDropped, failed: pool.lastRecoveryFailures))
+        } else {
             printRecovery(pool, path: p)
         }
         for f in pool.lastRecoveryFailures {
@@ -176,9 +178,12 @@ enum PoolCommand {
         for d in pool.lastDropped { print("dropped \(d.destination): \(d.reason)") }
     }
 
+    /// `reel pool recover --json`: what was published, dropped, and could not be recovered
+    /// (those slots are left for the next open; the command exits 74).
     struct RecoveryReport: Encodable {
         let recovered: [RecoveredClip]
         let dropped: [DroppedClip]
+        let failed: [RecoveryFailure]
     }
 
     static func size(_ text: String, _ option: String) throws -> Int64 {

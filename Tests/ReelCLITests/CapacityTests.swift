@@ -77,8 +77,7 @@ func registryEntries(_ root: String) -> [String] {
         let first = try launch(common + ["--duration", "120", "--out", root + "/a"], environment: env)
         let second = try launch(common + ["--duration", "120", "--out", root + "/b"], environment: env)
         defer { first.signal(SIGKILL); second.signal(SIGKILL) }
-        let deadline = Date().addingTimeInterval(30)
-        while registryEntries(root).count < 2 && Date() < deadline { usleep(50_000) }
+        waitUntil(60) { registryEntries(root).count >= 2 }
         #expect(registryEntries(root) == ["\(first.process.processIdentifier).json", "\(second.process.processIdentifier).json"].sorted())
 
         let third = try reel(common + ["--frames", "2", "--out", root + "/c"], environment: env)

@@ -25,13 +25,15 @@ func talk(_ path: String, _ text: String, lines: Int) throws -> [String] {
     return String(decoding: got, as: UTF8.self).split(separator: "\n").map(String.init)
 }
 
-/// Waits (at most 20 s) until `path` exists.
+/// Waits (at most 60 s: a loaded machine starts `reel` slowly) until `path` exists.
 func waitForFile(_ path: String) -> Bool {
-    for _ in 0..<200 {
-        if FileManager.default.fileExists(atPath: path) { return true }
-        usleep(100_000)
-    }
-    return false
+    waitUntil(60) { FileManager.default.fileExists(atPath: path) }
+}
+
+/// Waits (at most 60 s) until the directory `path` holds a file: a recording's first clip
+/// exists once its first frame was captured (Deferred Start).
+func waitForFirstClip(in path: String) -> Bool {
+    waitUntil(60) { !((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).isEmpty }
 }
 
 struct ControlChangeJSON: Decodable { var control: String; var value: Double; var title: String?; var frameIndex: Int? }
@@ -55,12 +57,14 @@ struct SocketSummaryJSON: Decodable {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let path = dir + "/control.sock"
-        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--duration", "10", "--codec", "h264",
-                              "--source", "synthetic:1280", "--control-socket", path])
+        // Until SIGINT (below): the checks take a while on a loaded machine.
+        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--codec", "h264",
+                              "--source", "synthetic:1280", "--control-socket", path] + untilSIGINT)
         #expect(waitForFile(path))
         var st = stat()
         #expect(stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK && st.st_mode & 0o777 == 0o600)
-        usleep(500_000)
+        // The ratio change below lands on a frame once capture has begun.
+        #expect(waitForFirstClip(in: dir + "/out"))
         let zoom = try reel(["control", "--socket", path, "zoom", "8", "exposure", "-1", "ratio", "9x16"])
         #expect(zoom.status == 0, "\(zoom.stderr)")
         let answers = zoom.stdout.split(separator: "\n").map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -87,6 +91,7 @@ struct SocketSummaryJSON: Decodable {
         let bad = try reel(["control", "--socket", path, "zoom", "x"])
         #expect(bad.status == 65 && bad.stdout.contains("\"ok\":false"))
         #expect(try reel(["control", "--socket", path, "focus", "1"]).status == 64)
+        rec.signal(SIGINT)
         let run = rec.wait()
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stderr.contains("control: \(path)"))
@@ -124,14 +129,11 @@ struct SocketSummaryJSON: Decodable {
         withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: Array(stale.utf8)) }
         #expect(withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } } == 0)
         close(s)
-        // The first recording runs until SIGINT, so a slow machine cannot end it before the
-        // checks below; it is listening once `reel control status` answers.
-        let first = try launch(["record", "--plain", "--out", dir + "/out", "--codec", "h264", "--control-socket", stale])
-        var listening = false
-        for _ in 0..<100 where !listening {
-            listening = try reel(["control", "--socket", stale, "status"]).status == 0
-            if !listening { usleep(200_000) }
-        }
+        // The first recording runs until SIGINT (without --duration it would stop after the
+        // default 5 s), so a slow machine cannot end it before the checks below; it is
+        // listening once `reel control status` answers.
+        let first = try launch(["record", "--plain", "--out", dir + "/out", "--codec", "h264", "--control-socket", stale] + untilSIGINT)
+        let listening = try waitUntil(60) { try reel(["control", "--socket", stale, "status"]).status == 0 }
         #expect(listening, "the recording never listened on the stale socket's path")
         let live = try reel(["record", "--plain", "--out", dir + "/out2", "--frames", "3", "--control-socket", stale])
         #expect(live.status == 75 && live.stderr.contains("in use"))

@@ -132,22 +132,21 @@ struct RealtimeDeferredStartTests {
     @Test func ctrlZPutsTheTerminalBackAndContinuingTakesTheKeysAgain() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let term = try TerminalRun(["record", "--duration", "30", "--source", "synthetic:1280", "--codec", "prores:proxy",
-                                    "--out", dir, "--name", "tstp", "--json"])
+        // Until `q` (below): stopped and continued, it may take long on a loaded machine.
+        let term = try TerminalRun(["record", "--source", "synthetic:1280", "--codec", "prores:proxy",
+                                    "--out", dir, "--name", "tstp", "--json"] + untilSIGINT)
         defer { term.finish() }
         let before = try term.settings()
         _ = try #require(term.waitForProgress(30) { frames, _ in frames >= 15 }, "no progress line: \(term.screen)")
         #expect(try term.settings().c_lflag & tcflag_t(ICANON | ECHO) == 0)
         term.type("\u{1A}")   // Ctrl-Z
-        var deadline = Date().addingTimeInterval(5)
-        while !isStopped(term.pid) && Date() < deadline { usleep(10_000) }
+        waitUntil(60) { isStopped(term.pid) }
         #expect(isStopped(term.pid), "Ctrl-Z did not stop the process")
         let whileStopped = try term.settings()
         #expect(whileStopped.snapshot == before.snapshot,
                 "stopped with the terminal in raw mode: \(whileStopped.snapshot) against \(before.snapshot); \(term.screen.suffix(300))")
         kill(term.pid, SIGCONT)   // fg
-        deadline = Date().addingTimeInterval(5)
-        while try term.settings().c_lflag & tcflag_t(ICANON) != 0 && Date() < deadline { usleep(10_000) }
+        try waitUntil(60) { try term.settings().c_lflag & tcflag_t(ICANON) == 0 }
         #expect(try term.settings().c_lflag & tcflag_t(ICANON | ECHO) == 0, "the keys are off after fg")
         term.type("q")
         let end = term.waitForExit(30)

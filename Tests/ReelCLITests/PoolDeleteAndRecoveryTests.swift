@@ -24,8 +24,8 @@ func slotFile(_ pool: String, _ id: Int) -> String { pool + "/slots/" + String(f
         defer { removeTree(dir) }
         let pool = dir + "/pool"
         #expect(try createPool(pool, "64M", slot: "16M").status == 0)
-        let recorder = try launch(["record", "--pool", pool, "--duration", "30", "--source", "synthetic:1280",
-                                   "--codec", "prores:proxy", "--out", dir + "/out", "--name", "h", "--json"])
+        let recorder = try launch(["record", "--pool", pool, "--source", "synthetic:1280",
+                                   "--codec", "prores:proxy", "--out", dir + "/out", "--name", "h", "--json"] + untilSIGINT)
         let slot = try #require(try firstBytesWritten(pool), "the recorder never wrote")
         let refused = try reel(["pool", "delete", pool])
         #expect(refused.status == 75 && refused.stderr.contains("is recording (pid \(recorder.process.processIdentifier))"), "\(refused.stderr)")
@@ -133,6 +133,16 @@ func slotFile(_ pool: String, _ id: Int) -> String { pool + "/slots/" + String(f
         let left = try #require(after.first { $0["id"] as? Int == bad })
         #expect(left["state"] as? String == "active" && left["owner"] == nil, "handed back as an orphan: \(left)")
         #expect(!after.contains { $0["state"] as? String == "recovering" })
+        // `--json` lists it under `failed` (and exits 74 again: it is still unreadable).
+        let json = try reel(["pool", "recover", pool, "--json"])
+        #expect(json.status == 74, "\(json.status) \(json.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stdout)")
+        #expect((report["recovered"] as? [Any])?.isEmpty == true && (report["dropped"] as? [Any])?.isEmpty == true, "\(report)")
+        let failed = try #require(report["failed"] as? [[String: Any]], "no `failed` key: \(json.stdout)")
+        #expect(failed.count == 1, "\(failed)")
+        #expect(failed.first?["slot"] as? Int == bad && failed.first?["destination"] as? String == dir + "/out/bad.mov", "\(failed)")
+        #expect((failed.first?["reason"] as? String ?? "").isEmpty == false, "\(failed)")
+        #expect(json.stderr.hasPrefix("reel: slot \(bad) (\(dir)/out/bad.mov) could not be recovered: "), "\(json.stderr)")
         // Once the slot can be read again, the next open recovers (drops) it.
         try FileManager.default.removeItem(atPath: slotFile(pool, bad))
         let again = try reel(["pool", "recover", pool])

@@ -75,9 +75,13 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(try createPool(pool, "256M", slot: "64M").status == 0)
         let a = try launch(["record", "--pool", pool, "--frames", "300", "--no-realtime", "--codec", "prores:hq", "--out", dir + "/a", "--name", "a", "--json"])
         let b = try launch(["record", "--pool", pool, "--frames", "300", "--no-realtime", "--codec", "prores:hq", "--out", dir + "/b", "--name", "b", "--json"])
-        Thread.sleep(forTimeInterval: 1.5)
-        let during = try poolStatus(pool)
-        #expect(during.slotsActive == 2 && during.busyReasons.contains("capturing"))
+        // Both hold a slot at once (each records 300 frames: seconds, even on a fast machine).
+        var during: PoolStatus? = nil
+        let both = try waitUntil(60) {
+            during = try poolStatus(pool)
+            return during?.slotsActive == 2 || !(a.process.isRunning && b.process.isRunning)
+        }
+        #expect(both && during?.slotsActive == 2 && during?.busyReasons.contains("capturing") == true, "\(String(describing: during))")
         let ra = a.wait(), rb = b.wait()
         #expect(ra.status == 0 && rb.status == 0, "\(ra.stderr) \(rb.stderr)")
         for (run, name) in [(ra, "a"), (rb, "b")] {
@@ -183,15 +187,17 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         defer { removeTree(dir) }
         let pool = dir + "/pool"
         #expect(try createPool(pool, "256M", slot: "64M").status == 0)
-        let p = try launch(["record", "--pool", pool, "--duration", "30", "--codec", "prores:hq", "--out", dir + "/out", "--name", "k"])
-        Thread.sleep(forTimeInterval: 3.5)
+        // --no-realtime: no frame is dropped `late` on a loaded machine, so each fragment holds
+        // its 30 frames. Killed once its first fragment (1 s) is complete in the slot.
+        let p = try launch(["record", "--pool", pool, "--no-realtime", "--codec", "prores:hq", "--out", dir + "/out", "--name", "k"] + untilSIGINT)
+        #expect(waitForFragments(1, of: p.process.processIdentifier, in: pool), "no complete fragment within 60 s")
         p.signal(SIGKILL)
         _ = p.wait()
         #expect(try poolStatus(pool).slotsActive == 0, "opening the pool recovers the dead recorder's slot")
         let out = try FileManager.default.contentsOfDirectory(atPath: dir + "/out")
         #expect(out == ["k-0001-16x9.mov"])
         let indices = try #require(try probeFrames(dir + "/out/k-0001-16x9.mov").frameIndices)
-        // Fragments hold 1 s (30 frames) each; after ~2.5 s of recording at least one is complete.
+        // Fragments hold 1 s (30 frames) each; at least one was complete.
         #expect(indices.count >= 30 && indices.count % 30 == 0, "\(indices.count) frames")
         #expect(indices == Array(0..<indices.count))
         #expect(try poolStatus(pool).remainingCapacity == 256 << 20)
@@ -243,7 +249,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(grown.status == 0, "\(grown.stderr)")
         let worker = try #require(try grown.decode(PoolStatus.self).operations.first)
         kill(worker.pid, SIGKILL)
-        usleep(200_000)
+        #expect(waitUntil(60) { processHasEnded(worker.pid) }, "the worker outlived SIGKILL")
         let orphaned = try poolStatus(pool)
         #expect(!orphaned.busyReasons.contains("adjustingCapacity"), "a dead worker is not busy")
         let ready = try reel(["pool", "wait", pool, "--json"])
@@ -263,10 +269,11 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         // Another process holds the lock and does not let go (as a stopped one would).
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/bin/sh")
-        holder.arguments = ["-c", "exec 9>>'\(pool)/lock' && \(flock) 9 && exec sleep 30"]
+        holder.arguments = ["-c", "exec 9>>'\(pool)/lock' && \(flock) 9 && exec sleep 600"]
         try holder.run()
         defer { holder.terminate(); holder.waitUntilExit() }
-        usleep(300_000)
+        // Once it holds the lock (flock -n fails while another holds it).
+        #expect(waitUntil(60) { sh("\(flock) -n '\(pool)/lock' true") != 0 }, "the holder never took the lock")
         let status = try reel(["pool", "status", pool, "--json"])
         #expect(status.status == 0, "reading the pool needs no lock: \(status.stderr)")
         let t0 = Date()

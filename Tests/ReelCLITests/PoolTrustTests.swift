@@ -70,8 +70,9 @@ func risingIndices(_ path: String, count: Int? = nil) throws -> Bool {
 }
 
 /// Waits until a recorder has claimed a slot of `pool` and written its first bytes (the file
-/// header), and returns that slot's path; nil after `timeout` seconds.
-func firstBytesWritten(_ pool: String, timeout: Double = 30) throws -> String? {
+/// header), and returns that slot's path; nil after `timeout` seconds (60: a loaded machine
+/// starts `reel` slowly).
+func firstBytesWritten(_ pool: String, timeout: Double = 60) throws -> String? {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if let active = slots(try readManifestJSON(pool)).first(where: { $0["state"] as? String == "active" }),
@@ -176,11 +177,14 @@ struct PoolFaultTests {
         let out = dir + "/out"
         let dest = out + "/t-0001-16x9.mov"
         let env = rule.isEmpty ? [:] : faultEnvironment(rule, under: pool + "/slots", log: dir + "/faults.log")
-        let p = try launch(["record", "--json", "--pool", pool, "--duration", "4", "--source", "synthetic:1280",
-                            "--codec", "prores:proxy", "--out", out, "--name", "t"], environment: env)
+        // Without a fault it runs until SIGINT (below), so it cannot publish before the intruder
+        // comes; with one, the injected error ends it.
+        let p = try launch(["record", "--json", "--pool", pool, "--source", "synthetic:1280", "--codec", "prores:proxy",
+                            "--out", out, "--name", "t"] + (rule.isEmpty ? untilSIGINT : ["--duration", "4"]), environment: env)
         // Once the recording has begun (its slot is claimed and written to).
         try #require(try firstBytesWritten(pool) != nil)
         try intruder.write(to: URL(fileURLWithPath: dest), options: .withoutOverwriting)
+        if rule.isEmpty { p.signal(SIGINT) }
         let run = try #require(p.wait(within: 60), "reel record did not end within 60 s")
         #expect(try Data(contentsOf: URL(fileURLWithPath: dest)) == intruder, "the other program's file is unchanged")
         let s = try run.decode(RecordingSummary.self)
@@ -387,9 +391,10 @@ struct PoolFaultTests {
         defer { removeTree(dir) }
         let pool = dir + "/pool"
         #expect(try createPool(pool, "256M", slot: "64M").status == 0)
-        let p = try launch(["record", "--pool", pool, "--duration", "30", "--source", "synthetic:1280", "--codec", codec,
-                            "--container", container, "--out", dir + "/out", "--name", "k"])
-        Thread.sleep(forTimeInterval: 3.5)
+        let p = try launch(["record", "--pool", pool, "--source", "synthetic:1280", "--codec", codec,
+                            "--container", container, "--out", dir + "/out", "--name", "k"] + untilSIGINT)
+        // Killed once its first fragment (cluster) is complete in the slot.
+        #expect(waitForFragments(1, of: p.process.processIdentifier, in: pool, container: container), "no complete fragment within 60 s")
         p.signal(SIGKILL)
         _ = p.wait()
         let path = dir + "/out/k-0001-16x9.\(container)"

@@ -70,8 +70,9 @@ let validPairs: [(String, String, String)] = [
     @Test func sigintFinishesTheClipAndKeepsIt() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let p = try launch(["record", "--duration", "30", "--codec", "prores:proxy", "--out", dir, "--name", "int", "--json"])
-        Thread.sleep(forTimeInterval: 2.5)
+        // In the test pool; interrupted once two fragments (2 s, 60 frames) are in its slot.
+        let p = try launch(["record", "--codec", "prores:proxy", "--out", dir, "--name", "int", "--json"] + untilSIGINT)
+        #expect(waitForFragments(2, of: p.process.processIdentifier, in: testPool), "no two fragments within 60 s")
         p.signal(SIGINT)
         let run = p.wait()
         #expect(run.status == 0, "\(run.stderr)")
@@ -80,7 +81,7 @@ let validPairs: [(String, String, String)] = [
         let clip = try #require(summary.clips.first)
         let indices = try #require(try probeFrames(clip.path).frameIndices)
         #expect(indices.count == clip.frames)
-        #expect(indices.count > 30 && indices.count < 900)
+        #expect(indices.count > 30)
         // A prefix of the frames captured: in order, nothing repeated, drops (if any) counted.
         #expect(indices.first == 0 && indices == indices.sorted() && Set(indices).count == indices.count)
         // Every frame captured is written or counted as dropped (also one dropped after the last

@@ -1,4 +1,5 @@
 import Foundation
+import ReelStorage
 import ReelWriter
 
 /// The output of one `reel` process.
@@ -25,20 +26,29 @@ func reel(_ args: [String], in directory: String? = nil, environment: [String: S
     return p.wait()
 }
 
-/// A running `reel` process. The two data buffers are written by one reader each and read
-/// only after `group` says both readers finished.
+/// A running `reel` process. A process still running when its `Launched` goes (a test that
+/// failed before it stopped it: say, one recording until SIGINT) is killed, so it does not run
+/// on beside the tests that follow.
 final class Launched: @unchecked Sendable {
     let process: Process
     private let out: Pipe, err: Pipe
-    private var outData = Data(), errData = Data()
+    /// The two buffers are written by one reader each (which hold this, not the `Launched`)
+    /// and read only after `group` says both readers finished.
+    private final class Output: @unchecked Sendable { var out = Data(), err = Data() }
+    private let output = Output()
     private let group = DispatchGroup()
 
     init(process: Process, out: Pipe, err: Pipe) {
         self.process = process; self.out = out; self.err = err
+        let output = self.output, group = self.group
         group.enter()
-        DispatchQueue.global().async { [self] in outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async { output.out = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
         group.enter()
-        DispatchQueue.global().async { [self] in errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async { output.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
@@ -46,8 +56,8 @@ final class Launched: @unchecked Sendable {
     func wait() -> Run {
         process.waitUntilExit()
         group.wait()
-        return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                   stderr: String(decoding: errData, as: UTF8.self))
+        return Run(status: process.terminationStatus, stdout: String(decoding: output.out, as: UTF8.self),
+                   stderr: String(decoding: output.err, as: UTF8.self))
     }
 }
 
@@ -208,4 +218,47 @@ let tmpHasDirectIO: Bool = {
 func installedTool(_ name: String) -> String? {
     ["/usr/bin/", "/bin/", "/usr/local/bin/", "/usr/sbin/", "/sbin/"].map { $0 + name }
         .first { FileManager.default.isExecutableFile(atPath: $0) }
+}
+
+// MARK: Waiting for conditions (CI runs the suite on a loaded 2-core machine: a test waits for
+// what it needs, with a generous deadline, never for a fixed time).
+
+/// `reel record` arguments for a recording that must outlive the test's checks: it runs until
+/// the test sends SIGINT (86400 s is the longest `--duration`; no test waits that long).
+let untilSIGINT = ["--duration", "86400"]
+
+/// Polls `condition` every 20 ms until it holds (true) or `seconds` have passed (false).
+@discardableResult
+func waitUntil(_ seconds: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while true {
+        if try condition() { return true }
+        if Date() >= deadline { return false }
+        usleep(20_000)
+    }
+}
+
+/// Whether process `pid` has ended (gone, or a zombie not yet reaped: what Reel counts as dead).
+func processHasEnded(_ pid: Int32) -> Bool {
+    guard kill(pid, 0) == 0 else { return errno == ESRCH }
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return true }
+    let state = stat[stat.index(after: close)...].split(separator: " ").first
+    return state == "Z" || state == "X"
+}
+
+/// Waits (at most 60 s) until the recorder `pid` has at least `count` complete fragments
+/// (MOV/MP4) or clusters (MKV) in its slot of `pool` — what recovery would publish if it died
+/// now. The scan counts the fragment being written as complete once its header is on disk,
+/// so this waits until it counts `count + 1`.
+func waitForFragments(_ count: Int, of pid: Int32, in pool: String, container: String = "mov") -> Bool {
+    waitUntil(60) {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: pool + "/manifest.json")),
+              let m = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let slot = (m["slots"] as? [[String: Any]])?.first(where: { ($0["owner"] as? Int).map { Int32($0) } == pid && $0["state"] as? String == "active" }),
+              let id = slot["id"] as? Int else { return false }
+        let path = pool + "/slots/" + String(format: "slot-%06d.bin", id)
+        let found = container == "mkv" ? FragmentScanner.completeClusters(of: path) : FragmentScanner.completeFragments(of: path)
+        return (found?.count ?? 0) >= count + 1
+    }
 }

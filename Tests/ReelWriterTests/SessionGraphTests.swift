@@ -18,6 +18,46 @@ final class CountingOutput: FrameOutput, @unchecked Sendable {
     }
 }
 
+/// A gate a thread waits at until the test opens it (at most 60 s, then `ranOut` is set: the
+/// caller that should never have waited for it did). Once open it stays open.
+final class Gate: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    /// Signalled each time a thread starts waiting at the gate.
+    let reached = DispatchSemaphore(value: 0)
+    let ranOut = Mutex(false)
+    func pass() {
+        reached.signal()
+        if semaphore.wait(timeout: .now() + 60) == .timedOut { ranOut.withLock { $0 = true } } else { semaphore.signal() }
+    }
+    func open() { semaphore.signal() }
+}
+
+/// An output that counts frames; `prepare` waits at `prepareGate`, and once `holdOffers` is
+/// set an `offer` waits at `offerGate`: the capture thread is busy in the outputs.
+final class GatedOutput: FrameOutput, @unchecked Sendable {
+    let frames = Mutex(0)
+    let prepareGate = Gate(), offerGate = Gate()
+    let holdOffers = Mutex(false)
+    func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
+        frames.withLock { $0 += 1 }
+        if holdOffers.withLock({ $0 }) { offerGate.pass() }
+        return .taken
+    }
+    func prepare(ratio: AspectRatio, size: Size, timescale: Int32) { prepareGate.pass() }
+}
+
+/// Polls `condition` every 5 ms until it holds (true) or 60 s have passed (false): CI runs
+/// the suite on a loaded machine.
+@discardableResult
+func waitUntil(_ condition: () -> Bool) -> Bool {
+    let deadline = MonotonicClock.now() + 60_000_000_000
+    while !condition() {
+        if MonotonicClock.now() >= deadline { return false }
+        usleep(5_000)
+    }
+    return true
+}
+
 /// Records what the session told it, and what the preview-like output had seen by then.
 final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
     let events = Mutex<[String]>([])
@@ -88,24 +128,27 @@ final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
         #expect(session.ratio == .landscape4x3)
     }
 
+    /// Neither call waits for the outputs: `startRunning` returns while an output's `prepare`
+    /// is held at a gate, `stopRunning` while the capture thread is held in an `offer` (had
+    /// either waited, the gate would have run out after 60 s). No clock is involved.
     @Test func startAndStopRunningNeverBlockTheCaller() throws {
         let source = try SyntheticSource(size: 1280, rate: thirty, realtime: true)
         let session = try CaptureSession(source: source)
-        let slow = CountingOutput(prepareSeconds: 1)
+        let slow = GatedOutput()
         session.addOutput(slow)
-        var t0 = MonotonicClock.now()
         session.startRunning(frameLimit: 300)
-        #expect(MonotonicClock.seconds(since: t0) < 0.1, "startRunning waited for the outputs")
+        #expect(!slow.prepareGate.ranOut.withLock { $0 }, "startRunning waited for the outputs")
         #expect(session.isRunning)
+        slow.prepareGate.open()
         // Frames flow once the output is ready, on the session's thread.
-        let deadline = MonotonicClock.now() + 10_000_000_000
-        while slow.frames.withLock({ $0 }) < 5 && MonotonicClock.now() < deadline { usleep(10_000) }
-        #expect(slow.frames.withLock { $0 } >= 5)
+        #expect(waitUntil { slow.frames.withLock { $0 } >= 5 })
         #expect(throws: CaptureError.self) { try session.setFrameRate(FrameRate(frames: 25)!) }
         #expect(throws: CaptureError.self) { try session.setRatio(.square) }   // setDynamicAspectRatio does that
-        t0 = MonotonicClock.now()
+        slow.holdOffers.withLock { $0 = true }
+        #expect(slow.offerGate.reached.wait(timeout: .now() + 60) == .success, "no frame came to the output")
         session.stopRunning()
-        #expect(MonotonicClock.seconds(since: t0) < 0.05)
+        #expect(!slow.offerGate.ranOut.withLock { $0 }, "stopRunning waited for the capture thread")
+        slow.offerGate.open()
         let stats = try session.waitUntilStopped()
         #expect(stats.framesCaptured < 300 && !session.isRunning)
     }
@@ -129,6 +172,20 @@ final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
                                                               namePrefix: "d", queueCapacity: queue), rate: thirty)
         writer.deferredStartEnabled = true
         return writer
+    }
+
+    /// A session the app runs Deferred Start for itself (`automaticallyRunsDeferredStart`
+    /// off), capturing 60 frames (from a 40-buffer sensor) into a deferred writer whose hold
+    /// ring takes `queue` frames; running.
+    func manualDeferredStart(_ dir: String, realtime: Bool, queue: Int) throws -> (CaptureSession, AssetWriter) {
+        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: realtime, buffers: 40)
+        let session = try CaptureSession(source: source)
+        session.automaticallyRunsDeferredStart = false
+        let writer = try deferredWriter(dir, queue: queue)
+        session.addOutput(writer)
+        writer.start()
+        session.startRunning(frameLimit: 60)
+        return (session, writer)
     }
 
     @Test func theWriterInitialisesAfterTheFirstPreviewFrameAndWritesEveryFrameFromZero() throws {
@@ -162,16 +219,9 @@ final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // Not real time: the source waits while the ring is full, so every frame is kept.
-        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false, buffers: 40)
-        let session = try CaptureSession(source: source)
-        session.automaticallyRunsDeferredStart = false
-        let writer = try deferredWriter(dir, queue: 20)
-        session.addOutput(writer)
-        writer.start()
-        session.startRunning(frameLimit: 60)
-        // The ring fills (20 frames) and capture waits: nothing is written.
-        let deadline = MonotonicClock.now() + 10_000_000_000
-        while writer.holdCounters.frames < 20 && MonotonicClock.now() < deadline { usleep(10_000) }
+        let (session, writer) = try manualDeferredStart(dir, realtime: false, queue: 20)
+        // The ring fills (20 frames) and capture waits: nothing is written (still so 0.2 s later).
+        waitUntil { writer.holdCounters.frames >= 20 }
         usleep(200_000)
         #expect(writer.holdCounters.frames == 20 && writer.progress.frames == 0 && session.deferredStartsRun == 0)
         session.runDeferredStartWhenNeeded()
@@ -186,16 +236,9 @@ final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
     @Test func aFullHoldRingDropsAsOutOfBuffersAndTheClipStillPlays() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let source = try SyntheticSource(size: 1280, rate: thirty, realtime: true, buffers: 40)
-        let session = try CaptureSession(source: source)
-        session.automaticallyRunsDeferredStart = false
-        let writer = try deferredWriter(dir, queue: 6)
-        session.addOutput(writer)
-        writer.start()
-        session.startRunning(frameLimit: 60)
-        // Half a second of frames for a 6-frame ring.
-        let deadline = MonotonicClock.now() + 10_000_000_000
-        while session.stats.framesCaptured < 20 && MonotonicClock.now() < deadline { usleep(5_000) }
+        let (session, writer) = try manualDeferredStart(dir, realtime: true, queue: 6)
+        // Two thirds of a second of frames for a 6-frame ring.
+        waitUntil { session.stats.framesCaptured >= 20 }
         session.runDeferredStartWhenNeeded()
         let stats = try session.waitUntilStopped()
         let result = writer.finishAndWait()
@@ -214,19 +257,23 @@ final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
         let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false, buffers: 40)
         let session = try CaptureSession(source: source)
         let seen = Mutex<[Int]>([])
+        // The callback is held at a gate until the run has ended: had capture waited for it,
+        // the gate would have run out (60 s) before the 50 frames. No clock is involved.
+        let gate = Gate()
         let output = DataOutput { f in
             let (luma, stride) = f.buffer.plane(0)
             let index = FrameBarcode.read(LumaPlane(base: UnsafeRawPointer(luma), stride: stride, width: f.buffer.size.width,
                                                     height: f.buffer.size.height, depth: 8))
             seen.withLock { $0.append(index ?? -1) }
-            usleep(20_000)   // a slow callback: capture does not wait for it
+            gate.pass()
         }
         session.addOutput(output)
-        let t0 = MonotonicClock.now()
         _ = try session.run(frameLimit: 50)
-        #expect(MonotonicClock.seconds(since: t0) < 0.9, "capture waited for the callback")
-        usleep(100_000)
+        #expect(!gate.ranOut.withLock { $0 }, "capture waited for the callback")
+        gate.open()
         output.stop()
+        // The callbacks that began have returned (the frame waiting at the stop is delivered too).
+        waitUntil { output.counters.delivered >= 1 && output.counters.delivered == seen.withLock { $0.count } }
         let (delivered, discarded) = output.counters
         #expect(delivered >= 1 && delivered + discarded <= 50 && discarded > 0)
         let got = seen.withLock { $0 }
@@ -282,7 +329,8 @@ final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
         let done = runInBackground(session, frames: 900)   // 30 s
         #expect(source.entered.wait(timeout: .now() + 10) == .success)
         session.stopRunning()
-        #expect(done.wait(timeout: .now() + 5) == .success, "the stop was lost: the run went on")
+        // (A lost stop runs the 900 frames: 30 s.)
+        #expect(done.wait(timeout: .now() + 20) == .success, "the stop was lost: the run went on")
         #expect(session.stats.framesCaptured <= 2)
     }
 }

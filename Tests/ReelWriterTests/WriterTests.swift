@@ -113,6 +113,12 @@ func frames(_ count: Int, from source: SyntheticSource, ratio: AspectRatio, star
     }
 }
 
+/// Waits (at most 60 s: CI's machine is loaded) until `session` has captured `frames` frames.
+func waitForFrames(_ session: CaptureSession, _ frames: Int) async throws {
+    let deadline = MonotonicClock.now() + 60_000_000_000
+    while session.stats.framesCaptured < frames && MonotonicClock.now() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
+}
+
 /// Runs a session on its own thread, as `reel record` does.
 func runInBackground(_ session: CaptureSession, frames: Int?) -> DispatchSemaphore {
     let done = DispatchSemaphore(value: 0)
@@ -131,7 +137,7 @@ func runInBackground(_ session: CaptureSession, frames: Int?) -> DispatchSemapho
         session.addOutput(writer)
         writer.start()
         let done = runInBackground(session, frames: nil)   // until stopRunning: slow test hosts cannot outrun it
-        try await Task.sleep(nanoseconds: 300_000_000)
+        try await waitForFrames(session, 9)   // the first clip has frames
         // Calls in flight at once complete in the order they were made, each ratio owning frames.
         let order: [AspectRatio] = [.portrait9x16, .square, .landscape4x3]
         let tasks = try await withThrowingTaskGroup(of: (Int, Timestamp).self) { group in
@@ -168,7 +174,7 @@ func runInBackground(_ session: CaptureSession, frames: Int?) -> DispatchSemapho
         session.addOutput(writer)
         writer.start()
         let done = runInBackground(session, frames: nil)   // until stopRunning: slow test hosts cannot outrun it
-        try await Task.sleep(nanoseconds: 200_000_000)
+        try await waitForFrames(session, 6)   // the first clip has frames
         do {
             _ = try await session.setDynamicAspectRatio(.landscape16x9)
             Issue.record("16x9 on a still-photo format should be refused")
@@ -176,7 +182,7 @@ func runInBackground(_ session: CaptureSession, frames: Int?) -> DispatchSemapho
             #expect(e.description.contains("ratio 16x9 is not supported") && e.exitStatus == 64)
         }
         let t = try await session.setDynamicAspectRatio(.portrait3x4)
-        try await Task.sleep(nanoseconds: 200_000_000)
+        try await waitForFrames(session, Int(t.seconds * 30) + 6)   // the second clip has frames
         session.stopRunning()
         done.wait()
         let result = writer.finishAndWait()
@@ -250,7 +256,7 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         let done = Mutex(false)
         Task { _ = await writer.finish(); done.withLock { $0 = true } }
         var waited = 0
-        while !done.withLock({ $0 }) && waited < 1000 {
+        while !done.withLock({ $0 }) && waited < 6000 {   // 60 s: a hang, not a slow machine
             try await Task.sleep(nanoseconds: 10_000_000)
             waited += 1
         }
@@ -269,12 +275,12 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         writer.start()
         let batch = frames(3, from: source, ratio: .landscape16x9)
         #expect(writer.offer(batch[0], waiting: true) == .taken)
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)
         while writer.status == .writing && Date() < deadline { usleep(5_000) }
         guard case .failed(let e) = writer.status else { Issue.record("the writer did not fail: \(writer.status)"); return }
         #expect(e.exitStatus == 73, "\(e)")
-        #expect(returns(within: 10) { writer.cancel() }, "cancel() after a failure did not return")
-        #expect(returns(within: 10) { _ = writer.finishAndWait() })
+        #expect(returns(within: 60) { writer.cancel() }, "cancel() after a failure did not return")
+        #expect(returns(within: 60) { _ = writer.finishAndWait() })
         #expect(try String(contentsOfFile: dir + "/w-0001-16x9.mov", encoding: .utf8) == "mine")
     }
 
@@ -309,8 +315,8 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
             usleep(1_000)
         }
         let finishing = Mutex<WriterResult?>(nil)
-        #expect(returns(within: 30) { let r = writer.finishAndWait(); finishing.withLock { $0 = r } }, "finish did not return")
-        #expect(producer.wait(timeout: .now() + 10) == .success, "the producer is still waiting in offer")
+        #expect(returns(within: 60) { let r = writer.finishAndWait(); finishing.withLock { $0 = r } }, "finish did not return")
+        #expect(producer.wait(timeout: .now() + 60) == .success, "the producer is still waiting in offer")
         let r = try #require(finishing.withLock { $0 })
         // Every frame the writer said it took is in the clip; none was queued behind the finish.
         #expect(r.framesLost == 0)
@@ -417,10 +423,11 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         let output = SlowToPrepare()
         session.addOutput(output)
         let done = runInBackground(session, frames: 300)
-        #expect(output.started.wait(timeout: .now() + 10) == .success)
+        #expect(output.started.wait(timeout: .now() + 60) == .success)
         session.stopRunning()          // as SIGINT does, while the first clip opens
         output.release.signal()
-        #expect(done.wait(timeout: .now() + 5) == .success, "the run went on after stopRunning()")
+        // (A lost stop would capture frames, which the next check counts.)
+        #expect(done.wait(timeout: .now() + 60) == .success, "the run went on after stopRunning()")
         #expect(output.frames.withLock { $0 } == 0)
         // The next run is not stopped by it.
         output.release.signal()
