@@ -177,7 +177,7 @@ let haveGStreamer = installedTool("gst-launch-1.0") != nil
         let list = try toolWithCamera("v4l2-ctl", ["-d", "/dev/video0", "--list-formats-ext"])
         #expect(list.status == 0, "\(list.stderr)")
         for text in ["'YUYV' (YUYV 4:2:2)", "'NV12' (Y/CbCr 4:2:0)", "'MJPG' (Motion-JPEG, compressed)",
-                     "Size: Discrete 1080x1080", "Interval: Discrete 0.033s (30.000 fps)", "Interval: Discrete 0.067s (15.000 fps)"] {
+                     "Size: Discrete 1080x1080", "Size: Discrete 1920x1080", "Interval: Discrete 0.033s (30.000 fps)", "Interval: Discrete 0.067s (15.000 fps)"] {
             #expect(list.stdout.contains(text), "missing \(text) in\n\(list.stdout)")
         }
         // Controls: manual exposure makes the exposure time active; values are clamped to the range.
