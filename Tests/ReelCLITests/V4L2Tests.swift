@@ -146,7 +146,7 @@ let haveGStreamer = installedTool("gst-launch-1.0") != nil
         #expect(busy.status == 69 && busy.stderr.contains("is busy"), "\(busy.stderr)")
         let missing = try reelWithCamera(["record", "--source", "v4l2:/dev/video7", "--frames", "5", "--out", dir])
         #expect(missing.status == 66 && missing.stderr.contains("no such video device"), "\(missing.stderr)")
-        let size = try reelWithCamera(["record", "--source", "v4l2:/dev/video0:1920x1080", "--frames", "5", "--out", dir])
+        let size = try reelWithCamera(["record", "--source", "v4l2:/dev/video0:3840x2160", "--frames", "5", "--out", dir])
         #expect(size.status == 64 && size.stderr.contains("does not offer") && size.stderr.contains("YUYV 1280x720@30"), "\(size.stderr)")
         let fourcc = try reelWithCamera(["record", "--source", "v4l2:/dev/video0:H264", "--frames", "5", "--out", dir])
         #expect(fourcc.status == 64 && fourcc.stderr.contains("does not offer"), "\(fourcc.stderr)")
