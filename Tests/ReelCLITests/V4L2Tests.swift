@@ -146,7 +146,7 @@ let haveGStreamer = installedTool("gst-launch-1.0") != nil
         #expect(busy.status == 69 && busy.stderr.contains("is busy"), "\(busy.stderr)")
         let missing = try reelWithCamera(["record", "--source", "v4l2:/dev/video7", "--frames", "5", "--out", dir])
         #expect(missing.status == 66 && missing.stderr.contains("no such video device"), "\(missing.stderr)")
-        let size = try reelWithCamera(["record", "--source", "v4l2:/dev/video0:1920x1080", "--frames", "5", "--out", dir])
+        let size = try reelWithCamera(["record", "--source", "v4l2:/dev/video0:3840x2160", "--frames", "5", "--out", dir])
         #expect(size.status == 64 && size.stderr.contains("does not offer") && size.stderr.contains("YUYV 1280x720@30"), "\(size.stderr)")
         let fourcc = try reelWithCamera(["record", "--source", "v4l2:/dev/video0:H264", "--frames", "5", "--out", dir])
         #expect(fourcc.status == 64 && fourcc.stderr.contains("does not offer"), "\(fourcc.stderr)")
@@ -177,7 +177,7 @@ let haveGStreamer = installedTool("gst-launch-1.0") != nil
         let list = try toolWithCamera("v4l2-ctl", ["-d", "/dev/video0", "--list-formats-ext"])
         #expect(list.status == 0, "\(list.stderr)")
         for text in ["'YUYV' (YUYV 4:2:2)", "'NV12' (Y/CbCr 4:2:0)", "'MJPG' (Motion-JPEG, compressed)",
-                     "Size: Discrete 1080x1080", "Interval: Discrete 0.033s (30.000 fps)", "Interval: Discrete 0.067s (15.000 fps)"] {
+                     "Size: Discrete 1080x1080", "Size: Discrete 1920x1080", "Interval: Discrete 0.033s (30.000 fps)", "Interval: Discrete 0.067s (15.000 fps)"] {
             #expect(list.stdout.contains(text), "missing \(text) in\n\(list.stdout)")
         }
         // Controls: manual exposure makes the exposure time active; values are clamped to the range.

@@ -4,7 +4,8 @@
 # buffered, buffered-fdatasync (ARMS to change), plus the device floor; then, where fio is
 # installed, the same paced load through fio, at the same rate in the same units, one fio job
 # per Reel arm doing what that arm does (below), alone and beside the bulk writer.
-# Report (JSON + SVG) in REPORT (default /tmp/reel-jitter-report).
+# Report (JSON + SVG) in REPORT (default /tmp/reel-jitter-report; RESULTS_DIR/jitter-reel when
+# RESULTS_DIR is set, which also gets jitter.json and jitter.svg: Reel's arms and fio's jobs).
 #   DURATION=60 ARMS=... CONTENTION=none,bulk,... FIO_ONLY=1 (skip Reel's arms) scripts/bench jitter
 set -euo pipefail
 scripts/setup
@@ -15,8 +16,12 @@ dur=${DURATION:-60}
 arms=${ARMS:-pool,buffered,buffered-fdatasync}
 dir=${DIR:-/var/tmp/reel-jitter}
 report=${REPORT:-/tmp/reel-jitter-report}
+[ -n "${RESULTS_DIR:-}" ] && report=${REPORT:-$RESULTS_DIR/jitter-reel}
 mkdir -p "$dir"
-echo "load: $(cat /proc/loadavg)"
+load_before=$(cat /proc/loadavg)
+echo "load: $load_before"
+fio_rows=$(mktemp /tmp/reel-jitter-fio-XXXXXX)
+trap 'rm -f "$fio_rows"' EXIT
 if [ "${FIO_ONLY:-0}" != 1 ]; then
     "$reel" jitter --dir "$dir" --rate 150M --block 1M --duration "$dur" --ring 128M \
         --contention "${CONTENTION:-none,bulk,fsync,metadata,memory,all}" --arms "$arms" --report "$report"
@@ -59,7 +64,7 @@ if command -v fio >/dev/null; then
                       --output-format=json 2>/dev/null || true)
             [ -n "$lp" ] && { kill $lp 2>/dev/null || true; wait $lp 2>/dev/null || true; }
             rm -f "$dir"/reel.0.0
-            FIO_JSON="$out" python3 - "$load" "fio-$job" <<'PY'
+            FIO_JSON="$out" python3 - "$load" "fio-$job" "$fio_rows" <<'PY'
 import json, os, sys
 load, job = sys.argv[1], sys.argv[2]
 try:
@@ -67,6 +72,9 @@ try:
     p = j["lat_ns"]["percentile"] if "percentile" in j.get("lat_ns", {}) else j["clat_ns"]["percentile"]
     print("%-44s %10.1f %10.2f %10.2f %10.2f %10.2f" % ("%s under %s" % (job, load), j["bw_bytes"] / 1e6,
           p["50.000000"] / 1e6, p["99.000000"] / 1e6, p["99.900000"] / 1e6, j.get("lat_ns", j["clat_ns"])["max"] / 1e6))
+    open(sys.argv[3], "a").write(json.dumps(dict(source="fio", arm=job, contention=load, throughputMBps=j["bw_bytes"] / 1e6,
+        p50Ms=p["50.000000"] / 1e6, p99Ms=p["99.000000"] / 1e6, p999Ms=p["99.900000"] / 1e6,
+        maxMs=j.get("lat_ns", j["clat_ns"])["max"] / 1e6)) + "\n")
 except Exception as e:
     print("%s under %s: no result (%r)" % (job, load, e))
 PY
@@ -76,3 +84,25 @@ PY
 else
     echo "fio not installed: the fio comparison is skipped"
 fi
+LOAD_BEFORE="$load_before" python3 - "$report/jitter.json" "$fio_rows" "$dur" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
+import results as R
+rows = []
+try:
+    rep = json.load(open(sys.argv[1]))
+    for a in ([rep["floor"]] if rep.get("floor") else []) + rep["arms"]:
+        l = a["latencyMs"]
+        rows.append(dict(source="reel", arm=a["arm"], contention=a["contention"], throughputMBps=a["throughputMBps"],
+                         p50Ms=l["p50"], p99Ms=l["p99"], p999Ms=l["p999"], maxMs=l["max"], ringDrops=a["framesDroppedByRing"]))
+except (OSError, ValueError, KeyError):
+    pass   # FIO_ONLY=1, or no report
+rows += [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+R.write("jitter", title="Write latency at 150 MB/s in 1 MiB writes, %s s per arm: p99.9 (whiskers p99-max)" % sys.argv[3],
+        columns=["source", "arm", "contention", "throughputMBps", "p50Ms", "p99Ms", "p999Ms", "maxMs", "ringDrops"], rows=rows,
+        plot=dict(unit="ms (bar: p99.9 write latency; whisker: p99 to max)",
+                  bars=[dict(label="%s %s / %s" % (r["source"], r["arm"], r["contention"]), value=r["p999Ms"], low=r["p99Ms"], high=r["maxMs"],
+                             series=r["source"] + " " + r["arm"]) for r in rows]),
+        parameters=dict(duration=float(sys.argv[3])), load_before=os.environ["LOAD_BEFORE"],
+        notes=["Reel's own report (timelines, CDFs): jitter-reel/jitter.json and jitter.svg"])
+PY

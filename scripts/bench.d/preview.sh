@@ -15,9 +15,12 @@ set -euo pipefail
 scripts/setup
 python3 -c "import playwright" 2>/dev/null || python3 -m pip install -q playwright
 swift build -c release 2>&1 | tail -1
-echo "load: $(cat /proc/loadavg)"
-python3 - "$PWD/.build/release/reel" "${DURATION:-10}" <<'PY'
+load_before=$(cat /proc/loadavg)
+echo "load: $load_before"
+LOAD_BEFORE="$load_before" python3 - "$PWD/.build/release/reel" "${DURATION:-10}" <<'PY'
 import json, os, socket, subprocess, sys, tempfile, threading, time, urllib.request
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
+import results as R
 reel, dur = sys.argv[1], float(sys.argv[2])
 
 def free_port():
@@ -127,6 +130,7 @@ def run(clients=0, preview=True, browser=False):
 
 print(f"{'case':<34} {'parts':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'dropped':>8} {'reel CPU %':>11}")
 results = {}
+rows = []
 for name, kw in [("no preview", dict(preview=False)), ("preview, 1 client", dict(clients=1)),
                  ("preview, 8 clients", dict(clients=8)), ("preview, browser", dict(browser=True)),
                  ("no preview (again)", dict(preview=False))]:
@@ -135,11 +139,19 @@ for name, kw in [("no preview", dict(preview=False)), ("preview, 1 client", dict
     xs = blat if kw.get("browser") else lat
     label = name + (" (decoded)" if kw.get("browser") else " (bytes read)" if xs else "")
     print(f"{label:<34} {len(xs):>6} {pct(xs, 50):>8.1f} {pct(xs, 95):>8.1f} {pct(xs, 99):>8.1f} {drops:>8} {cpu:>11.1f}")
+    rows.append(dict(case=label, parts=len(xs), p50Ms=pct(xs, 50) if xs else None, p95Ms=pct(xs, 95) if xs else None,
+                     p99Ms=pct(xs, 99) if xs else None, dropped=drops, reelCpuPercent=cpu))
 base = (results["no preview"] + results["no preview (again)"]) / 2
 spread = abs(results["no preview"] - results["no preview (again)"])
 print(f"preview JPEG thread: {min(encode_ms):.2f}–{max(encode_ms):.2f} ms a picture (crop copy + TurboJPEG, 960x540), "
       f"{min(encode_ms) * 3:.1f}–{max(encode_ms) * 3:.1f} % of one core at 30 fps")
 print(f"preview CPU with 1 client: {results['preview, 1 client'] - base:.1f} % of one core "
       f"(8 clients: {results['preview, 8 clients'] - base:.1f} %); the two runs without preview differ by {spread:.1f} %")
+R.write("preview", title="Live preview latency while recording 1080p30 ProRes HQ: capture to client (p50, p95-p99 whiskers)",
+        columns=["case", "parts", "p50Ms", "p95Ms", "p99Ms", "dropped", "reelCpuPercent"], rows=rows,
+        plot=dict(unit="ms from capture (bar: p50, whisker: p95-p99)",
+                  bars=[dict(label=r["case"], value=r["p50Ms"], low=r["p95Ms"], high=r["p99Ms"]) for r in rows if r["parts"]]),
+        parameters=dict(duration=dur), load_before=os.environ["LOAD_BEFORE"],
+        notes=["preview CPU with 1 client: %.1f %% of one core" % (results['preview, 1 client'] - base)])
 PY
 echo "load: $(cat /proc/loadavg)"

@@ -19,12 +19,18 @@
 # The bare encoder ceiling: `ffmpeg -f null` on the same input with the same conversion:
 #   reading, converting and encoding, no muxer, no file. It is what any recorder built on
 #   libavcodec can reach on this machine with these frames.
+# The encoder alone (`encoder-only`, ProRes): `ffmpeg -f null` reading the same frames already
+#   converted to the encoder's pixel format (yuv422p10le, converted once beforehand with the
+#   same scaler into a raw file: in /dev/shm when memory allows, else on disk, where the page
+#   cache holds it): reading and encoding only. H.264, HEVC and FFV1 take yuv420p, the source's
+#   format: their bare encoder already is the encoder alone.
 # Runs alternate (one of each contestant per round, the order rotated every round); each row
 # shows the median and the range (min-max) of wall time, CPU time (user+sys) and peak RSS
 # (/usr/bin/time, %M = the `Maximum resident set size` of -v), and the ratio to ffmpeg
 # computed within each round (median and range over the rounds).
 #   FRAMES=600 RUNS=5 CODECS="prores h264 hevc ffv1" MODES="tmpfs durable" scripts/bench record
 # The raw results (one line a run) are kept in RESULTS (default /tmp/reel-bench-record.txt).
+# With RESULTS_DIR set, also RESULTS_DIR/record.json and record.svg (scripts/bench.d/results.py).
 set -euo pipefail
 scripts/setup
 swift build -c release 2>&1 | tail -1
@@ -38,7 +44,8 @@ shm=$(mktemp -d /dev/shm/reel-bench-XXXXXX)
 disk=$(mktemp -d /var/tmp/reel-bench-XXXXXX)
 trap 'rm -rf "$shm" "$disk"' EXIT
 
-echo "load before: $(cat /proc/loadavg)   cpus: $(nproc)   $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"
+load_before=$(cat /proc/loadavg)
+echo "load before: $load_before   cpus: $(nproc)   $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"
 echo "preparing $frames frames of the synthetic sensor at 1920x1080 (raw yuv420p in $shm)"
 "$reel" record --no-realtime --frames "$frames" --codec ffv1 --container mkv --plain --out "$shm/src" --name src >/dev/null
 ffmpeg -nostdin -v error -i "$shm/src/src-0001-16x9.mkv" -f rawvideo -pix_fmt yuv420p "$shm/frames.yuv"
@@ -98,6 +105,18 @@ for codec in $codecs; do
         add "ffmpeg-tmpfs" ffmpeg "${raw_in[@]}" "${enc[@]}" "${mux[@]}" "$shm/out/ff.$ext"
     fi
     add "bare-encoder" ffmpeg "${raw_in[@]}" "${enc[@]}" -f null -
+    if [ "$codec" = prores ]; then   # the encoder alone: frames already in its pixel format
+        pre=$shm/frames-yuv422p10le.yuv
+        need=$((frames * 1920 * 1080 * 4 / 1024))   # KiB
+        avail=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+        [ "$avail" -gt $((need * 2)) ] || pre=$disk/frames-yuv422p10le.yuv
+        if [ ! -f "$pre" ]; then
+            ffmpeg "${raw_in[@]}" -pix_fmt yuv422p10le -f rawvideo "$pre"
+            echo "encoder-only input: $((need / 1024)) MiB of yuv422p10le in $(dirname "$pre")"
+        fi
+        add "encoder-only" ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt yuv422p10le -s 1920x1080 -r 30 -i "$pre" \
+            "${enc[@]}" -f null -
+    fi
     if [[ " $modes " == *" durable "* ]]; then
         add "reel-plain-disk" "${rec[@]}" --plain --out "$disk/out"
         add "reel-pool-disk" "${rec[@]}" --pool "$disk/pool" --out "$disk/out"
@@ -107,17 +126,21 @@ for codec in $codecs; do
     for round in $(seq 1 "$runs"); do
         for k in $(seq 0 $((n - 1))); do
             i=$(( (k + round - 1) % n ))
-            check=1; [ "${names[$i]}" = bare-encoder ] && check=
+            check=1; [ "${names[$i]}" = bare-encoder ] || [ "${names[$i]}" = encoder-only ] && check=
             eval "run ${names[$i]} $round ${cmds[$i]}"
         done
     done
+    rm -f "$shm"/frames-yuv422p10le.yuv "$disk"/frames-yuv422p10le.yuv
 done
 
 echo
-echo "load after: $(cat /proc/loadavg)"
+load_after=$(cat /proc/loadavg)
+echo "load after: $load_after"
 cp "$results" "${RESULTS:-/tmp/reel-bench-record.txt}"
-python3 - "$results" "$frames" <<'PY'
-import sys, statistics as st
+LOAD_BEFORE="$load_before" LOAD_AFTER="$load_after" python3 - "$results" "$frames" "$runs" <<'PY'
+import os, sys, statistics as st
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
+import results as R
 from collections import defaultdict
 rows = defaultdict(dict)
 for line in open(sys.argv[1]):
@@ -125,11 +148,12 @@ for line in open(sys.argv[1]):
     rows[(codec, name)][int(rnd)] = (float(wall), float(user) + float(sysc), int(rss) / 1024)
 frames = int(sys.argv[2])
 def rng(v, fmt): return (fmt % st.median(v)) + " (" + (fmt % min(v)) + "-" + (fmt % max(v)) + ")"
-peer = {"reel-tmpfs": "ffmpeg-tmpfs", "ffmpeg-tmpfs": "ffmpeg-tmpfs", "bare-encoder": "ffmpeg-tmpfs",
+peer = {"reel-tmpfs": "ffmpeg-tmpfs", "ffmpeg-tmpfs": "ffmpeg-tmpfs", "bare-encoder": "ffmpeg-tmpfs", "encoder-only": "ffmpeg-tmpfs",
         "reel-plain-disk": "ffmpeg-disk+fsync", "reel-pool-disk": "ffmpeg-disk+fsync", "ffmpeg-disk+fsync": "ffmpeg-disk+fsync"}
-print("%-7s %-18s %22s %7s %22s %16s %20s %20s %20s" % ("codec", "contestant", "wall s (range)", "fps", "cpu s (range)", "peak RSS MiB", "ffmpeg/this wall", "ffmpeg/this cpu", "bare/this cpu"))
+print("%-7s %-18s %22s %7s %22s %16s %20s %20s %20s %20s" % ("codec", "contestant", "wall s (range)", "fps", "cpu s (range)", "peak RSS MiB", "ffmpeg/this wall", "ffmpeg/this cpu", "bare/this cpu", "enc-only/this cpu"))
+table, bars = [], []
 for codec in dict.fromkeys(c for c, _ in rows):
-    for name in ["reel-tmpfs", "ffmpeg-tmpfs", "bare-encoder", "reel-plain-disk", "reel-pool-disk", "ffmpeg-disk+fsync"]:
+    for name in ["reel-tmpfs", "ffmpeg-tmpfs", "bare-encoder", "encoder-only", "reel-plain-disk", "reel-pool-disk", "ffmpeg-disk+fsync"]:
         r = rows.get((codec, name))
         if not r: continue
         walls = [v[0] for v in r.values()]; cpus = [v[1] for v in r.values()]; rss = [v[2] for v in r.values()]
@@ -138,13 +162,29 @@ for codec in dict.fromkeys(c for c, _ in rows):
         cratios = [p[k][1] / r[k][1] for k in r if k in p]
         b = rows.get((codec, "bare-encoder"), {})
         bare = [b[k][1] / r[k][1] for k in r if k in b]
-        print("%-7s %-18s %22s %7.1f %22s %16s %20s %20s %20s" % (codec, name, rng(walls, "%.2f"), frames / st.median(walls),
+        e = rows.get((codec, "encoder-only")) or b   # without a conversion the bare encoder is the encoder alone
+        eonly = [e[k][1] / r[k][1] for k in r if k in e]
+        print("%-7s %-18s %22s %7.1f %22s %16s %20s %20s %20s %20s" % (codec, name, rng(walls, "%.2f"), frames / st.median(walls),
               rng(cpus, "%.2f"), rng(rss, "%.0f"), rng(ratios, "%.2fx") if ratios else "-",
-              rng(cratios, "%.2fx") if cratios else "-", rng(bare, "%.2fx") if bare else "-"))
+              rng(cratios, "%.2fx") if cratios else "-", rng(bare, "%.2fx") if bare else "-", rng(eonly, "%.2fx") if eonly else "-"))
+        stat = lambda v: dict(median=st.median(v), min=min(v), max=max(v)) if v else None
+        table.append(dict(codec=codec, contestant=name, rounds=len(r), wallS=stat(walls), fps=frames / st.median(walls),
+                          cpuS=stat(cpus), peakRssMiB=stat(rss), ffmpegOverThisWall=stat(ratios),
+                          ffmpegOverThisCpu=stat(cratios), bareOverThisCpu=stat(bare), encoderOnlyOverThisCpu=stat(eonly)))
+        if cratios and name != peer[name]:
+            bars.append(dict(label="%s %s" % (codec, name), value=st.median(cratios), low=min(cratios), high=max(cratios), series=name))
+R.write("record", title="reel record vs the ffmpeg CLI on the same work: ffmpeg's CPU time / this one's (%d frames, 1080p)" % frames,
+        columns=["codec", "contestant", "rounds", "wallS", "fps", "cpuS", "peakRssMiB", "ffmpegOverThisWall", "ffmpegOverThisCpu",
+                 "bareOverThisCpu", "encoderOnlyOverThisCpu"],
+        rows=table, plot=dict(unit="ffmpeg CPU / contestant CPU (above 1: cheaper than the ffmpeg CLI); median and range of paired rounds",
+                              reference=1.0, bars=bars),
+        parameters=dict(frames=frames, runs=int(sys.argv[3]), codecs=list(dict.fromkeys(c for c, _ in rows))),
+        load_before=os.environ["LOAD_BEFORE"], load_after=os.environ["LOAD_AFTER"])
 print()
 print("ffmpeg/this wall (cpu): the ffmpeg CLI's wall (user+sys CPU) time over this contestant's, paired within each round")
 print("  (above 1: faster / cheaper than ffmpeg); tmpfs rows against ffmpeg-tmpfs, disk rows against ffmpeg-disk+fsync.")
-print("bare/this cpu: the bare encoder's CPU time over this contestant's (1 = at the ceiling). On a machine whose cores are")
+print("bare/this cpu: the bare encoder's CPU time over this contestant's (1 = at the ceiling); enc-only/this: the same against")
+print("  the encoder fed frames already in its pixel format (ProRes: encoder-only; other codecs: the bare encoder). On a machine whose cores are")
 print("  shared with other work, CPU time is the steadier figure: every contestant keeps both cores busy, so on an idle")
 print("  machine wall time follows CPU time; wall ratios measured under load (see the load lines) need an idle re-run.")
 print("peak RSS: Reel's includes the sensor's frame ring (Recording.sensorBudget, 192 MiB at 1920) and, in a pool, the")

@@ -35,6 +35,9 @@ dur=${DURATION:-60}
 fps=30
 work=$(mktemp -d /tmp/reel-seams-XXXXXX)
 trap 'rm -rf "$work"' EXIT
+rows=$work/rows.tsv   # codec, recorder, clips, dropped, seam wait ms, split error max, mean (for RESULTS_DIR)
+: >"$rows"
+load_before=$(cat /proc/loadavg)
 ratios=(9x16 1x1 4x3 3x4 16x9)
 cuts=$(seq -s, 1 $((dur - 1)))
 
@@ -64,13 +67,15 @@ for codec in prores:hq h264; do
     container=mov; [ $codec = h264 ] && container=mp4
     if [ "${PEERS_ONLY:-0}" != 1 ]; then   # PEERS_ONLY=1: the peers' rows only (quick)
     "$reel" record --duration "$dur" --codec $codec --container $container --out "$work/reel-$codec" --name s --json "${args[@]}" >"$work/reel.json"
-    python3 - "$work/reel.json" "$codec" "$fps" <<'PY'
+    python3 - "$work/reel.json" "$codec" "$fps" "$rows" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); codec = sys.argv[2]; fps = int(sys.argv[3])
 firsts = [c["firstFrameIndex"] for c in d["clips"]][1:]
 errs = [abs(f - fps * k) for k, f in enumerate(firsts, start=1)]
 print("%-8s %-28s %9d %9d %9.1f ms %14s %12s" % (codec, "reel (real time)", len(d["clips"]), d["framesDropped"],
       d["longestSeamWaitMs"], max(errs) if errs else "n/a", "%.1f" % (sum(errs) / len(errs)) if errs else "n/a"))
+open(sys.argv[4], "a").write("\t".join(map(str, [codec, "reel (real time)", len(d["clips"]), d["framesDropped"], d["longestSeamWaitMs"],
+    max(errs) if errs else "n/a", "%.1f" % (sum(errs) / len(errs)) if errs else "n/a"])) + "\n")
 print("%-8s   writer: longest clip open %.1f ms, queue high-water %d of 8 frames, drops %s" % ("", d["longestClipOpenMs"], d["writerQueueHighWater"], d["dropReasons"]))
 PY
     "$reel" verify "$work/reel-$codec" | tail -1
@@ -87,6 +92,7 @@ PY
         -force_key_frames "$cuts" -f segment -segment_times "$cuts" -reset_timestamps 1 "$work/ff/seg%03d.$ext"
     read -r n maxe meane total missing < <(cut_errors "$work/ff"/seg*.$ext)
     printf "%-8s %-28s %9d %9s %12s %14s %12s\n" "$codec" "ffmpeg segment+force_key" "$n" "-" "-" "$maxe" "$meane"
+    printf "%s\t%s\t%s\t-\t-\t%s\t%s\n" "$codec" "ffmpeg segment+force_key" "$n" "$maxe" "$meane" >>"$rows"
     [ "$missing" -gt 0 ] && echo "         ffmpeg: $missing requested cuts never happened (it cuts only at keyframes)"
     rm -rf "$work/ff"
 
@@ -102,6 +108,7 @@ PY
               max-size-time=1000000000 send-keyframe-requests=true >/dev/null 2>&1; then
             read -r n maxe meane total missing < <(cut_errors "$work/gst"/seg*.$gext)
             printf "%-8s %-28s %9d %9s %12s %14s %12s\n" "$codec" "gst splitmuxsink+kf requests" "$n" "-" "-" "$maxe" "$meane"
+            printf "%s\t%s\t%s\t-\t-\t%s\t%s\n" "$codec" "gst splitmuxsink+kf requests" "$n" "$maxe" "$meane" >>"$rows"
             [ "$missing" -gt 0 ] && echo "         splitmuxsink: $missing requested cuts never happened (it cuts only at keyframes)"
         else
             echo "         gstreamer: pipeline with $genc failed (plugin missing?)"
@@ -127,6 +134,7 @@ PY
                 desc+="[$(basename "$f"): ${sizes:-unreadable}] "
             done
             printf "%-8s %-28s pipeline %s; files: %s\n" "$codec" "gst caps change ($gm)" "$st" "$desc"
+            printf "%s\t%s\t-\t-\t-\t-\t-\t%s\n" "$codec" "gst caps change ($gm)" "pipeline $st; files: $desc" >>"$rows"
             rm -rf "$work/gcap"
         done
     else
@@ -137,3 +145,19 @@ echo
 echo "gst caps change: 45 frames at 1920x1080 then 45 at 1080x1920 into splitmuxsink; a frame-exact split would be two files of 45 frames, one size each."
 echo "split error: |first frame of clip k - k*$fps| in frames, max over the $((dur - 1)) requested cuts (target 0)."
 echo "seam wait: the longest time capture waited to hand a frame over near a seam (target < 33 ms; in real time capture never waits: it would drop, and drops are counted)."
+LOAD_BEFORE="$load_before" python3 - "$rows" "$dur" <<'PY'
+import os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
+import results as R
+cols = ["codec", "recorder", "clips", "dropped", "seamWaitMs", "splitErrorMax", "splitErrorMean", "note"]
+num = lambda v: float(v) if v.replace(".", "", 1).isdigit() else None
+rows = []
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t") + [""] * 8
+    rows.append(dict(zip(cols, [f[0], f[1], num(f[2]), num(f[3]), num(f[4]), num(f[5]), num(f[6]), f[7]])))
+R.write("seams", title="Split error at cuts every second, 1080p30, %s s (frames; 0 = frame-exact)" % sys.argv[2], columns=cols, rows=rows,
+        plot=dict(unit="largest split error in frames (0 = every cut on the requested frame)",
+                  bars=[dict(label="%s %s" % (r["codec"], r["recorder"]), value=r["splitErrorMax"], series=r["recorder"])
+                        for r in rows if r["splitErrorMax"] is not None]),
+        parameters=dict(duration=int(sys.argv[2])), load_before=os.environ["LOAD_BEFORE"])
+PY

@@ -24,7 +24,7 @@
  *     pselect/epoll
  *   syscall(2) with the numbers above: libv4l2 and libv4lconvert call the kernel that way
  *
- * Formats: YUYV and NV12 at 1280x720, 640x480 and 1080x1080, MJPEG at 1280x720 (encoded with
+ * Formats: YUYV and NV12 at 1280x720, 640x480, 1080x1080 and 1920x1080, MJPEG at 1280x720 (encoded with
  * libavcodec), at fps and fps/2 (when whole). Each frame carries the same frame-index barcode
  * as Reel's synthetic sensor: 24-bit index + CRC-8 (poly 0x07, init 0xFF), 8x4 cells of 32 px,
  * centred; the index is the frame's V4L2 sequence number.
@@ -77,7 +77,7 @@
 #define VIDEO_GID 44
 
 struct size { uint32_t w, h; };
-static const struct size yuv_sizes[] = { {1280, 720}, {640, 480}, {1080, 1080} };
+static const struct size yuv_sizes[] = { {1280, 720}, {640, 480}, {1080, 1080}, {1920, 1080} };
 static const struct size mjpeg_sizes[] = { {1280, 720} };
 static const uint32_t formats[] = { V4L2_PIX_FMT_YUYV, V4L2_PIX_FMT_NV12, V4L2_PIX_FMT_MJPEG };
 
@@ -290,9 +290,15 @@ static uint8_t crc8(uint32_t v) {
 
 /* Writes luma through `put(x, y, value)` for the picture and barcode of frame `index`. */
 static void draw_luma(uint8_t *y, size_t ystride, size_t ystep, uint32_t w, uint32_t h, uint64_t index) {
-    for (uint32_t r = 0; r < h; r++)
-        for (uint32_t c = 0; c < w; c++)
-            y[r * ystride + c * ystep] = (uint8_t)(60 + ((c + r + index * 4) % 256) * 100 / 256);
+    /* 60 + ((c + r + index * 4) % 256) * 100 / 256, from a table (several 1080p cameras at
+       once must not spend their CPU here). */
+    uint8_t ramp[256];
+    for (int k = 0; k < 256; k++) ramp[k] = (uint8_t)(60 + k * 100 / 256);
+    for (uint32_t r = 0; r < h; r++) {
+        uint8_t *row = y + r * ystride;
+        uint32_t k = (uint32_t)((r + index * 4) & 255);
+        for (uint32_t c = 0; c < w; c++, k = (k + 1) & 255) row[c * ystep] = ramp[k];
+    }
     uint32_t v = (uint32_t)(index & 0xFFFFFF);
     uint32_t word = (v << 8) | crc8(v);
     int x0 = (int)w / 2 - 128, y0 = (int)h / 2 - 64;
