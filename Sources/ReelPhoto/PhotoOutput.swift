@@ -57,6 +57,11 @@ public struct PhotoSettings: Sendable {
     /// EXIF Orientation 1. Off, or for the uncompressed PNG (never compensated), the pixels are
     /// stored as the sensor reads them out, with the EXIF Orientation a viewer needs.
     public var orientationCompensation = true
+    /// The session's frames are the mounted sensor's read-out already (a `SyntheticSource`
+    /// made with `mounting: sensorOrientation`, as `reel record --sensor-orientation` makes
+    /// it): the output does not turn them again, only compensates. False: the frames show the
+    /// scene upright and the mounting is applied at read-out (`reel photo`).
+    public var framesAreReadOut = false
     /// Responsive capture: a press is accepted while the output initialises or encodes
     /// (buffered). Off, a press that finds the output not ready or busy is refused
     /// (`PhotoError.busy`, counted in `blockedPresses`), as a shutter button disabled until
@@ -477,7 +482,8 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         }
         // The sensor's mounting (read-out turned), then compensation (turned back).
         let compensate = settings.orientationCompensation && settings.format != .png
-        let (oriented, orientation) = orient(image, mount: settings.sensorOrientation, compensate: compensate)
+        let (oriented, orientation) = orient(image, mount: settings.sensorOrientation, compensate: compensate,
+                                           readOut: settings.framesAreReadOut)
         image = oriented
         let processMs = Double(MonotonicClock.now() - start) / 1e6
         let captured = startedAt.addingTimeInterval(Double(job.pressMonotonic &- startedMonotonic) / 1e9

@@ -54,7 +54,8 @@ final class ClipRecorder: @unchecked Sendable {
                               metadata: ["com.reel.session_start": frame.pts.description,
                                          "com.reel.clip": String(number),
                                          "com.reel.ratio": frame.ratio.rawValue,
-                                         "com.reel.first_frame_index": String(frame.index)])
+                                         "com.reel.first_frame_index": String(frame.index)],
+                              displayQuarterTurns: settings.displayQuarterTurns)
         } catch {
             // Nothing was written: throw the file away (never touching a file of that name
             // that Reel did not make).
