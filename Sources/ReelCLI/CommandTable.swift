@@ -66,6 +66,7 @@ public enum CommandTable {
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted (default landscape)", sample: "portrait"),
         .flag("--no-compensation", "store pixels as the sensor reads them out, with the EXIF Orientation a viewer needs"),
         .flag("--eager", "initialise the photo output before capture starts (default: after the first frame)"),
+        .flag("--unprepared", "prepare nothing ahead: encoders and copy buffers made at the first press (to measure prepared settings)"),
         .value("--fps", "N", "sensor frame rate, 1–60 (default 30)", sample: "30"),
         .value("--out", "DIR", "output directory (default photos)", sample: "photos"),
         .value("--name", "PREFIX", "photo name prefix, without '/'", sample: "shot"),

@@ -65,6 +65,9 @@ final class RecordPhotos: Sendable {
             // A mounted sensor's frames are its read-out: photos are compensated from them.
             s.sensorOrientation = recording.options.sensorOrientation
             s.framesAreReadOut = true
+            // Prepared for the sensor's largest photo, its 4032x4032 still format (what issue 11
+            // counts as the photo output's initialisation), so no photo pays an allocation.
+            s.prepared = PreparedPhotoSettings(maxSize: SensorPhotoFormat.synthetic.size)
         }
         s.ringSize = ringSize
         s.initialisation = recording.options.deferredStart ? .afterFirstFrame : .inPrepare

@@ -40,14 +40,16 @@ public final class PhotoImage: @unchecked Sendable { // written only before it i
     /// decoded MJPEG camera frame), NV12 or YUYV (V4L2 cameras; their chroma is taken apart
     /// into planes, YUYV's 4:2:2 chroma averaged over each pair of rows).
     /// - Throws: `PhotoError.unsupportedPixelFormat` for any other format.
-    public static func copy(_ buffer: PixelBuffer, crop: CropRect) throws(PhotoError) -> PhotoImage {
+    /// `reuse`: a picture of the crop's size to copy into (a prepared buffer) instead of a new one.
+    public static func copy(_ buffer: PixelBuffer, crop: CropRect, into reuse: PhotoImage? = nil) throws(PhotoError) -> PhotoImage {
+        let fits = reuse.map { $0.width == crop.width && $0.height == crop.height } ?? false
+        let image = fits ? reuse! : PhotoImage(width: crop.width, height: crop.height)
         switch buffer.format {
         case .yuv420p, .yuvj420p: break
-        case .nv12: return copyNV12(buffer, crop: crop)
-        case .yuyv422: return copyYUYV(buffer, crop: crop)
+        case .nv12: return copyNV12(buffer, crop: crop, into: image)
+        case .yuyv422: return copyYUYV(buffer, crop: crop, into: image)
         default: throw PhotoError.unsupportedPixelFormat(String(describing: buffer.format))
         }
-        let image = PhotoImage(width: crop.width, height: crop.height)
         image.copyPlane(buffer.plane(0), x: crop.x, y: crop.y, into: image.y, width: crop.width, height: crop.height)
         image.copyPlane(buffer.plane(1), x: crop.x / 2, y: crop.y / 2, into: image.u, width: crop.width / 2, height: crop.height / 2)
         image.copyPlane(buffer.plane(2), x: crop.x / 2, y: crop.y / 2, into: image.v, width: crop.width / 2, height: crop.height / 2)
@@ -55,8 +57,7 @@ public final class PhotoImage: @unchecked Sendable { // written only before it i
     }
 
     /// NV12: the luma plane, then the interleaved CbCr plane split into two.
-    private static func copyNV12(_ buffer: PixelBuffer, crop: CropRect) -> PhotoImage {
-        let image = PhotoImage(width: crop.width, height: crop.height)
+    private static func copyNV12(_ buffer: PixelBuffer, crop: CropRect, into image: PhotoImage) -> PhotoImage {
         image.copyPlane(buffer.plane(0), x: crop.x, y: crop.y, into: image.y, width: crop.width, height: crop.height)
         let (uv, stride) = buffer.plane(1)
         let cw = crop.width / 2
@@ -71,8 +72,7 @@ public final class PhotoImage: @unchecked Sendable { // written only before it i
     }
 
     /// YUYV (Y0 U Y1 V per pair of pixels): luma taken apart, chroma of each pair of rows averaged.
-    private static func copyYUYV(_ buffer: PixelBuffer, crop: CropRect) -> PhotoImage {
-        let image = PhotoImage(width: crop.width, height: crop.height)
+    private static func copyYUYV(_ buffer: PixelBuffer, crop: CropRect, into image: PhotoImage) -> PhotoImage {
         let (p, stride) = buffer.plane(0)
         let w = crop.width, cw = crop.width / 2
         for row in 0..<crop.height {
@@ -96,6 +96,13 @@ public final class PhotoImage: @unchecked Sendable { // written only before it i
         for row in 0..<height {
             (d + row * width).update(from: source.base + (row0 + row) * source.stride + x, count: width)
         }
+    }
+
+    /// Writes every byte of the planes once, so their pages exist before the first photo
+    /// (a prepared buffer); returns self.
+    func touched() -> PhotoImage {
+        y.update(repeating: 16); u.update(repeating: 128); v.update(repeating: 128)
+        return self
     }
 
     /// A copy of the planes.
