@@ -132,7 +132,7 @@ enum RecordCommand {
                     photos photoRequest: RecordPhotoRequest? = nil) throws -> Int32 {
         var options = options
         if let photoRequest {
-            // Before anything is made: synthetic source only, the directory writable (73).
+            // Before anything is made: the directory writable (73).
             try RecordPhotos.check(photoRequest, options: options)
             options.extraSensorBuffers = RecordPhotos.ringSize   // the ring's frames are extra
         }

@@ -21,7 +21,8 @@ public struct StreamInfo: Sendable {
     public var metadata: [String: String]
     /// The stream's display matrix as a rotation (`av_stream_get_side_data(AV_PKT_DATA_DISPLAYMATRIX)`,
     /// `av_display_rotation_get`): degrees counter-clockwise, as ffprobe prints it (`-90`: a
-    /// player turns the picture 90° clockwise), rounded to whole quarter turns; 0 without one.
+    /// player turns the picture 90° clockwise; `-180`: a half turn), rounded to whole quarter
+    /// turns; 0 without one.
     public var rotation: Int = 0
     /// Quarter turns clockwise a player applies to show the picture upright (0–3).
     public var displayQuarterTurns: Int { (((-rotation / 90) % 4) + 4) % 4 }
@@ -100,17 +101,16 @@ public final class MediaReader {
         info = described
     }
 
-    /// The stream's display-matrix rotation in degrees (counter-clockwise, whole quarter turns,
-    /// -90…180), 0 without a matrix or for one that is not a rotation.
+    /// The stream's display-matrix rotation in degrees as `av_display_rotation_get` gives it
+    /// and ffprobe prints it (counter-clockwise, −180…180: −90 for a quarter turn clockwise,
+    /// −180 for a half turn), rounded to whole quarter turns; 0 without a matrix or for a
+    /// singular one.
     private static func rotation(of stream: UnsafeMutablePointer<AVStream>) -> Int {
         var size: Int = 0
         guard let data = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size), size >= 9 * MemoryLayout<Int32>.size else { return 0 }
         let angle = data.withMemoryRebound(to: Int32.self, capacity: 9) { av_display_rotation_get($0) }
         guard angle.isFinite else { return 0 }
-        var turns = Int((angle / 90).rounded()) % 4
-        if turns > 2 { turns -= 4 }
-        if turns < -1 { turns += 4 }
-        return turns * 90
+        return Int((angle / 90).rounded()) * 90
     }
 
     deinit { avformat_close_input(&format) }

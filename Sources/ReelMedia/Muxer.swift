@@ -136,8 +136,9 @@ public final class Muxer: @unchecked Sendable {
 
     /// Gives the stream a display matrix that turns its pixels `quarterTurns` × 90° clockwise
     /// for display (`av_stream_new_side_data(AV_PKT_DATA_DISPLAYMATRIX)` filled by
-    /// `av_display_rotation_set` with −90° × turns, as a phone's portrait video carries: ffprobe
-    /// says `rotation=-90`). libavformat 5.1 writes it into MOV/MP4 as the track header's
+    /// `av_display_rotation_set` with 90° × turns — its angle is clockwise —, as a phone's
+    /// portrait video carries: ffprobe, which prints the counter-clockwise angle
+    /// `av_display_rotation_get` gives, says `rotation=-90`). libavformat 5.1 writes it into MOV/MP4 as the track header's
     /// matrix; its Matroska muxer writes no rotation (`Container.carriesDisplayMatrix`).
     /// Nothing is added for 0 turns.
     /// - Throws: ``MediaError`` when the side data cannot be allocated (ENOMEM).
@@ -147,7 +148,7 @@ public final class Muxer: @unchecked Sendable {
         guard let data = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, 9 * MemoryLayout<Int32>.size) else {
             throw MediaError("av_stream_new_side_data(AV_PKT_DATA_DISPLAYMATRIX)", code: reel_averror(ENOMEM))
         }
-        data.withMemoryRebound(to: Int32.self, capacity: 9) { av_display_rotation_set($0, Double(-90 * turns)) }
+        data.withMemoryRebound(to: Int32.self, capacity: 9) { av_display_rotation_set($0, Double(90 * turns)) }
     }
 
     private static func free(format: UnsafeMutablePointer<AVFormatContext>, io: UnsafeMutablePointer<AVIOContext>, box: Unmanaged<SinkBox>) {

@@ -493,7 +493,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
             condition.unlock()
 
             // Unprepared: the encoders are made by the first photo that needs them.
-            var result: Result<(Photo, String?), PhotoError>
+            let result: Result<(Photo, String?), PhotoError>
             do {
                 if encoder == nil { encoder = try PhotoEncoder(maxSize: crop.size, warmUp: []) }
                 result = deliver(job, encoder: encoder!)

@@ -45,7 +45,7 @@ private struct VerifyJSON: Decodable {
 /// `reel verify` read it.
 @Suite("RotatedClipTests", .enabled(if: installedTool("ffmpeg") != nil && installedTool("ffprobe") != nil, "needs ffmpeg and ffprobe"))
 struct RotatedClipTests {
-    @Test(arguments: [("portrait", "mov", -90), ("landscapeLeft", "mp4", 180)])
+    @Test(arguments: [("portrait", "mov", -90), ("landscapeLeft", "mp4", -180)])
     func aTurnedSensorsClipCarriesTheDisplayMatrix(orientation: String, container: String, rotation: Int) throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
@@ -56,7 +56,7 @@ struct RotatedClipTests {
         let clip = dir + "/turned-0001-16x9.\(container)"
         #expect(FileManager.default.fileExists(atPath: clip))
 
-        // ffprobe: the stream's side data "Display Matrix", rotation -90 (or 180).
+        // ffprobe: the stream's side data "Display Matrix", rotation -90 (or -180).
         #expect(try ffprobeRotation(clip) == rotation)
         // The stored pixels are the read-out: 16x9 as recorded (1280x720), its barcode turned
         // (not readable upright); ffmpeg's autorotate shows the scene upright, barcode readable.
@@ -65,7 +65,7 @@ struct RotatedClipTests {
         #expect(stored.index == nil, "the stored pixels are turned: no upright barcode")
         let shown = try ffmpegBarcode(clip, frame: 5, autorotate: true)
         #expect(shown.index == 5)
-        #expect(rotation == 180 ? (shown.width == 1280 && shown.height == 720) : (shown.width == 720 && shown.height == 1280))
+        #expect(rotation == -180 ? (shown.width == 1280 && shown.height == 720) : (shown.width == 720 && shown.height == 1280))
 
         // reel probe: the rotation, and every barcode read from the picture as displayed.
         let probe = try probeFrames(clip)
@@ -73,7 +73,7 @@ struct RotatedClipTests {
         #expect(probe.width == 1280 && probe.height == 720)
         #expect(probe.frameIndices == Array(0..<20))
         let text = try reel(["probe", clip])
-        let clockwise = rotation == 180 ? 180 : 90
+        let clockwise = rotation == -180 ? 180 : 90
         #expect(text.stdout.contains(", rotation \(rotation) (shown turned \(clockwise)° clockwise)"), "\(text.stdout)")
 
         // reel verify: accepted, with the rotation listed.
