@@ -22,12 +22,14 @@ private final class HandFrames {
     }
 }
 
-/// The barcode of a saved photo, decoded by libavformat/libavcodec (`MediaReader`).
+/// The barcode of a saved 1280×960 JPEG photo, decoded by libavcodec's MJPEG decoder
+/// (`JPEGDecoder`, as a camera's MJPEG frames are).
 private func barcode(_ path: String) throws -> Int? {
-    let reader = try MediaReader(path: path)
-    var found: Int? = nil
-    _ = try reader.forEachFrame { picture in found = FrameBarcode.read(picture.luma) }
-    return found
+    let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+    let picture = try PixelBuffer(size: Size(width: 1280, height: 960), format: .yuv420p)
+    try bytes.withUnsafeBytes { try JPEGDecoder().decode($0.baseAddress!, count: $0.count, into: picture) }
+    let (y, stride) = picture.plane(0)
+    return FrameBarcode.read(LumaPlane(base: UnsafeRawPointer(y), stride: stride, width: 1280, height: 960, depth: 8))
 }
 
 @Suite struct PreparedPhotoSettingsTests {
