@@ -150,6 +150,10 @@ enum PhotoCommand {
             if let e = errors.first { throw e }
             return 0
         }
+        if p.settings.initialisation == .inPrepare {
+            // Prepared before capture (--eager): the copy buffers too, where they cost no frame.
+            p.settings.prepared?.buffers = 2
+        }
         let settings = p.settings
         let output = try PhotoOutput(settings: settings)
         // Deferred photos an earlier run left here are finished beside this run.

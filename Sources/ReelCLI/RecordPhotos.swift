@@ -67,7 +67,10 @@ final class RecordPhotos: Sendable {
             s.framesAreReadOut = true
             // Prepared for the sensor's largest photo, its 4032x4032 still format (what issue 11
             // counts as the photo output's initialisation), so no photo pays an allocation.
-            s.prepared = PreparedPhotoSettings(maxSize: SensorPhotoFormat.synthetic.size)
+            // With --eager-start also two touched copy buffers (under Deferred Start they would
+            // be touched right after the first frame, competing with it).
+            s.prepared = PreparedPhotoSettings(maxSize: SensorPhotoFormat.synthetic.size,
+                                               buffers: recording.options.deferredStart ? 0 : 2)
         }
         s.ringSize = ringSize
         s.initialisation = recording.options.deferredStart ? .afterFirstFrame : .inPrepare

@@ -28,12 +28,14 @@ public struct PreparedPhotoSettings: Sendable, Hashable {
     /// encoder for each image, so the per-image allocation of x265 cannot be made ahead).
     public var formats: Set<PhotoFileFormat>?
     /// Copies of the photo's size allocated and touched ahead, taken by the first presses and
-    /// given back once each photo is saved (default 2).
+    /// given back once each photo is saved (default 0: touching them costs tens of ms, which
+    /// an output initialised by Deferred Start would take from the frames right after the
+    /// first; ask for them when the output initialises before capture).
     public var buffers: Int
 
     /// Prepared for `maxSize` (nil: the photo size), `formats` (nil: the output's) and
     /// `buffers` copies.
-    public init(maxSize: Size? = nil, formats: Set<PhotoFileFormat>? = nil, buffers: Int = 2) {
+    public init(maxSize: Size? = nil, formats: Set<PhotoFileFormat>? = nil, buffers: Int = 0) {
         self.maxSize = maxSize; self.formats = formats; self.buffers = max(0, buffers)
     }
 }

@@ -12,8 +12,8 @@
 # recovery, slot claim, encoder + muxer open, photo encoder at 4032:
 # PHOTOS=heic (default; or jpeg, png): both arms get `--photos DIR --photo-format F`, a photo
 # output prepared for the synthetic sensor's largest photo, its 4032x4032 still format
-# (TurboJPEG's worst-case buffer for 4032x4032 touched, the format's encoder started, copy
-# buffers of the photo's size touched), initialised before the first frame with --eager-start
+# (TurboJPEG's worst-case buffer for 4032x4032 touched, the format's encoder started; eager:
+# two copy buffers of the photo's size touched too), initialised before the first frame with --eager-start
 # and by Deferred Start after it otherwise; PHOTOS=none: no photo output.
 # RECOVERY=1 (default; 0: off): before every launch a recorder writing into the same pool
 # (h264, 0.1 s fragments) is killed with SIGKILL 1 s after its 30th frame, so the launch

@@ -12,7 +12,7 @@
 #  4. noise reduction: luma PSNR against the clean pattern of one noisy frame (proxy) vs the
 #     ring merged (final), σ 8;
 #  5. prepared settings: the first capture (press to file) of an --eager output, prepared
-#     (encoder, worst-case buffer and copy buffers made ahead: the default) vs --unprepared
+#     (encoder, worst-case buffer and 2 copy buffers made ahead: the default) vs --unprepared
 #     (made by the first press), JPEG and HEIC at 4032x3024, PREP_RUNS rounds (default 5),
 #     alternating; medians, ranges and the ratio unprepared/prepared paired per round.
 # RUNS (default 2) repeats each pair; every run's figures are printed (the spread).
