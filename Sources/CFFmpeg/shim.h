@@ -13,6 +13,7 @@
 #include <libavutil/pixdesc.h>
 #include <libavutil/error.h>
 #include <libavutil/dict.h>
+#include <libavutil/display.h>
 #include <libswscale/swscale.h>
 
 static inline int reel_averror(int posixErrno) { return AVERROR(posixErrno); }

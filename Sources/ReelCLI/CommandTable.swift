@@ -34,8 +34,9 @@ public enum CommandTable {
         .value("--keys", "MAP", "KEY_NAME=primary|secondary|none,... over the default key map", sample: "KEY_ENTER=primary"),
         .value("--control-socket", "PATH", "accept capture events and control changes as JSON lines on a UNIX socket at PATH (mode 0600)", sample: "/tmp/reel.sock"),
         // Photos during the recording (issue 12).
-        .value("--photos", "DIR", "attach a photo output: the preview's shutter and primary presses take photos into DIR (synthetic source)", sample: "photos"),
+        .value("--photos", "DIR", "attach a photo output: the preview's shutter and primary presses take photos into DIR (synthetic sensor or V4L2 camera)", sample: "photos"),
         .value("--photo-format", "jpeg|heic|png", "the photos' format with --photos (default heic)", sample: "jpeg"),
+        .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted: clips keep its turned read-out and carry the display matrix (MOV, MP4)", sample: "portrait"),
         json,
     ])
 
@@ -67,6 +68,7 @@ public enum CommandTable {
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted (default landscape)", sample: "portrait"),
         .flag("--no-compensation", "store pixels as the sensor reads them out, with the EXIF Orientation a viewer needs"),
         .flag("--eager", "initialise the photo output before capture starts (default: after the first frame)"),
+        .flag("--unprepared", "prepare nothing ahead: encoders and copy buffers made at the first press (to measure prepared settings)"),
         .value("--fps", "N", "sensor frame rate, 1–60 (default 30)", sample: "30"),
         .value("--out", "DIR", "output directory (default photos)", sample: "photos"),
         .value("--name", "PREFIX", "photo name prefix, without '/'", sample: "shot"),
@@ -74,7 +76,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--standby", "--photos", "--photo-format"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -18,10 +18,17 @@ enum ProbeCommand {
             return 0
         }
         for r in results {
-            print("\(r.path): \(r.container) \(r.codec) \(r.width)x\(r.height) \(r.pixelFormat), \(r.frames) frames, \(fixed(r.durationSeconds, 3)) s, pts \(r.firstPTS.map { fixed($0, 3) } ?? "-")…\(r.lastPTS.map { fixed($0, 3) } ?? "-")\(r.truncated ? " (truncated)" : "")")
+            print("\(r.path): \(r.container) \(r.codec) \(r.width)x\(r.height) \(r.pixelFormat), \(r.frames) frames, \(fixed(r.durationSeconds, 3)) s, pts \(r.firstPTS.map { fixed($0, 3) } ?? "-")…\(r.lastPTS.map { fixed($0, 3) } ?? "-")\(rotationText(r.rotation))\(r.truncated ? " (truncated)" : "")")
             if let idx = r.frameIndices { print("  frames: " + ranges(idx)) }
         }
         return 0
+    }
+
+    /// `, rotation -90 (shown turned 90° clockwise)`, or nothing without a display matrix.
+    static func rotationText(_ rotation: Int) -> String {
+        guard rotation != 0 else { return "" }
+        let clockwise = ((-rotation % 360) + 360) % 360
+        return ", rotation \(rotation) (shown turned \(clockwise)° clockwise)"
     }
 
     /// `0-59, 61, 63-70` (unreadable frames as `?`).
@@ -50,7 +57,7 @@ enum VerifyCommand {
         let report = try Inspector.verify(paths)
         if json { printJSON(report) } else {
             for c in report.clips {
-                print("\(c.path): \(c.width)x\(c.height) \(c.ratio ?? "?"), \(c.frames) frames, #\(c.firstFrameIndex.map(String.init) ?? "?")-\(c.lastFrameIndex.map(String.init) ?? "?")")
+                print("\(c.path): \(c.width)x\(c.height) \(c.ratio ?? "?"), \(c.frames) frames, #\(c.firstFrameIndex.map(String.init) ?? "?")-\(c.lastFrameIndex.map(String.init) ?? "?")\(ProbeCommand.rotationText(c.rotation))")
             }
             if report.ok { print("ok: \(report.framesChecked) frames in \(report.clips.count) clips, indices 0-\(report.framesChecked - 1) once each, in order") }
         }

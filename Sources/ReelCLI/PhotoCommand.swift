@@ -48,6 +48,8 @@ struct PhotoSummary: Encodable {
     var source: String
     var fps: Int
     var deferredStart: Bool
+    /// Prepared settings (`--unprepared`: false): encoders and copy buffers made ahead.
+    var prepared: Bool
     var initialisationMs: Double
     var sensorNoise: Double?
     var sensorOrientation: SensorOrientation
@@ -109,6 +111,7 @@ enum PhotoCommand {
             case "--no-responsive": p.settings.responsiveCapture = false
             case "--no-compensation": p.settings.orientationCompensation = false
             case "--eager": p.settings.initialisation = .inPrepare
+            case "--unprepared": p.settings.prepared = nil
             case "--fps": p.fps = try parseInt(v, option: name, range: 1...60)
             case "--out":
                 guard !v.isEmpty else { throw UsageError("--out needs a directory") }
@@ -146,6 +149,10 @@ enum PhotoCommand {
             }
             if let e = errors.first { throw e }
             return 0
+        }
+        if p.settings.initialisation == .inPrepare {
+            // Prepared before capture (--eager): the copy buffers too, where they cost no frame.
+            p.settings.prepared?.buffers = 2
         }
         let settings = p.settings
         let output = try PhotoOutput(settings: settings)
@@ -204,6 +211,7 @@ enum PhotoCommand {
                                    ring: settings.ringSize, ratio: settings.ratio.rawValue,
                                    source: "synthetic:\(settings.photoFormat.size.width)", fps: p.fps,
                                    deferredStart: settings.initialisation != .inPrepare,
+                                   prepared: settings.prepared != nil,
                                    initialisationMs: output.initialisationMilliseconds,
                                    sensorNoise: settings.sensorNoise?.sigma,
                                    sensorOrientation: settings.sensorOrientation,

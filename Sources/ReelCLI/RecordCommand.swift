@@ -89,10 +89,23 @@ enum RecordCommand {
                     throw UsageError("--photo-format: unknown photo format '\(printable(v))' (use jpeg, heic or png)")
                 }
                 photoFormat = f
+            case "--sensor-orientation":
+                guard let m = SensorOrientation.allCases.first(where: { $0.rawValue.lowercased() == v.lowercased() }) else {
+                    throw UsageError("--sensor-orientation: unknown orientation '\(printable(v))' (use landscape, portrait or landscapeLeft)")
+                }
+                o.sensorOrientation = m
             default: throw UsageError("record: unknown option '\(name)'")
             }
         }
         if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
+        if o.sensorOrientation != .landscape {
+            guard case .synthetic = o.source else {
+                throw UsageError("--sensor-orientation: only the synthetic sensor can be mounted turned (a V4L2 camera says nothing of its mounting)")
+            }
+            guard o.container.carriesDisplayMatrix else {
+                throw UsageError("--sensor-orientation \(o.sensorOrientation.rawValue): Matroska keeps no display matrix (libavformat 5.1 writes none); use mov or mp4")
+            }
+        }
         // --photo-format alone does nothing (README), as --preview-token alone.
         let photos = photoDirectory.map { d -> RecordPhotoRequest in
             var r = RecordPhotoRequest(directory: d)
@@ -120,7 +133,7 @@ enum RecordCommand {
                     photos photoRequest: RecordPhotoRequest? = nil) throws -> Int32 {
         var options = options
         if let photoRequest {
-            // Before anything is made: synthetic source only, the directory writable (73).
+            // Before anything is made: the directory writable (73).
             try RecordPhotos.check(photoRequest, options: options)
             options.extraSensorBuffers = RecordPhotos.ringSize   // the ring's frames are extra
         }

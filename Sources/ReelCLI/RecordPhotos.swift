@@ -37,20 +37,18 @@ final class RecordPhotos: Sendable {
 
     private init(output: PhotoOutput) { self.output = output }
 
-    /// Checks `--photos` against the options before anything is made: the synthetic source
-    /// only (a usage error otherwise), the directory created and writable (73).
+    /// Checks `--photos` against the options before anything is made: the directory created
+    /// and writable (73).
     static func check(_ request: RecordPhotoRequest, options: RecordOptions) throws {
-        guard case .synthetic = options.source else {
-            throw UsageError("--photos: photos during a recording need the synthetic source for now (a V4L2 camera has no still format in Reel yet)")
-        }
         guard canWriteInDirectory(request.directory) else {
             throw CommandError(status: ExitStatus.cantCreate, "--photos: cannot create or write the photo directory '\(printable(request.directory))'")
         }
     }
 
-    /// Adds a photo output for the session's sensor (its full square frame, photos cropped to
-    /// 4x3) to `recording`'s session, after its movie output (Deferred Start initialises them
-    /// in that order), and makes primary capture events of `controls` take photos.
+    /// Adds a photo output for the session's sensor (its full frame, photos cropped to 4x3) to
+    /// `recording`'s session, after its movie output (Deferred Start initialises them in that
+    /// order), and makes primary capture events of `controls` take photos. From a V4L2 camera
+    /// the photos' EXIF `Make` is the driver's name and `Model` the card's (`VIDIOC_QUERYCAP`).
     static func attach(_ request: RecordPhotoRequest, to recording: Recording, controls: ControlHooks) throws -> RecordPhotos {
         let sensor = recording.session.source.format.size
         var s = PhotoSettings()
@@ -59,7 +57,21 @@ final class RecordPhotos: Sendable {
         s.namePrefix = recording.options.namePrefix ?? Recording.defaultPrefix()
         s.photoFormat = SensorPhotoFormat(size: sensor, supportedRatios: [.landscape4x3, .portrait3x4])
         s.ratio = .landscape4x3
-        s.model = "Synthetic \(sensor.width)x\(sensor.height) sensor"
+        if let camera = recording.session.source as? V4L2Source {
+            s.make = camera.info.driver
+            s.model = camera.info.card
+        } else {
+            s.model = "Synthetic \(sensor.width)x\(sensor.height) sensor"
+            // A mounted sensor's frames are its read-out: photos are compensated from them.
+            s.sensorOrientation = recording.options.sensorOrientation
+            s.framesAreReadOut = true
+            // Prepared for the sensor's largest photo, its 4032x4032 still format (what issue 11
+            // counts as the photo output's initialisation), so no photo pays an allocation.
+            // With --eager-start also two touched copy buffers (under Deferred Start they would
+            // be touched right after the first frame, competing with it).
+            s.prepared = PreparedPhotoSettings(maxSize: SensorPhotoFormat.synthetic.size,
+                                               buffers: recording.options.deferredStart ? 0 : 2)
+        }
         s.ringSize = ringSize
         s.initialisation = recording.options.deferredStart ? .afterFirstFrame : .inPrepare
         let photos = RecordPhotos(output: try PhotoOutput(settings: s))

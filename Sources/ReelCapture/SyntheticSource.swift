@@ -31,6 +31,11 @@ public final class SyntheticSource: VideoSource {
     private let buffers: [PixelBuffer]
     private let warming = Mutex(false)
     private let stopping = Atomic<Bool>(false)
+    /// How the sensor is mounted: its read-out is the scene turned (`SensorOrientation`).
+    public let mounting: SensorOrientation
+    /// Mounted sensors only: the scene drawn upright (background and the frame's parts),
+    /// whose centre square is turned into each buffer (capture thread only).
+    private let upright: PixelBuffer?
 
     /// The ratios a square sensor of side `size` supports.
     public static func supportedRatios(size: Int) -> [AspectRatio] {
@@ -40,9 +45,13 @@ public final class SyntheticSource: VideoSource {
     /// - Parameters:
     ///   - size: side of the square sensor, even, 1280…4032.
     ///   - buffers: frames the sensor can have in flight before it drops `outOfBuffers`.
+    ///   - mounting: how the sensor is mounted (`--sensor-orientation`): `portrait` reads the
+    ///     scene out turned a quarter turn counter-clockwise, `landscapeLeft` turned 180°; a
+    ///     video of it carries the display matrix that turns it back (`displayQuarterTurns`).
     /// - Throws: `CaptureError.invalidSensorSize` for a size out of range or odd; `MediaError` when
     ///   the buffers cannot be allocated.
-    public init(size: Int = SyntheticSource.defaultSize, rate: FrameRate, realtime: Bool, buffers: Int = 12) throws {
+    public init(size: Int = SyntheticSource.defaultSize, rate: FrameRate, realtime: Bool, buffers: Int = 12,
+                mounting: SensorOrientation = .landscape) throws {
         guard Self.sizeRange.contains(size) else {
             throw CaptureError.invalidSensorSize("sensor size \(size) is out of range: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
         }
@@ -60,7 +69,18 @@ public final class SyntheticSource: VideoSource {
         // before the first frame would delay the preview by 0.1–1 s). A warm-up thread copies
         // it into every buffer from now on; a buffer capture needs before that gets it there.
         let model = try PixelBuffer(size: sensor, format: .yuv420p)
-        pattern.drawBackground(model)
+        self.mounting = mounting
+        if mounting == .landscape {
+            pattern.drawBackground(model)
+            upright = nil
+        } else {
+            // The scene upright, read out turned: the whole background once, per frame the
+            // centre square that holds every per-frame part (`capture`).
+            let scene = try PixelBuffer(size: sensor, format: .yuv420p)
+            pattern.drawBackground(scene)
+            rotateSquare(from: scene, into: model, x: 0, y: 0, side: size, turns: mounting.readoutQuarterTurns)
+            upright = scene
+        }
         self.model = model
         var all: [PixelBuffer] = []
         pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { all.append($0) }
@@ -153,7 +173,13 @@ public final class SyntheticSource: VideoSource {
                 continue
             }
             ensureBackground(lease.buffer)
-            pattern.drawFrame(lease.buffer, index: index)
+            if let upright {
+                pattern.drawFrame(upright, index: index)
+                let side = pattern.keep & ~1, x = (pattern.cx - side / 2) & ~1, y = (pattern.cy - side / 2) & ~1
+                rotateSquare(from: upright, into: lease.buffer, x: x, y: y, side: side, turns: mounting.readoutQuarterTurns)
+            } else {
+                pattern.drawFrame(lease.buffer, index: index)
+            }
             let pts = Timestamp(value: Int64(index) * format.frameDuration, timescale: format.timescale)
             delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: pts))
             index += 1

@@ -92,6 +92,26 @@ private func cString<T>(_ tuple: T) -> String {
     }
 }
 
+/// The cleanup failures of V4L2 devices said on stderr so far (one line each kind of call).
+private let reportedCleanups = Mutex<Set<String>>([])
+
+/// Says a failed cleanup call (STREAMOFF, munmap, close) on stderr as one `reel: ` line, the
+/// first time that call fails in the process: the frames were delivered before it, so the
+/// recording stands, but the failure is not hidden.
+func reportV4L2Cleanup(_ e: SystemError) {
+    let first = reportedCleanups.withLock { $0.insert(e.call).inserted }
+    guard first else { return }
+    let line = "reel: \(e.description) (while releasing the camera; what was captured is kept)\n"
+    let bytes = Array(line.utf8)
+    var done = 0
+    while done < bytes.count {
+        let n = bytes[done...].withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return }   // stderr itself is gone: nowhere left to say it
+        done += n
+    }
+}
+
 /// An open V4L2 device node.
 final class V4L2Device {
     let path: String
@@ -111,7 +131,11 @@ final class V4L2Device {
         self.fd = fd
     }
 
-    deinit { close(fd) }
+    /// `close(2)`, checked: a failure is said once on stderr (``reportV4L2Cleanup(_:)``): by
+    /// then every frame was delivered, so it is worth a line but not an error.
+    deinit {
+        if Glibc.close(fd) != 0 && errno != EINTR { reportV4L2Cleanup(.last("close", path: path)) }
+    }
 
     @discardableResult
     func ioctl<T>(_ request: UInt, _ name: String, _ arg: inout T) throws -> Int32 {
@@ -202,10 +226,13 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     /// Opens and configures the device: `open(2)`, `VIDIOC_QUERYCAP`, `VIDIOC_S_FMT`, `VIDIOC_S_PARM`
     /// (`VIDIOC_G_PARM` for the rate chosen), `VIDIOC_REQBUFS` for `bufferCount` buffers,
     /// `VIDIOC_QUERYBUF` and `mmap(2)` for each.
-    /// - Parameters: size, fps and fourcc as asked (`nil`: the device's first offer).
+    /// - Parameters: size, fps and fourcc as asked (`nil`: the device's first offer);
+    ///   `poolBuffers`: the frames Reel can hold at once (12; more when an output keeps frames
+    ///   of its own, as a photo output's zero-shutter-lag ring does).
     /// - Throws: ``V4L2Error`` (no device, busy, permission, not a capture device, format not
     ///   offered, a failed call); ``MediaError`` when the MJPEG decoder or the buffers cannot be made.
-    public init(path: String, size: Size? = nil, fps: Int? = nil, fourcc requested: String? = nil, bufferCount: UInt32 = 6) throws {
+    public init(path: String, size: Size? = nil, fps: Int? = nil, fourcc requested: String? = nil, bufferCount: UInt32 = 6,
+                poolBuffers: Int = 12) throws {
         let device = try V4L2Device(path: path)
         let info = try device.info()
         self.device = device
@@ -283,7 +310,7 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
         format = SourceFormat(size: got, pixelFormat: pixel, rate: rate, timescale: 1_000_000,
                               supportedRatios: [.landscape16x9, .portrait9x16, .square, .landscape4x3, .portrait3x4])
         decoder = fourcc == "MJPG" ? try JPEGDecoder() : nil
-        pool = try PixelBufferPool(count: 12, size: got, format: pixel)
+        pool = try PixelBufferPool(count: max(1, poolBuffers), size: got, format: pixel)
         var mapped: [(UnsafeMutableRawPointer, Int)] = []
 
         var req = v4l2_requestbuffers()
@@ -306,7 +333,9 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     }
 
     deinit {
-        for (p, n) in buffers { munmap(p, n) }
+        for (p, n) in buffers where munmap(p, n) != 0 {
+            reportV4L2Cleanup(.last("munmap", path: device.path))
+        }
     }
 
     /// Makes ``capture(frameLimit:delegate:)`` return after the frame it is handling or waiting for. Safe from any thread.
@@ -323,7 +352,12 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
         for i in 0..<buffers.count { try queue(UInt32(i)) }
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
         try device.ioctl(CLinux_VIDIOC_STREAMON, "VIDIOC_STREAMON", &type)
-        defer { _ = try? device.ioctl(CLinux_VIDIOC_STREAMOFF, "VIDIOC_STREAMOFF", &type) }
+        defer {
+            // The frames are all delivered by now: a failing STREAMOFF is said on stderr, once.
+            if withUnsafeMutablePointer(to: &type, { CLinux_ioctl(device.fd, CLinux_VIDIOC_STREAMOFF, $0) }) < 0 {
+                reportV4L2Cleanup(.last("VIDIOC_STREAMOFF", path: device.path))
+            }
+        }
         var firstSequence: UInt32? = nil
         var firstTime: Int64 = 0
         var expected = 0

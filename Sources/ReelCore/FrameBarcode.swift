@@ -57,8 +57,27 @@ public enum FrameBarcode {
     /// Reads the index back from a luma plane whose centre is the sensor's centre, or nil
     /// when the grid is not there (no contrast, or the CRC does not match).
     public static func read(_ plane: LumaPlane) -> Int? {
-        let x0 = plane.width / 2 - width / 2
-        let y0 = plane.height / 2 - height / 2
+        read(plane, displayQuarterTurns: 0)
+    }
+
+    /// Reads the index back from a picture stored turned: `displayQuarterTurns` × 90°
+    /// clockwise is what shows it upright (a video's display matrix, a photo's EXIF
+    /// Orientation), so the barcode is looked for in the picture as displayed.
+    public static func read(_ plane: LumaPlane, displayQuarterTurns: Int) -> Int? {
+        let turns = ((displayQuarterTurns % 4) + 4) % 4
+        let w = plane.width, h = plane.height
+        // The displayed picture's size, and where its (x, y) lies in the stored one.
+        let (dw, dh) = turns % 2 == 1 ? (h, w) : (w, h)
+        func sample(_ x: Int, _ y: Int) -> Int {
+            switch turns {
+            case 1: return plane.sample(x: y, y: h - 1 - x)
+            case 2: return plane.sample(x: w - 1 - x, y: h - 1 - y)
+            case 3: return plane.sample(x: w - 1 - y, y: x)
+            default: return plane.sample(x: x, y: y)
+            }
+        }
+        let x0 = dw / 2 - width / 2
+        let y0 = dh / 2 - height / 2
         guard x0 >= 0, y0 >= 0 else { return nil }
         var means = [Int](repeating: 0, count: 32)
         let inset = cell / 4
@@ -68,7 +87,7 @@ public enum FrameBarcode {
             let cy = y0 + (bit / columns) * cell + inset
             var sum = 0
             for y in cy..<(cy + span) {
-                for x in cx..<(cx + span) { sum += plane.sample(x: x, y: y) }
+                for x in cx..<(cx + span) { sum += sample(x, y) }
             }
             means[bit] = sum / (span * span)
         }

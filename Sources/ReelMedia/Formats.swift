@@ -144,4 +144,9 @@ public enum Container: String, Sendable, Hashable, CaseIterable {
     /// Fragmented while recording, so the file is playable up to its last fragment at any
     /// moment (MOV and MP4; Matroska is cluster-based and needs nothing).
     public var isFragmented: Bool { self != .mkv }
+
+    /// The container keeps a video's display matrix (rotation): MOV and MP4 in the track
+    /// header. libavformat 5.1's Matroska muxer writes none (Matroska's ProjectionPoseRoll is
+    /// written from a display matrix only since FFmpeg 6.1), so a turned clip needs MOV or MP4.
+    public var carriesDisplayMatrix: Bool { self != .mkv }
 }

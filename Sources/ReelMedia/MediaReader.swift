@@ -19,6 +19,13 @@ public struct StreamInfo: Sendable {
     public var averageFrameRate: Double?
     /// Container-level tags.
     public var metadata: [String: String]
+    /// The stream's display matrix as a rotation (`av_stream_get_side_data(AV_PKT_DATA_DISPLAYMATRIX)`,
+    /// `av_display_rotation_get`): degrees counter-clockwise, as ffprobe prints it (`-90`: a
+    /// player turns the picture 90° clockwise; `-180`: a half turn), rounded to whole quarter
+    /// turns; 0 without one.
+    public var rotation: Int = 0
+    /// Quarter turns clockwise a player applies to show the picture upright (0–3).
+    public var displayQuarterTurns: Int { (((-rotation / 90) % 4) + 4) % 4 }
 }
 
 /// One demuxed packet's timing.
@@ -82,7 +89,7 @@ public final class MediaReader {
             entry = e
         }
         let pixName = av_get_pix_fmt_name(AVPixelFormat(rawValue: par.pointee.format)).map { String(cString: $0) } ?? "unknown"
-        info = StreamInfo(
+        var described = StreamInfo(
             formatName: String(cString: ctx!.pointee.iformat.pointee.name),
             codecName: String(cString: avcodec_get_name(par.pointee.codec_id)),
             width: Int(par.pointee.width), height: Int(par.pointee.height),
@@ -90,6 +97,20 @@ public final class MediaReader {
             timeBase: (st.pointee.time_base.num, st.pointee.time_base.den),
             averageFrameRate: fps.den != 0 && fps.num != 0 ? Double(fps.num) / Double(fps.den) : nil,
             metadata: tags)
+        described.rotation = Self.rotation(of: st)
+        info = described
+    }
+
+    /// The stream's display-matrix rotation in degrees as `av_display_rotation_get` gives it
+    /// and ffprobe prints it (counter-clockwise, −180…180: −90 for a quarter turn clockwise,
+    /// −180 for a half turn), rounded to whole quarter turns; 0 without a matrix or for a
+    /// singular one.
+    private static func rotation(of stream: UnsafeMutablePointer<AVStream>) -> Int {
+        var size: Int = 0
+        guard let data = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size), size >= 9 * MemoryLayout<Int32>.size else { return 0 }
+        let angle = data.withMemoryRebound(to: Int32.self, capacity: 9) { av_display_rotation_get($0) }
+        guard angle.isFinite else { return 0 }
+        return Int((angle / 90).rounded()) * 90
     }
 
     deinit { avformat_close_input(&format) }

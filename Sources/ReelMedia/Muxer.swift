@@ -71,10 +71,12 @@ public final class Muxer: @unchecked Sendable {
     /// - Parameters:
     ///   - fragmentInterval: seconds per fragment for MOV/MP4 (and per cluster for MKV).
     ///   - metadata: container-level tags (written as `mdta` keys in MOV/MP4).
+    ///   - displayQuarterTurns: quarter turns clockwise a player applies to show the pixels
+    ///     upright (the stream's display matrix, ``attachDisplayMatrix(_:quarterTurns:)``); 0: none.
     /// - Throws: the sink's error when it failed while the header was written; otherwise a
     ///   ``MediaError`` (`avformat_alloc_output_context2`, `avio_alloc_context`, `avformat_write_header`, …).
     public init(container: Container, sink: ByteSink, encoder: VideoEncoder,
-                fragmentInterval: Double = 1.0, metadata: [String: String] = [:]) throws {
+                fragmentInterval: Double = 1.0, metadata: [String: String] = [:], displayQuarterTurns: Int = 0) throws {
         self.container = container
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(avformat_alloc_output_context2(&ctx, nil, container.formatName, nil), "avformat_alloc_output_context2(\(container.formatName))")
@@ -107,6 +109,7 @@ public final class Muxer: @unchecked Sendable {
             st.pointee.avg_frame_rate = encoder.context.pointee.framerate
             if case .hevc = encoder.settings.codec, container != .mkv { reel_set_hvc1_tag(st.pointee.codecpar) }
             for (k, v) in metadata { av_dict_set(&ctx.pointee.metadata, k, v, 0) }
+            try Muxer.attachDisplayMatrix(st, quarterTurns: displayQuarterTurns)
 
             var options: OpaquePointer? = nil
             defer { av_dict_free(&options) }
@@ -129,6 +132,23 @@ public final class Muxer: @unchecked Sendable {
             // Every stored property is set: deinit frees the contexts.
             throw sinkError() ?? error
         }
+    }
+
+    /// Gives the stream a display matrix that turns its pixels `quarterTurns` × 90° clockwise
+    /// for display (`av_stream_new_side_data(AV_PKT_DATA_DISPLAYMATRIX)` filled by
+    /// `av_display_rotation_set` with 90° × turns — its angle is clockwise —, as a phone's
+    /// portrait video carries: ffprobe, which prints the counter-clockwise angle
+    /// `av_display_rotation_get` gives, says `rotation=-90`). libavformat 5.1 writes it into MOV/MP4 as the track header's
+    /// matrix; its Matroska muxer writes no rotation (`Container.carriesDisplayMatrix`).
+    /// Nothing is added for 0 turns.
+    /// - Throws: ``MediaError`` when the side data cannot be allocated (ENOMEM).
+    public static func attachDisplayMatrix(_ stream: UnsafeMutablePointer<AVStream>, quarterTurns: Int) throws {
+        let turns = ((quarterTurns % 4) + 4) % 4
+        guard turns != 0 else { return }
+        guard let data = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, 9 * MemoryLayout<Int32>.size) else {
+            throw MediaError("av_stream_new_side_data(AV_PKT_DATA_DISPLAYMATRIX)", code: reel_averror(ENOMEM))
+        }
+        data.withMemoryRebound(to: Int32.self, capacity: 9) { av_display_rotation_set($0, Double(90 * turns)) }
     }
 
     private static func free(format: UnsafeMutablePointer<AVFormatContext>, io: UnsafeMutablePointer<AVIOContext>, box: Unmanaged<SinkBox>) {

@@ -165,11 +165,12 @@ enum PendingWork {
     }
 }
 
-/// The sensor's mounting (its read-out turned), then compensation (turned back upright);
-/// returns the picture and the EXIF Orientation it needs.
-func orient(_ image: PhotoImage, mount: SensorOrientation, compensate: Bool) -> (PhotoImage, Int) {
+/// The sensor's mounting (its read-out turned; `readOut`: the frame is the read-out already,
+/// as a mounted `SyntheticSource` gives it), then compensation (turned back upright); returns
+/// the picture and the EXIF Orientation it needs.
+func orient(_ image: PhotoImage, mount: SensorOrientation, compensate: Bool, readOut: Bool = false) -> (PhotoImage, Int) {
     guard mount != .landscape else { return (image, 1) }
-    let readout = image.rotated(quarterTurns: mount.readoutQuarterTurns)
+    let readout = readOut ? image : image.rotated(quarterTurns: mount.readoutQuarterTurns)
     if compensate { return (readout.rotated(quarterTurns: 4 - mount.readoutQuarterTurns), 1) }
     return (readout, mount.exifOrientation)
 }

@@ -36,16 +36,57 @@ public final class PhotoImage: @unchecked Sendable { // written only before it i
     /// Bytes a picture of this size takes.
     public static func byteCount(width: Int, height: Int) -> Int { width * height + 2 * (width / 2) * (height / 2) }
 
-    /// Copies `crop` out of a 4:2:0 planar 8-bit sensor buffer.
+    /// Copies `crop` out of an 8-bit sensor buffer: 4:2:0 planar (the synthetic sensor, a
+    /// decoded MJPEG camera frame), NV12 or YUYV (V4L2 cameras; their chroma is taken apart
+    /// into planes, YUYV's 4:2:2 chroma averaged over each pair of rows).
     /// - Throws: `PhotoError.unsupportedPixelFormat` for any other format.
-    public static func copy(_ buffer: PixelBuffer, crop: CropRect) throws(PhotoError) -> PhotoImage {
-        guard buffer.format == .yuv420p || buffer.format == .yuvj420p else {
-            throw PhotoError.unsupportedPixelFormat(String(describing: buffer.format))
+    /// `reuse`: a picture of the crop's size to copy into (a prepared buffer) instead of a new one.
+    public static func copy(_ buffer: PixelBuffer, crop: CropRect, into reuse: PhotoImage? = nil) throws(PhotoError) -> PhotoImage {
+        let fits = reuse.map { $0.width == crop.width && $0.height == crop.height } ?? false
+        let image = fits ? reuse! : PhotoImage(width: crop.width, height: crop.height)
+        switch buffer.format {
+        case .yuv420p, .yuvj420p: break
+        case .nv12: return copyNV12(buffer, crop: crop, into: image)
+        case .yuyv422: return copyYUYV(buffer, crop: crop, into: image)
+        default: throw PhotoError.unsupportedPixelFormat(String(describing: buffer.format))
         }
-        let image = PhotoImage(width: crop.width, height: crop.height)
         image.copyPlane(buffer.plane(0), x: crop.x, y: crop.y, into: image.y, width: crop.width, height: crop.height)
         image.copyPlane(buffer.plane(1), x: crop.x / 2, y: crop.y / 2, into: image.u, width: crop.width / 2, height: crop.height / 2)
         image.copyPlane(buffer.plane(2), x: crop.x / 2, y: crop.y / 2, into: image.v, width: crop.width / 2, height: crop.height / 2)
+        return image
+    }
+
+    /// NV12: the luma plane, then the interleaved CbCr plane split into two.
+    private static func copyNV12(_ buffer: PixelBuffer, crop: CropRect, into image: PhotoImage) -> PhotoImage {
+        image.copyPlane(buffer.plane(0), x: crop.x, y: crop.y, into: image.y, width: crop.width, height: crop.height)
+        let (uv, stride) = buffer.plane(1)
+        let cw = crop.width / 2
+        for row in 0..<(crop.height / 2) {
+            let line = uv + (crop.y / 2 + row) * stride + (crop.x / 2) * 2
+            for x in 0..<cw {
+                image.u[row * cw + x] = line[2 * x]
+                image.v[row * cw + x] = line[2 * x + 1]
+            }
+        }
+        return image
+    }
+
+    /// YUYV (Y0 U Y1 V per pair of pixels): luma taken apart, chroma of each pair of rows averaged.
+    private static func copyYUYV(_ buffer: PixelBuffer, crop: CropRect, into image: PhotoImage) -> PhotoImage {
+        let (p, stride) = buffer.plane(0)
+        let w = crop.width, cw = crop.width / 2
+        for row in 0..<crop.height {
+            let line = p + (crop.y + row) * stride + crop.x * 2
+            let out = row * w
+            for x in 0..<w { image.y[out + x] = line[2 * x] }
+        }
+        for row in 0..<(crop.height / 2) {
+            let a = p + (crop.y + 2 * row) * stride + crop.x * 2, b = a + stride
+            for x in 0..<cw {
+                image.u[row * cw + x] = UInt8((Int(a[4 * x + 1]) + Int(b[4 * x + 1]) + 1) / 2)
+                image.v[row * cw + x] = UInt8((Int(a[4 * x + 3]) + Int(b[4 * x + 3]) + 1) / 2)
+            }
+        }
         return image
     }
 
@@ -55,6 +96,13 @@ public final class PhotoImage: @unchecked Sendable { // written only before it i
         for row in 0..<height {
             (d + row * width).update(from: source.base + (row0 + row) * source.stride + x, count: width)
         }
+    }
+
+    /// Writes every byte of the planes once, so their pages exist before the first photo
+    /// (a prepared buffer); returns self.
+    func touched() -> PhotoImage {
+        y.update(repeating: 16); u.update(repeating: 128); v.update(repeating: 128)
+        return self
     }
 
     /// A copy of the planes.

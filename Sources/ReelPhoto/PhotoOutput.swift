@@ -16,6 +16,30 @@ public enum PhotoInitialisation: Sendable, Hashable {
     case byCaller
 }
 
+/// What a photo output allocates ahead of the first press (Apple's
+/// `setPreparedPhotoSettingsArray`): the worst case of the photos it will take, so that the
+/// first capture pays no allocation.
+public struct PreparedPhotoSettings: Sendable, Hashable {
+    /// The largest photo to prepare the encoders for (nil: the output's photo size). The
+    /// TurboJPEG output buffer is allocated and touched for it (`tjAlloc(tjBufSize)`).
+    public var maxSize: Size?
+    /// The formats whose encoders are started ahead (nil: the output's format). HEIC: libheif's
+    /// x265 plugin is loaded and run once on a small picture (libheif makes a new x265
+    /// encoder for each image, so the per-image allocation of x265 cannot be made ahead).
+    public var formats: Set<PhotoFileFormat>?
+    /// Copies of the photo's size allocated and touched ahead, taken by the first presses and
+    /// given back once each photo is saved (default 0: touching them costs tens of ms, which
+    /// an output initialised by Deferred Start would take from the frames right after the
+    /// first; ask for them when the output initialises before capture).
+    public var buffers: Int
+
+    /// Prepared for `maxSize` (nil: the photo size), `formats` (nil: the output's) and
+    /// `buffers` copies.
+    public init(maxSize: Size? = nil, formats: Set<PhotoFileFormat>? = nil, buffers: Int = 0) {
+        self.maxSize = maxSize; self.formats = formats; self.buffers = max(0, buffers)
+    }
+}
+
 /// How a `PhotoOutput` takes and saves photos.
 public struct PhotoSettings: Sendable {
     /// The file format (default HEIC).
@@ -57,6 +81,15 @@ public struct PhotoSettings: Sendable {
     /// EXIF Orientation 1. Off, or for the uncompressed PNG (never compensated), the pixels are
     /// stored as the sensor reads them out, with the EXIF Orientation a viewer needs.
     public var orientationCompensation = true
+    /// The session's frames are the mounted sensor's read-out already (a `SyntheticSource`
+    /// made with `mounting: sensorOrientation`, as `reel record --sensor-orientation` makes
+    /// it): the output does not turn them again, only compensates. False: the frames show the
+    /// scene upright and the mounting is applied at read-out (`reel photo`).
+    public var framesAreReadOut = false
+    /// What `initialise()` allocates ahead (`PhotoOutput.setPreparedPhotoSettings`); nil: nothing
+    /// — the encoders and the copy buffer are made at the first press (which then pays for
+    /// them: what `reel photo --unprepared` measures). Default: the photo size and format.
+    public var prepared: PreparedPhotoSettings? = PreparedPhotoSettings()
     /// Responsive capture: a press is accepted while the output initialises or encodes
     /// (buffered). Off, a press that finds the output not ready or busy is refused
     /// (`PhotoError.busy`, counted in `blockedPresses`), as a shutter button disabled until
@@ -96,6 +129,10 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     private var ready = false
     private var initialisationError: PhotoError?
     private var encoder: PhotoEncoder?
+    /// What `initialise()` prepares (`setPreparedPhotoSettings`).
+    private var prepared: PreparedPhotoSettings?
+    /// Prepared copies of the photo's size, free for the next presses.
+    private var spares: [PhotoImage] = []
     private var jobs: [Job] = []
     private var working = false
     private var queuedBytes = 0
@@ -132,7 +169,23 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         self.settings = settings
         crop = try settings.photoFormat.crop(for: settings.ratio)
         deferredStart = settings.initialisation != .inPrepare
+        prepared = settings.prepared
     }
+
+    /// Sets what `initialise()` allocates ahead (Apple's `setPreparedPhotoSettingsArray`):
+    /// encoders for the largest photo and formats, and copy buffers, so the first capture pays
+    /// no allocation; nil prepares nothing (each is made when first needed). Takes effect when
+    /// the output initialises: returns false, changing nothing, once it has begun to.
+    @discardableResult
+    public func setPreparedPhotoSettings(_ settings: PreparedPhotoSettings?) -> Bool {
+        condition.lock(); defer { condition.unlock() }
+        guard !initialising && !ready else { return false }
+        prepared = settings
+        return true
+    }
+
+    /// What the output prepares, or prepared, ahead of the first press (nil: nothing).
+    public var preparedPhotoSettings: PreparedPhotoSettings? { condition.lock(); defer { condition.unlock() }; return prepared }
 
     /// The photo's size.
     public var photoSize: Size { crop.size }
@@ -154,9 +207,17 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
     /// The work of `initialise()`, by the one thread that set `initialising`.
     private func performInitialisation() throws(PhotoError) {
         let start = MonotonicClock.now()
-        let made: PhotoEncoder
+        condition.lock()
+        let plan = prepared
+        condition.unlock()
+        var made: PhotoEncoder? = nil
+        var copies: [PhotoImage] = []
         do {
-            made = try PhotoEncoder(maxSize: crop.size, warmUp: [settings.format])
+            if let plan {
+                let largest = plan.maxSize.map { Size(width: max($0.width, crop.width), height: max($0.height, crop.height)) } ?? crop.size
+                made = try PhotoEncoder(maxSize: largest, warmUp: plan.formats ?? [settings.format])
+                for _ in 0..<plan.buffers { copies.append(PhotoImage(width: crop.width, height: crop.height).touched()) }
+            }
         } catch {
             condition.lock(); initialisationError = error; failures.append(error); condition.broadcast(); condition.unlock()
             throw error
@@ -167,6 +228,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         d.name = "reel-photo-deferred"
         condition.lock()
         encoder = made
+        spares = copies
         worker = t
         ready = true
         initialisationMilliseconds = Double(MonotonicClock.now() - start) / 1e6
@@ -299,6 +361,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
             throw PhotoError.overBudget(bytes: held, budget: settings.memoryBudget)
         }
         queuedBytes += bytes
+        let spare = spares.popLast()
         sequence += 1
         let pressed = chosen.index + Int(((press - chosen.pts.seconds) / frameDuration).rounded())
         let request = PhotoRequest(sequence: sequence, frameIndex: chosen.index, pressedFrameIndex: pressed,
@@ -309,7 +372,7 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         var extras: [(PhotoImage, Int)] = []
         do {
             let rect = chosen.buffer.size == settings.photoFormat.size ? crop : settings.ratio.crop(in: chosen.buffer.size)
-            image = try PhotoImage.copy(chosen.buffer, crop: rect)
+            image = try PhotoImage.copy(chosen.buffer, crop: rect, into: spare)
             for f in others where f.buffer.size == chosen.buffer.size { extras.append((try PhotoImage.copy(f.buffer, crop: rect), f.index)) }
         } catch {
             condition.lock(); queuedBytes -= bytes; condition.unlock()
@@ -428,11 +491,23 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
             if jobs.isEmpty { condition.unlock(); return }
             let job = jobs.removeFirst()
             working = true
-            let encoder = self.encoder!
+            var encoder = self.encoder
             condition.unlock()
 
-            let result = deliver(job, encoder: encoder)
+            // Unprepared: the encoders are made by the first photo that needs them.
+            let result: Result<(Photo, String?), PhotoError>
+            do {
+                if encoder == nil { encoder = try PhotoEncoder(maxSize: crop.size, warmUp: []) }
+                result = deliver(job, encoder: encoder!)
+            } catch {
+                result = .failure(error)
+            }
             condition.lock()
+            if self.encoder == nil { self.encoder = encoder }
+            // A prepared copy goes back for the next press once its photo is saved.
+            if let plan = prepared, spares.count < plan.buffers, job.image.width == crop.width, job.image.height == crop.height {
+                spares.append(job.image)
+            }
             working = false
             queuedBytes -= job.image.byteCount * (1 + job.extras.count)
             switch result {
@@ -477,7 +552,8 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         }
         // The sensor's mounting (read-out turned), then compensation (turned back).
         let compensate = settings.orientationCompensation && settings.format != .png
-        let (oriented, orientation) = orient(image, mount: settings.sensorOrientation, compensate: compensate)
+        let (oriented, orientation) = orient(image, mount: settings.sensorOrientation, compensate: compensate,
+                                           readOut: settings.framesAreReadOut)
         image = oriented
         let processMs = Double(MonotonicClock.now() - start) / 1e6
         let captured = startedAt.addingTimeInterval(Double(job.pressMonotonic &- startedMonotonic) / 1e9

@@ -61,7 +61,8 @@ final class ClipRecorder: @unchecked Sendable {
                                          "com.reel.ratio": frame.ratio.rawValue,
                                          "com.reel.first_frame_index": String(frame.index),
                                          "com.reel.take": String(take),
-                                         "com.reel.take_first_frame_index": String(takeFirstFrame)])
+                                         "com.reel.take_first_frame_index": String(takeFirstFrame)],
+                              displayQuarterTurns: settings.displayQuarterTurns)
         } catch {
             // Nothing was written: throw the file away (never touching a file of that name
             // that Reel did not make).

@@ -30,6 +30,10 @@ public struct ProbeResult: Sendable, Codable {
     @EncodedNull public var sessionStart: String?
     /// The aspect ratio the clip was recorded at (`com.reel.ratio`), null for a file Reel did not write.
     @EncodedNull public var ratio: String?
+    /// The display matrix's rotation in degrees, as ffprobe prints it (counter-clockwise:
+    /// `-90` means a player turns the picture 90° clockwise); 0 without one. Barcodes are
+    /// read from the picture as displayed.
+    public var rotation: Int = 0
     /// With `--frames`: the barcode read from each decoded frame, in presentation order (-1: unreadable).
     public var frameIndices: [Int]?
     /// With `--frames`: presentation timestamps of the decoded frames, in seconds.
@@ -106,7 +110,7 @@ public enum Inspector {
                     if odd == nil && (picture.width != info.width || picture.height != info.height) {
                         odd = OddFrame(frame: found.count, width: picture.width, height: picture.height)
                     }
-                    found.append(FrameBarcode.read(picture.luma) ?? -1)
+                    found.append(FrameBarcode.read(picture.luma, displayQuarterTurns: info.displayQuarterTurns) ?? -1)
                     times.append(picture.pts.map { Double($0) * tb } ?? -1)
                 }
             } catch { throw .unreadable(path, MediaError("decode", message: String(describing: error))) }
@@ -121,7 +125,7 @@ public enum Inspector {
                            firstPTS: minPTS.map { Double($0) * tb }, lastPTS: maxPTS.map { Double($0) * tb },
                            frameRate: info.averageFrameRate,
                            sessionStart: info.metadata["com.reel.session_start"],
-                           ratio: info.metadata["com.reel.ratio"],
+                           ratio: info.metadata["com.reel.ratio"], rotation: info.rotation,
                            frameIndices: indices, framePTS: ptsList, truncated: truncated)
         var take: Take? = nil
         if let t = info.metadata["com.reel.take"].flatMap({ Int($0) }),
@@ -177,6 +181,9 @@ public struct VerifyReport: Sendable, Codable {
         @EncodedNull public var lastFrameIndex: Int?
         /// Where the clip starts on the session clock (`com.reel.session_start`, `value/timescale`).
         @EncodedNull public var sessionStart: String?
+        /// The display matrix's rotation in degrees, as ffprobe prints it (0: none); the
+        /// barcodes were read from the picture as displayed.
+        public var rotation: Int = 0
     }
     /// No violation was found.
     public var ok: Bool
@@ -227,7 +234,8 @@ extension Inspector {
         for p in probes {
             let indices = p.frameIndices ?? []
             report.clips.append(.init(path: p.path, width: p.width, height: p.height, ratio: p.ratio, frames: indices.count,
-                                      firstFrameIndex: indices.first, lastFrameIndex: indices.last, sessionStart: p.sessionStart))
+                                      firstFrameIndex: indices.first, lastFrameIndex: indices.last, sessionStart: p.sessionStart,
+                                      rotation: p.rotation))
             let name = (p.path as NSString).lastPathComponent
             if indices.isEmpty { return fail("\(name): no frames") }
             if p.truncated { return fail("\(name): the file is damaged or truncated after \(indices.count) frames") }

@@ -80,9 +80,13 @@ public struct RecordOptions: Sendable {
     public var standby = false
     /// Sensor buffers beyond `Recording.sensorBuffers(side:)` for outputs that keep frames of
     /// their own (a photo output's zero-shutter-lag ring: its ring size), so that the writer's
-    /// hold ring keeps all its buffers and nothing is dropped as `outOfBuffers`. Synthetic
-    /// source only.
+    /// hold ring keeps all its buffers and nothing is dropped as `outOfBuffers` (the synthetic
+    /// sensor's buffers, or a V4L2 camera's pool of copies).
     public var extraSensorBuffers = 0
+    /// How the synthetic sensor is mounted (`--sensor-orientation`): the clips hold its
+    /// read-out as it comes (turned against the scene) and carry the display matrix that
+    /// shows it upright (MOV and MP4). `.landscape` (upright) by default.
+    public var sensorOrientation: SensorOrientation = .landscape
 
     /// Creates the defaults above.
     public init() {}
@@ -243,9 +247,10 @@ public final class Recording: Sendable {
         switch options.source {
         case .synthetic(let size):
             source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime,
-                                         buffers: Recording.sensorBuffers(side: size) + options.extraSensorBuffers)
+                                         buffers: Recording.sensorBuffers(side: size) + options.extraSensorBuffers,
+                                         mounting: options.sensorOrientation)
         case .v4l2(let path, let size, let fps, let fourcc):
-            source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc)
+            source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc, poolBuffers: 12 + options.extraSensorBuffers)
         }
         session = try CaptureSession(source: source, ratio: options.ratio)
         for (trigger, ratio) in options.ratioChanges {
@@ -261,12 +266,13 @@ public final class Recording: Sendable {
             // Eager: the pool is opened (created, recovered) before anything is captured.
             try storage.open()
         }
-        let settings = WriterSettings(codec: options.codec, container: options.container,
+        var settings = WriterSettings(codec: options.codec, container: options.container,
                                       storage: storage,
                                       namePrefix: options.namePrefix ?? Recording.defaultPrefix(unusedIn: options.outputDirectory),
                                       fragmentInterval: options.fragmentInterval,
                                       queueCapacity: options.queueCapacity ?? Recording.holdFrames(for: options.source),
                                       dropWhenStorageIsBehind: options.realtime)
+        settings.displayQuarterTurns = options.sensorOrientation.displayQuarterTurns
         writer = try AssetWriter(settings: settings, rate: source.format.rate)
         writer.deferredStartEnabled = options.deferredStart
         writer.standby = options.standby

@@ -23,6 +23,9 @@ public struct WriterSettings: Sendable {
     /// Real time: when storage falls so far behind that its ring cannot take another frame,
     /// drop the frame (`outOfBuffers`) rather than make the encode thread wait.
     public var dropWhenStorageIsBehind: Bool
+    /// Quarter turns clockwise a player applies to show the frames upright: the clips' display
+    /// matrix (a sensor mounted turned; `Muxer.attachDisplayMatrix`). 0 by default: none.
+    public var displayQuarterTurns = 0
 
     /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,

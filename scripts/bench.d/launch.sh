@@ -8,9 +8,18 @@
 # from exec to the first frame written (the summary's firstFrameWrittenMs, ±10 ms: the process
 # start time's resolution); and whether frame 0 is in the clip (decoded: `reel probe --frames`).
 # Prints medians, min–max and the ratio eager/deferred of the medians, and the load.
-# PHOTOS=heic|jpeg|png: both arms also get `--photos DIR --photo-format F` (a photo output whose
-# encoder, warmed up for the sensor's 4x3 crop, is initialised before the first frame with
-# --eager-start and by Deferred Start after it otherwise); unset: no photo output.
+# What the eager arm initialises before the first frame is issue 11's list: pool open and
+# recovery, slot claim, encoder + muxer open, photo encoder at 4032:
+# PHOTOS=heic (default; or jpeg, png): both arms get `--photos DIR --photo-format F`, a photo
+# output prepared for the synthetic sensor's largest photo, its 4032x4032 still format
+# (TurboJPEG's worst-case buffer for 4032x4032 touched, the format's encoder started; eager:
+# two copy buffers of the photo's size touched too), initialised before the first frame with --eager-start
+# and by Deferred Start after it otherwise; PHOTOS=none: no photo output.
+# RECOVERY=1 (default; 0: off): before every launch a recorder writing into the same pool
+# (h264, 0.1 s fragments) is killed with SIGKILL 1 s after its 30th frame, so the launch
+# opens a pool with a dead recorder's slot and recovers it (publishes its clip, or drops a slot
+# with no complete fragment) — before the first frame with --eager-start, right after it under
+# Deferred Start. How many victims' clips were published is printed.
 set -euo pipefail
 scripts/setup
 swift build -c release 2>&1 | tail -1
@@ -20,9 +29,11 @@ trap 'rm -rf "$work"' EXIT
 pool=$work/pool
 "$reel" pool create "$pool" --capacity 1G --slot 256M --write-mode buffered >/dev/null
 echo "load before: $(cat /proc/loadavg)"
-python3 - "$reel" "$pool" "$work" "${LAUNCHES:-10}" "${CODECS:-prores:hq ffv1}" "${SOURCE:-synthetic:1920}" "${PHOTOS:-}" <<'PY'
-import http.client, json, os, re, statistics, subprocess, sys, time
+python3 - "$reel" "$pool" "$work" "${LAUNCHES:-10}" "${CODECS:-prores:hq ffv1}" "${SOURCE:-synthetic:1920}" "${PHOTOS:-heic}" "${RECOVERY:-1}" <<'PY'
+import http.client, json, os, re, signal, statistics, subprocess, sys, time
 reel, pool, work, launches, codecs, source, photos = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split(), sys.argv[6], sys.argv[7]
+photos = "" if photos == "none" else photos
+recovery = sys.argv[8] == "1"
 
 def first_jpeg(port, deadline):
     """GET /snapshot.jpg until one whole JPEG arrives; the monotonic time it was complete."""
@@ -40,7 +51,55 @@ def first_jpeg(port, deadline):
         time.sleep(0.002)
     return None, None
 
+def preview_port(p):
+    """The port of the `preview:` line a `reel record --preview 0` prints on stderr."""
+    lines = []
+    while True:
+        line = p.stderr.readline().decode()
+        if not line:
+            return None, lines
+        lines.append(line)
+        m = re.search(r"preview: http://[^:]+:(\d+)/", line)
+        if m:
+            return int(m.group(1)), lines
+
+def status(port):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    c.request("GET", "/status")
+    body = json.loads(c.getresponse().read())
+    c.close()
+    return body
+
+def dead_recorder(n):
+    """A recorder writing into the pool, killed (SIGKILL) 1 s after its 30th frame: its
+    slot waits for the next opener to recover it into {work}/victim-n."""
+    out = f"{work}/victim-{n}"
+    p = subprocess.Popen([reel, "record", "--preview", "0", "--pool", pool, "--source", "synthetic:1280", "--codec", "h264",
+                          "--fragment", "0.1", "--duration", "600", "--out", out, "--name", "victim"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, REEL_POOL=pool))
+    port, lines = preview_port(p)
+    if port is None:
+        p.wait()
+        sys.exit("the victim recorder did not start: " + "".join(lines))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            s = status(port)
+            if s.get("poolRemainingCapacity") is not None and s.get("frames", 0) >= 30:
+                break
+        except OSError:
+            pass
+        time.sleep(0.05)
+    else:
+        p.kill(); p.wait()
+        sys.exit("the victim recorder captured no 30 frames in 60 s")
+    time.sleep(1.0)   # the writer catches up and the pool's ring writes the fragments into the slot
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    return out
+
 def launch(codec, eager, n):
+    victim = dead_recorder(n) if recovery else None
     out = f"{work}/out-{n}"
     container = "mkv" if codec == "ffv1" else "mov"
     args = [reel, "record", "--preview", "0", "--pool", pool, "--source", source, "--codec", codec, "--container", container,
@@ -48,16 +107,7 @@ def launch(codec, eager, n):
         + (["--photos", out + "/photos", "--photo-format", photos] if photos else [])
     t0 = time.monotonic()
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, REEL_POOL=pool))
-    port = None
-    err_lines = []
-    while port is None:
-        line = p.stderr.readline().decode()
-        if not line:
-            break
-        err_lines.append(line)
-        m = re.search(r"preview: http://[^:]+:(\d+)/", line)
-        if m:
-            port = int(m.group(1))
+    port, err_lines = preview_port(p)
     if port is None:
         p.wait()
         sys.exit("reel record did not print its preview address: " + "".join(err_lines))
@@ -69,6 +119,10 @@ def launch(codec, eager, n):
     clip = s["clips"][0]
     probe = json.loads(subprocess.run([reel, "probe", "--frames", "--json", clip["path"]], capture_output=True, check=True).stdout)
     idx = probe["frameIndices"]
+    recovered = None
+    if victim:
+        recovered = any(f.endswith(".mov") for f in (os.listdir(victim) if os.path.isdir(victim) else []))
+        subprocess.run(["rm", "-rf", victim], check=True)
     subprocess.run(["rm", "-rf", out], check=True)
     return {
         "jpeg": (t_jpeg - t0) * 1000 if t_jpeg else float("nan"),
@@ -76,7 +130,7 @@ def launch(codec, eager, n):
         "frame0": bool(idx) and idx[0] == 0 and clip["firstFrameIndex"] == 0,
         "lostAtStart": 0 if not idx else idx[0],
         "held": s["framesHeldBeforeReady"], "hold": s["longestHoldMs"], "dropped": s["framesDropped"],
-        "jpegIndex": jpeg_index,
+        "jpegIndex": jpeg_index, "recovered": recovered,
     }
 
 def spread(xs):
@@ -90,7 +144,9 @@ for codec in codecs:
         for eager in (False, True):   # alternating, so both see the same load
             runs[eager].append(launch(codec, eager, f"{codec}-{n}-{eager}"))
     extra = f" --photos DIR --photo-format {photos}" if photos else ""
-    print(f"\n{codec}, {source}, {launches} launches each (alternating), `reel record --preview 0 --pool P{extra}`:")
+    what = ("a dead recorder's slot recovered at each launch" if recovery else "no recovery") + \
+        (f", photo output prepared at 4032x4032 ({photos})" if photos else ", no photo output")
+    print(f"\n{codec}, {source}, {launches} launches each (alternating), `reel record --preview 0 --pool P{extra}`; {what}:")
     for eager in (False, True):
         r = runs[eager]
         name = "eager (--eager-start)" if eager else "deferred (default)"
@@ -99,7 +155,8 @@ for codec in codecs:
         lost = [x["lostAtStart"] for x in r]
         print(f"  {'':24s} frame 0 in the clip: {sum(x['frame0'] for x in r)}/{len(r)}; frames lost at start {max(lost)}; "
               f"held {statistics.median([x['held'] for x in r])} (median), longest hold {statistics.median([x['hold'] for x in r]):.1f} ms (median), "
-              f"drops {sum(x['dropped'] for x in r)}")
+              f"drops {sum(x['dropped'] for x in r)}"
+              + (f"; dead recorder's clip published by the recovery {sum(1 for x in r if x['recovered'])}/{len(r)}" if recovery else ""))
         all_ok &= all(x["frame0"] for x in r)
     d = statistics.median([x["jpeg"] for x in runs[False]]); e = statistics.median([x["jpeg"] for x in runs[True]])
     dw = statistics.median([x["written"] for x in runs[False]]); ew = statistics.median([x["written"] for x in runs[True]])

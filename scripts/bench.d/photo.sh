@@ -10,8 +10,13 @@
 #  3. the first photo after launch (a press with the first frame): the output initialised
 #     after the first frame with the press buffered (default) vs initialised before capture (--eager);
 #  4. noise reduction: luma PSNR against the clean pattern of one noisy frame (proxy) vs the
-#     ring merged (final), σ 8.
+#     ring merged (final), σ 8;
+#  5. prepared settings: the first capture (press to file) of an --eager output, prepared
+#     (encoder, worst-case buffer and 2 copy buffers made ahead: the default) vs --unprepared
+#     (made by the first press), JPEG and HEIC at 4032x3024, PREP_RUNS rounds (default 5),
+#     alternating; medians, ranges and the ratio unprepared/prepared paired per round.
 # RUNS (default 2) repeats each pair; every run's figures are printed (the spread).
+# ONLY=prepared runs section 5 alone.
 set -euo pipefail
 scripts/setup libimage-exiftool-perl >/dev/null
 swift build -c release 2>&1 | tail -1
@@ -37,6 +42,41 @@ print("delivered %2d/%-2d blocked %2d refused %d late %2d sensor drops %2d | lag
     max([x["pressToFileMs"] for x in p] or [0]), " ".join("%s=%d" % kv for kv in sorted(levels.items()))))
 PY
 }
+
+prepared_section() {
+    echo
+    echo "== prepared settings: first capture of an --eager output (press with the first frame), prepared vs --unprepared"
+    for fmt in jpeg heic; do
+        for r in $(seq "${PREP_RUNS:-5}"); do
+            for arm in prepared unprepared; do
+                rm -rf "$work/out"
+                if [ "$arm" = unprepared ]; then extra=(--unprepared); else extra=(); fi
+                "$reel" photo --eager --format "$fmt" --out "$work/out" --json "${extra[@]}" >"$work/prep-$fmt-$arm-$r.json"
+            done
+        done
+        python3 - "$work" "$fmt" "${PREP_RUNS:-5}" <<'PY'
+import json, statistics, sys
+work, fmt, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def first(arm, r):
+    s = json.load(open(f"{work}/prep-{fmt}-{arm}-{r}.json"))
+    p = s["photos"][0]
+    assert s["prepared"] == (arm == "prepared")
+    return p["pressToFileMs"], p["encodeMs"], s["initialisationMs"]
+rows = {a: [first(a, r) for r in range(1, runs + 1)] for a in ("prepared", "unprepared")}
+for a in ("prepared", "unprepared"):
+    t = [x[0] for x in rows[a]]; e = [x[1] for x in rows[a]]; i = [x[2] for x in rows[a]]
+    print("%s %-10s first capture press-to-file median %7.1f ms (min %.1f, max %.1f) | encode median %7.1f ms | initialisation median %6.1f ms | runs %s" % (
+        fmt, a, statistics.median(t), min(t), max(t), statistics.median(e), statistics.median(i), " ".join("%.0f" % x for x in t)))
+ratios = [u[0] / p[0] for p, u in zip(rows["prepared"], rows["unprepared"])]
+print("%s unprepared/prepared first capture: median %.2fx (range %.2f-%.2fx, paired per round)" % (fmt, statistics.median(ratios), min(ratios), max(ratios)))
+PY
+    done
+}
+if [ "${ONLY:-}" = prepared ]; then
+    prepared_section
+    echo "load: $(cat /proc/loadavg)"
+    exit 0
+fi
 
 echo
 echo "== shutter lag: 20 presses at 137 ms, JPEG balanced"
@@ -95,4 +135,5 @@ print("ring %s: merged %d frames, PSNR proxy %.2f dB, final %.2f dB (+%.2f dB), 
     sys.argv[2], p["mergedFrames"], p["psnrProxy"], p["psnrFinal"], p["psnrFinal"] - p["psnrProxy"], p["processMs"]))
 PY
 done
+prepared_section
 echo "load: $(cat /proc/loadavg)"

@@ -42,6 +42,7 @@
  *                    streams at fps whatever is asked)
  *   busy             open() fails with EBUSY
  *   card=TEXT        the card name
+ *   streamoff-eio    VIDIOC_STREAMOFF fails with EIO (streaming stops anyway)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -137,7 +138,7 @@ static struct device devs[MAX_DEVICES];
 static struct file files[MAX_FILES];
 static struct file *fdmap[MAX_FDS];
 static pthread_mutex_t global = PTHREAD_MUTEX_INITIALIZER;
-static int opt_devices = 1, opt_fps = 30, opt_busy = 0, opt_noparm = 0;
+static int opt_devices = 1, opt_fps = 30, opt_busy = 0, opt_noparm = 0, opt_streamoff_eio = 0;
 static long opt_unplug = -1, opt_eio = -1, opt_skip_every = 0, opt_skip_n = 0, opt_slow_every = 0, opt_slow_ms = 0, opt_corrupt = -1;
 static char opt_card[32] = "Reel fake camera";
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -207,6 +208,7 @@ static void configure_once(void) {
             if (sscanf(t, "corrupt=%ld", &opt_corrupt) == 1) continue;
             if (strcmp(t, "busy") == 0) { opt_busy = 1; continue; }
             if (strcmp(t, "noparm") == 0) { opt_noparm = 1; continue; }
+            if (strcmp(t, "streamoff-eio") == 0) { opt_streamoff_eio = 1; continue; }
             if (strncmp(t, "card=", 5) == 0) { snprintf(opt_card, sizeof opt_card, "%s", t + 5); continue; }
         }
         free(copy);
@@ -1287,7 +1289,7 @@ static int fake_ioctl(struct file *fh, unsigned long req, void *arg) {
     case VIDIOC_STREAMOFF:
         if (*(int *)arg != V4L2_BUF_TYPE_VIDEO_CAPTURE) return EINVAL;
         stop_streaming(d);
-        return 0;
+        return opt_streamoff_eio ? EIO : 0;
     default:
         /* Not implemented by uvcvideo either: standards, DV timings, tuners, audio, overlay,
            selection, JPEG compression, LOG_STATUS, EXPBUF (no DMABUF). */
