@@ -35,6 +35,8 @@ public enum CommandTable {
         // Photos during the recording (issue 12).
         .value("--photos", "DIR", "attach a photo output: the preview's shutter and primary presses take photos into DIR (synthetic source)", sample: "photos"),
         .value("--photo-format", "jpeg|heic|png", "the photos' format with --photos (default heic)", sample: "jpeg"),
+        // System pressure (issue 13).
+        .value("--pressure-handler", "on|off", "act on system pressure: lower the frame rate, thin or pause the preview, stop at shutdown (default on)", sample: "off"),
         json,
     ])
 
@@ -72,7 +74,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--photos", "--photo-format"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--photos", "--photo-format", "--pressure-handler"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -79,6 +79,15 @@ public struct RecordOptions: Sendable {
     /// hold ring keeps all its buffers and nothing is dropped as `outOfBuffers`. Synthetic
     /// source only.
     public var extraSensorBuffers = 0
+    /// Rates the session may switch to while recording (`CaptureSession.setFrameRate` on the
+    /// running session: the pressure handler's steps). The synthetic sensor's clock is chosen
+    /// so that all fall on whole ticks, and a `.seconds` length is media time whatever the
+    /// rate. Empty: the rate stays as configured.
+    public var liveFrameRates: [FrameRate] = []
+    /// Checked at the session's first commit, before any output or storage opens
+    /// (`CaptureSession.setConfigurationCheck`: the hardware cost, say); what it throws ends
+    /// `init`.
+    public var configurationCheck: ConfigurationCheck? = nil
 
     /// Creates the defaults above.
     public init() {}
@@ -157,6 +166,9 @@ public struct RecordingSummary: Sendable, Codable {
     public var framesLost: Int
     /// Each ratio change, at the first frame with the new ratio.
     public var seams: [Seam]
+    /// Each frame-rate change while recording, at the first frame of the new rate (the clip's
+    /// frames are then of more than one duration: a variable frame rate).
+    public var frameRateChanges: [FrameRateChange]
     /// The longest capture waited to hand over a frame near a seam, in ms (0 in real time).
     public var longestSeamWaitMs: Double
     /// The longest the encode thread spent opening a clip at its first frame, in ms.
@@ -223,6 +235,7 @@ public final class Recording: Sendable {
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
     /// - Throws: the source's error (`CaptureError`, `V4L2Error`), `CaptureError.unsupportedRatio`,
+    ///   what `options.configurationCheck` throws,
     ///   `StorageError.outputDirectory`, `UsageError` for a length of 0 frames,
     ///   `WriterError` for settings that cannot work (a codec the container cannot carry, no such
     ///   encoder); under `--eager-start` also the storage's errors (`PoolError`, `StorageError`).
@@ -232,11 +245,17 @@ public final class Recording: Sendable {
         switch options.source {
         case .synthetic(let size):
             source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime,
-                                         buffers: Recording.sensorBuffers(side: size) + options.extraSensorBuffers)
+                                         buffers: Recording.sensorBuffers(side: size) + options.extraSensorBuffers,
+                                         liveRates: options.liveFrameRates)
         case .v4l2(let path, let size, let fps, let fourcc):
             source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc)
         }
         session = try CaptureSession(source: source, ratio: options.ratio)
+        if let check = options.configurationCheck {
+            session.beginConfiguration()
+            try session.setConfigurationCheck(check)
+            try session.commitConfiguration()
+        }
         for (trigger, ratio) in options.ratioChanges {
             try session.scheduleAspectRatio(ratio, at: trigger)
         }
@@ -261,6 +280,10 @@ public final class Recording: Sendable {
         session.addOutput(writer)
         frameCount = options.length.frameCount(at: source.format.rate)
         guard frameCount > 0 else { throw UsageError("nothing to record: the length is 0 frames") }
+        if case .seconds = options.length, case .synthetic = options.source, !options.liveFrameRates.isEmpty {
+            // Media time, whatever rates the recording runs at (the frame limit is the most it can hold).
+            session.mediaTimeLimit = Double(frameCount) * source.format.rate.interval
+        }
     }
 
     /// Opens the recording's storage: the plain output directory, or the pool (the default one
@@ -411,7 +434,7 @@ public final class Recording: Sendable {
         return RecordingSummary(
             clips: result.clips, framesCaptured: stats.framesCaptured, framesWritten: result.framesWritten,
             framesDropped: drops.total, dropReasons: drops.table, framesLost: result.framesLost,
-            seams: stats.seams, longestSeamWaitMs: result.longestSeamWait * 1000,
+            seams: stats.seams, frameRateChanges: stats.frameRateChanges, longestSeamWaitMs: result.longestSeamWait * 1000,
             longestClipOpenMs: result.longestClipOpen * 1000,
             firstFrameLatencyMs: (result.firstFrameLatency ?? 0) * 1000, clipsOpenedAhead: result.clipsOpenedAhead,
             writerQueueHighWater: result.queueHighWater,
