@@ -148,8 +148,9 @@ enum RecordCommand {
         // else registered among the live sessions until the recording ends.
         let admission = CapacityAdmission()
         defer { admission.release() }
-        options.configurationCheck = { [options, preview = request != nil] configuration in
-            try admission.admit(options, preview: preview, framesPerSecond: configuration.format.rate.perSecond)
+        let checked = options, withPreview = request != nil
+        options.configurationCheck = { configuration in
+            try admission.admit(checked, preview: withPreview, framesPerSecond: configuration.format.rate.perSecond)
         }
         let recording = try Recording(options: options)
         let session = recording.session  // ReelControl: frame indices and the ratio picker
@@ -274,7 +275,7 @@ enum RecordCommand {
         } catch let error as PreviewError {
             throw CommandError(status: previewExitStatus(error), error.description)
         }
-        recording.session.addOutput(gate ?? output)
+        if let gate { recording.session.addOutput(gate) } else { recording.session.addOutput(output) }
         writeStderr("preview: \(server.pageURL)\n")
         return server
     }

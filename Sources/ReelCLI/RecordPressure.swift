@@ -166,7 +166,20 @@ final class RecordPressureHandler: Sendable {
             if next.stop { s.stoppedForPressure = true }
             return first
         }
-        if stopNow { stop() }
+        if stopNow { finish() }
+    }
+
+    /// Stops the recording once it has a frame: a `shutdown` read before capture started (the
+    /// monitor's first reading) would otherwise be lost, the source clearing its stop flag as
+    /// it starts.
+    private func finish() {
+        if session.stats.framesCaptured > 0 { stop(); return }
+        let (session, stop) = (self.session, self.stop)
+        DispatchQueue.global().async {
+            let deadline = MonotonicClock.now() + 30_000_000_000
+            while session.stats.framesCaptured == 0 && MonotonicClock.now() < deadline { usleep(10_000) }
+            stop()
+        }
     }
 
     /// The timeline, each frame-rate step given the frame it applied from (`changes`, the

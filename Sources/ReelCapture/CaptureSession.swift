@@ -27,6 +27,11 @@ public struct FrameRateChange: Sendable, Hashable, Codable {
     public let from: Double
     /// Frames per second from it on.
     public let to: Double
+
+    /// A change at frame `frameIndex` (`pts` seconds on the session clock) from `from` to `to` fps.
+    public init(frameIndex: Int, pts: Double, from: Double, to: Double) {
+        self.frameIndex = frameIndex; self.pts = pts; self.from = from; self.to = to
+    }
 }
 
 /// The graph as a configuration check sees it: what the session would run with once the

@@ -196,6 +196,11 @@ public struct CadenceChange: Sendable, Codable, Equatable {
     public var frameIndex: Int
     /// The new rate, frames per second (3 decimals).
     public var framesPerSecond: Double
+
+    /// A change to `framesPerSecond` from frame `frameIndex` on.
+    public init(frameIndex: Int, framesPerSecond: Double) {
+        self.frameIndex = frameIndex; self.framesPerSecond = framesPerSecond
+    }
 }
 
 extension Inspector {
