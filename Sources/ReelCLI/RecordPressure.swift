@@ -51,7 +51,7 @@ final class PressurePreviewGate: FrameOutput, Sendable {
 
     /// One frame in `n` from now on (0: none).
     func pass(every n: Int) { every.store(n, ordering: .releasing) }
-    /// What the gate lets through: `full`, `half` or `paused`.
+    /// What the gate lets through: `full`, `reduced` (one frame in n) or `paused`.
     var mode: String {
         switch every.load(ordering: .acquiring) {
         case 0: return "paused"

@@ -303,13 +303,15 @@ extension Inspector {
     /// Walks the steps between timestamps: each must be within half a frame of the cadence
     /// (camera timestamps jitter; a lost or doubled frame moves a timestamp by a whole frame),
     /// unless the cadence changes there — a step more than 5 % off that the next step repeats
-    /// (within 1 %), or the clip's last step when it is one frame of a common rate. Returns the
+    /// (within 1 %; both at least 1.1 ms, Matroska's millisecond rounding), or the clip's last
+    /// step when it is one frame of a common rate. Returns the
     /// changes (position of the frame the new step starts from, its rate) and the last cadence,
     /// or the position of the first frame whose timestamp does not fit.
     static func cadence(of times: [Double], firstStep: Double) -> Result<([(frame: Int, fps: Double)], Double), CadenceBreak> {
         var step = firstStep
         var changes: [(frame: Int, fps: Double)] = []
-        func same(_ a: Double, _ b: Double, _ share: Double) -> Bool { abs(a - b) <= share * max(a, b) }
+        // Matroska stores milliseconds: a step may be off by one, whatever the share.
+        func same(_ a: Double, _ b: Double, _ share: Double) -> Bool { abs(a - b) <= max(share * max(a, b), 0.0011) }
         for k in times.indices.dropFirst() {
             let d = times[k] - times[k - 1]
             guard d > 0 else { return .failure(CadenceBreak(k)) }

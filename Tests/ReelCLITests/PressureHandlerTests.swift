@@ -80,7 +80,7 @@ private struct VerifyJSON: Decodable {
 
 /// The pressure handler with real `reel record` processes: the monitor reads PSI files the
 /// test writes (`REEL_PRESSURE_DIR`), the handler acts on the running session.
-@Suite(.serialized) struct PressureHandlerTests {
+@Suite(.serialized) struct RealtimePressureHandlerTests {
     static let curlMissing = installedTool("curl") == nil
 
     private func launchRecording(_ dir: String, psi: String, port: UInt16, extra: [String] = []) throws -> Launched {
