@@ -137,6 +137,46 @@ private struct VerifyJSON: Decodable {
         #expect(report.cadenceChanges.map(\.frameIndex) == [n] && report.cadenceChanges.map(\.framesPerSecond) == [24])
     }
 
+    /// `critical` goes straight to the lowest rate with the preview paused; figures back under
+    /// the thresholds (for the 5 s hold-down) restore the configured rate and the preview. The
+    /// clip has both changes at the frames stated, and verifies.
+    @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))
+    func criticalPausesThePreviewAndNominalRestores() throws {
+        let dir = temporaryDirectory("reel-pressure")
+        defer { removeTree(dir) }
+        let psi = dir + "/psi"
+        try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
+        try writePSI(psi)
+        let port = try unusedPort()
+        let rec = try launchRecording(dir, psi: psi, port: port)
+        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
+        try #require(waitForStatus(port) { frames, level in frames >= 30 && level == "nominal" } != nil)
+        try writePSI(psi, cpuSome: 90)
+        let critical = try #require(waitForStatus(port) { _, level in level == "critical" })
+        #expect(waitForStatus(port) { frames, _ in frames >= critical.frames + 15 } != nil)
+        try writePSI(psi, cpuSome: 1)
+        let back = try #require(waitForStatus(port) { _, level in level == "nominal" }, "never back to nominal")
+        #expect(waitForStatus(port) { frames, _ in frames >= back.frames + 30 } != nil)
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        let pressure = try run.decode(SummaryWithPressure.self).pressure
+        #expect(summary.framesDropped == 0, "\(summary.dropReasons)")
+        let changes = summary.frameRateChanges
+        try #require(changes.count == 2, "\(changes)")
+        #expect(changes.map(\.from) == [30, 15] && changes.map(\.to) == [15, 30])
+        #expect(pressure.timeline.map(\.level) == ["nominal", "critical", "nominal"])
+        #expect(pressure.timeline.map { $0.action?.framesPerSecond } == [30, 15, 30])
+        #expect(pressure.timeline.map(\.preview) == ["full", "paused", "full"])
+        #expect(pressure.timeline.map(\.frameIndex) == [nil, changes[0].frameIndex, changes[1].frameIndex])
+        let verify = try reel(["verify", "--json", dir + "/out"])
+        let report = try verify.decode(VerifyJSON.self)
+        #expect(verify.status == 0 && report.ok, "\(report.violation ?? "")")
+        #expect(report.cadenceChanges.map(\.frameIndex) == changes.map(\.frameIndex))
+        #expect(report.cadenceChanges.map(\.framesPerSecond) == [15, 30])
+    }
+
     /// `shutdown` figures: the handler finishes the clip and stops; `stopReason: "pressure"`,
     /// exit 0, and the clip is whole.
     @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))

@@ -38,7 +38,7 @@ trap 'rm -rf "$WORK"' EXIT
 export REEL_POOL="$WORK/pool"
 "$REEL" pool create "$REEL_POOL" --capacity 3G --slot 256M --write-mode buffered >/dev/null
 RECENV=(env XDG_CACHE_HOME="$WORK/cache" XDG_RUNTIME_DIR="$WORK/run")
-"$REEL" calibrate >/dev/null
+if [ "$PART" != pressure ]; then "$REEL" calibrate >/dev/null; fi
 
 echo "load before: $(cat /proc/loadavg)"
 summarise() {  # $1: label, $2: summary JSON
