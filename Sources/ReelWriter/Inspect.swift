@@ -78,13 +78,18 @@ public enum Inspector {
         let info = reader.info
         let tb = Double(info.timeBase.num) / Double(info.timeBase.den)
         var count = 0
-        var minPTS: Int64? = nil, maxPTS: Int64? = nil, lastDuration: Int64 = 0
+        var minPTS: Int64? = nil, maxPTS: Int64? = nil, lastDuration: Int64 = 0, belowMax: Int64? = nil
         do {
             try reader.forEachPacket { p in
                 count += 1
                 if let pts = p.pts {
                     if minPTS == nil || pts < minPTS! { minPTS = pts }
-                    if maxPTS == nil || pts >= maxPTS! { maxPTS = pts; lastDuration = p.duration }
+                    if maxPTS == nil || pts >= maxPTS! {
+                        if let m = maxPTS, pts > m { belowMax = m }
+                        maxPTS = pts; lastDuration = p.duration
+                    } else if belowMax == nil || pts > belowMax! {
+                        belowMax = pts
+                    }
                 }
             }
         } catch { throw .unreadable(path, MediaError("read", message: String(describing: error))) }
@@ -109,6 +114,9 @@ public enum Inspector {
             indices = found
             ptsList = times
         }
+        // The last frame lasts as long as the step before it: H.264's parser gives packets one
+        // tick of the stream's timing (its VUI), a frame only when the clock ticks once a frame.
+        if let m = maxPTS, let b = belowMax, m > b { lastDuration = m - b }
         let duration = (minPTS != nil && maxPTS != nil) ? Double(maxPTS! - minPTS! + lastDuration) * tb : 0
         let result = ProbeResult(path: path, container: info.formatName, codec: info.codecName,
                            width: info.width, height: info.height, pixelFormat: info.pixelFormat,
