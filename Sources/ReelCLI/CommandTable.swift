@@ -37,6 +37,8 @@ public enum CommandTable {
         .value("--photos", "DIR", "attach a photo output: the preview's shutter and primary presses take photos into DIR (synthetic sensor or V4L2 camera)", sample: "photos"),
         .value("--photo-format", "jpeg|heic|png", "the photos' format with --photos (default heic)", sample: "jpeg"),
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted: clips keep its turned read-out and carry the display matrix (MOV, MP4)", sample: "portrait"),
+        // System pressure (issue 13).
+        .value("--pressure-handler", "on|off", "act on system pressure: lower the frame rate, thin or pause the preview, stop at shutdown (default on)", sample: "off"),
         json,
     ])
 
@@ -76,7 +78,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--pressure-handler"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ReelCapacity
 import ReelCapture
 import ReelCore
@@ -46,13 +47,15 @@ enum CostCommand {
     }
 }
 
-/// The cost check before `reel record` starts (issue 13): its demand, the check against the
-/// machine's calibration and the live sessions, and its registration. The lead moves the call
-/// into `CaptureSession.commitConfiguration` when the session becomes a graph.
+/// The cost check of `reel record` (issue 13): its demand, the check against the machine's
+/// calibration and the live sessions, and its registration. `reel record` runs it as the
+/// session's configuration check (`CaptureSession.setConfigurationCheck`, at the commit,
+/// before anything opens); `reel cost` calls it directly.
 enum CapacityGate {
     /// The recording's outputs at their largest frame size (of every ratio it will record) and
-    /// its frame rate; nil for a V4L2 camera whose size is not given.
-    static func demand(_ o: RecordOptions, preview: Bool) -> SessionDemand? {
+    /// its frame rate (`framesPerSecond`: the configuration's, else the options'); nil for a
+    /// V4L2 camera whose size is not given.
+    static func demand(_ o: RecordOptions, preview: Bool, framesPerSecond: Double? = nil) -> SessionDemand? {
         let sensor: Size, supported: [AspectRatio], fps: Double
         switch o.source {
         case .synthetic(let side):
@@ -68,7 +71,7 @@ enum CapacityGate {
         let first = o.ratio ?? (supported.contains(.landscape16x9) ? .landscape16x9 : supported[0])
         let ratios = ([first] + o.ratioChanges.map(\.1)).filter { supported.contains($0) }
         let largest = ratios.map { $0.crop(in: sensor).size }.max { $0.width * $0.height < $1.width * $1.height } ?? sensor
-        return SessionDemand(outputs: [OutputDemand(codec: o.codec, size: largest, framesPerSecond: fps)], preview: preview)
+        return SessionDemand(outputs: [OutputDemand(codec: o.codec, size: largest, framesPerSecond: framesPerSecond ?? fps)], preview: preview)
     }
 
     /// The cost model with the pool's measured write bandwidth (none for `--plain`).
@@ -87,8 +90,9 @@ enum CapacityGate {
     /// sessions is above 1, else registers it. Without a usable calibration (`reel calibrate`
     /// never run here, or its cache stale) nothing is checked or registered: recording never
     /// stops to measure. Returns the registration (release it when the recording ends) and the cost.
-    static func admit(_ options: RecordOptions, preview: Bool) throws -> (Registration?, HardwareCost?) {
-        guard let calibration = Calibration.cached().0, let demand = demand(options, preview: preview) else { return (nil, nil) }
+    static func admit(_ options: RecordOptions, preview: Bool, framesPerSecond: Double? = nil) throws -> (Registration?, HardwareCost?) {
+        guard let calibration = Calibration.cached().0,
+              let demand = demand(options, preview: preview, framesPerSecond: framesPerSecond) else { return (nil, nil) }
         let model = model(calibration, options: options)
         var cost: HardwareCost? = nil
         let registration = try SessionRegistry().admit { others in
@@ -98,6 +102,34 @@ enum CapacityGate {
             return c.session
         }
         return (registration, cost)
+    }
+}
+
+/// What the session's configuration check admitted: the registration among the live sessions
+/// (released when the recording ends) and the cost. A second check (a configuration committed
+/// again before the run) replaces the first.
+final class CapacityAdmission: Sendable {
+    private let state = Mutex<(registration: Registration?, cost: HardwareCost?)>((nil, nil))
+
+    /// Checks and registers the recording at `framesPerSecond`.
+    /// - Throws: `CapacityError.exceeds` (exit 69) when it does not fit; the registry's errors.
+    func admit(_ options: RecordOptions, preview: Bool, framesPerSecond: Double) throws {
+        release()
+        let (registration, cost) = try CapacityGate.admit(options, preview: preview, framesPerSecond: framesPerSecond)
+        state.withLock { $0 = (registration, cost) }
+    }
+
+    /// The cost admitted (nil without a calibration).
+    var cost: HardwareCost? { state.withLock { $0.cost } }
+
+    /// Leaves the registry.
+    func release() {
+        let r = state.withLock { s -> Registration? in
+            let r = s.registration
+            s.registration = nil
+            return r
+        }
+        r?.release()
     }
 }
 
@@ -111,8 +143,10 @@ struct RecordingSummaryWithPressure: Encodable {
     struct PressureTimeline: Encodable {
         /// The last level reported (`unknown` without PSI).
         var level: PressureLevel
-        /// Every level change, the first reading included.
-        var timeline: [PressureState]
+        /// `on` or `off` (`--pressure-handler`).
+        var handler: String
+        /// Every level change, the first reading included, with the handler's action.
+        var timeline: [RecordPressureHandler.Entry]
     }
 
     enum Keys: String, CodingKey { case hardwareCost, pressure }

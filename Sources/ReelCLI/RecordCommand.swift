@@ -23,6 +23,7 @@ enum RecordCommand {
         var report: String? = nil
         var sawDuration = false, sawFrames = false
         var photoDirectory: String? = nil, photoFormat: PhotoFileFormat? = nil
+        var pressureHandler = true
         for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
@@ -94,6 +95,12 @@ enum RecordCommand {
                     throw UsageError("--sensor-orientation: unknown orientation '\(printable(v))' (use landscape, portrait or landscapeLeft)")
                 }
                 o.sensorOrientation = m
+            case "--pressure-handler":
+                switch v.lowercased() {
+                case "on": pressureHandler = true
+                case "off": pressureHandler = false
+                default: throw UsageError("--pressure-handler: '\(printable(v))' is not on or off")
+                }
             default: throw UsageError("record: unknown option '\(name)'")
             }
         }
@@ -106,6 +113,9 @@ enum RecordCommand {
                 throw UsageError("--sensor-orientation \(o.sensorOrientation.rawValue): Matroska keeps no display matrix (libavformat 5.1 writes none); use mov or mp4")
             }
         }
+        // The pressure handler (on by default) steps the rate live: the session may switch to
+        // these rates (the sensor's clock is chosen for them). Empty: the handler is off.
+        o.liveFrameRates = pressureHandler ? RecordPressure.liveRates(for: o.rate) : []
         // --photo-format alone does nothing (README), as --preview-token alone.
         let photos = photoDirectory.map { d -> RecordPhotoRequest in
             var r = RecordPhotoRequest(directory: d)
@@ -153,14 +163,15 @@ enum RecordCommand {
         let pendingRecording = PendingRecording()
         defer { pendingRecording.settle(nil) }
         if photoRequest == nil { controls.dispatcher.setHandler(RecordToggles.events(pendingRecording)) }
-        // [issue 13: capacity] Refused here (exit 69) when this machine cannot take it, else
-        // registered among the live sessions until the recording ends; the pressure monitor's
-        // timeline goes into the JSON summary. Moves into commitConfiguration later.
-        let (admission, cost) = try CapacityGate.admit(options, preview: request != nil)
-        defer { admission?.release() }
-        let pressure = PressureMonitor.forThisProcess(note: { printError($0) })
-        pressure.start()
-        // [end issue 13]
+        // [issue 13: capacity] The session's configuration check: refused at its commit (exit
+        // 69) when this machine cannot take it — before storage, encoder or preview open —,
+        // else registered among the live sessions until the recording ends.
+        let admission = CapacityAdmission()
+        defer { admission.release() }
+        let checked = options, withPreview = request != nil
+        options.configurationCheck = { configuration in
+            try admission.admit(checked, preview: withPreview, framesPerSecond: configuration.format.rate.perSecond)
+        }
         let recording = try Recording(options: options)
         let session = recording.session  // ReelControl: frame indices and the ratio picker
         controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
@@ -172,8 +183,16 @@ enum RecordCommand {
         // --photos: a photo output after the movie output; primary presses take photos.
         let photos = try photoRequest.map { try RecordPhotos.attach($0, to: recording, controls: controls) }
         // The preview listens before capture starts: a port in use ends the command here.
-        let preview = try request.map { try startPreview($0, recording: recording, photos: photos) }
+        let previewGate = request.map { _ in PressurePreviewGate(PreviewOutput()) }
+        let pressureHandler = RecordPressureHandler(enabled: !options.liveFrameRates.isEmpty, session: session,
+                                                    preview: previewGate, stop: { recording.stop() })
+        let preview = try request.map { try startPreview($0, recording: recording, photos: photos, gate: previewGate,
+                                                         pressure: { pressureHandler.level }) }
         defer { preview?.stop() }
+        // [issue 13: pressure] The monitor's level changes go to the handler, from now until the recording ends.
+        let pressure = RecordPressure.monitor(note: { printError($0) }, onChange: { pressureHandler.handle($0) })
+        pressure.start()
+        defer { pressure.stop() }
 
         // SIGINT (and SIGTERM) finishes the clip and keeps it; a second one quits at once (exit
         // 130), with the terminal put back first. Ctrl-Z (SIGTSTP) puts the terminal back
@@ -209,13 +228,17 @@ enum RecordCommand {
         keys.start(session: recording.session, stop: { recording.stop() })
         let showProgress = isatty(STDERR_FILENO) == 1
         let progress: @Sendable (RecordingProgress) -> Void = { p in
-            let level = pressure.level   // [issue 13] the system-pressure level, before the ratio (the last word)
+            // [issue 13] the system-pressure level and what the handler did, before the ratio (the last word)
             let line = "\(fixed(p.elapsed)) s  \(p.framesCaptured) frames  \(fixed(p.fps)) fps  "
-                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  pressure \(level.rawValue)  \(p.ratio)"
+                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  \(pressureHandler.progressText)  \(p.ratio)"
             writeStderr("\r\u{1B}[K" + line)
         }
-        let summary = recording.run(progress: showProgress ? progress : nil)
+        var summary = recording.run(progress: showProgress ? progress : nil)
         pressure.stop()   // [issue 13]
+        // A recording the handler finished at `shutdown` says so.
+        if pressureHandler.stoppedForPressure && summary.stopReason == "interrupted" && count.load(ordering: .relaxed) == 0 {
+            summary.stopReason = "pressure"
+        }
         if let dir = report, let write = recording.writeStats {
             writeReport(of: write, summary: summary, fps: recording.session.source.format.rate.perSecond,
                         outputDirectory: options.outputDirectory, to: dir)
@@ -227,8 +250,10 @@ enum RecordCommand {
 
         // [issue 13] hardwareCost and the pressure timeline join the summary; ReelControl its events.
         if json {
-            printJSON(MergedJSON(MergedJSON(RecordingSummaryWithPressure(summary: summary, hardwareCost: cost?.cost,
-                                                                         pressure: .init(level: pressure.level, timeline: pressure.timeline)),
+            printJSON(MergedJSON(MergedJSON(RecordingSummaryWithPressure(summary: summary, hardwareCost: admission.cost?.cost,
+                                                                         pressure: .init(level: pressureHandler.level,
+                                                                                         handler: pressureHandler.enabled ? "on" : "off",
+                                                                                         timeline: pressureHandler.timeline(changes: summary.frameRateChanges))),
                                             controls.summary),
                                  RecordPhotosSummary(photos: taken.photos)))
         } else { printText(summary); printEvents(controls.summary); printPhotos(taken.photos) }
@@ -244,8 +269,11 @@ enum RecordCommand {
 
     /// Binds the preview's server and adds its output to the session; prints the page's address.
     /// With `photos`, the page's shutter takes a photo through it; without, it answers 501.
-    static func startPreview(_ request: PreviewRequest, recording: Recording, photos: RecordPhotos? = nil) throws -> PreviewServer {
-        let output = PreviewOutput()
+    /// `gate`: the handler's gate around the preview output (issue 13), `pressure` the level for
+    /// the page's status.
+    static func startPreview(_ request: PreviewRequest, recording: Recording, photos: RecordPhotos? = nil,
+                             gate: PressurePreviewGate? = nil, pressure: (@Sendable () -> PressureLevel)? = nil) throws -> PreviewServer {
+        let output = (gate?.inner as? PreviewOutput) ?? PreviewOutput()
         let token = request.token ?? (request.address.isLoopback ? nil : PreviewServer.generateToken())
         let session = recording.session
         let started = DispatchTime.now().uptimeNanoseconds
@@ -260,16 +288,18 @@ enum RecordCommand {
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
                 let media: Double
                 if let first = stats.startPTS, let last = stats.lastPTS { media = last.seconds - first.seconds } else { media = 0 }
-                return PreviewStatus(recording: recording.writer.isRecording, elapsed: media, frames: stats.framesCaptured,
-                                     fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
-                                     drops: stats.drops.total, ratio: session.ratio.description,
-                                     // Read each time: under Deferred Start the pool opens after the first frame.
-                                     poolRemainingCapacity: recording.pool?.remainingCapacity)
+                var status = PreviewStatus(recording: recording.writer.isRecording, elapsed: media, frames: stats.framesCaptured,
+                                           fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
+                                           drops: stats.drops.total, ratio: session.ratio.description,
+                                           // Read each time: under Deferred Start the pool opens after the first frame.
+                                           poolRemainingCapacity: recording.pool?.remainingCapacity)
+                status.pressure = pressure?().rawValue   // [issue 13]
+                return status
             }
         } catch let error as PreviewError {
             throw CommandError(status: previewExitStatus(error), error.description)
         }
-        recording.session.addOutput(output)
+        if let gate { recording.session.addOutput(gate) } else { recording.session.addOutput(output) }
         writeStderr("preview: \(server.pageURL)\n")
         return server
     }

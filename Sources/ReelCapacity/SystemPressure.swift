@@ -253,8 +253,8 @@ public final class PressureMonitor: Sendable {
         return PressureSample(cpuSome: cpu.some, ioSome: io.some, ioFull: io.full, memorySome: memory.some, memoryFull: memory.full)
     }
 
-    /// Starts sampling: the first reading now, then every `interval` seconds. A monitor runs
-    /// once: `start()` after `stop()` does nothing.
+    /// Starts sampling: the first reading now (reported before `start()` returns), then every
+    /// `interval` seconds. A monitor runs once: `start()` after `stop()` does nothing.
     public func start() {
         let go: Bool = state.withLock { s in
             guard !s.running && !s.stopped else { return false }
@@ -265,7 +265,9 @@ public final class PressureMonitor: Sendable {
         }
         guard go else { return }
         timer.setEventHandler { [weak self] in self?.sample() }
-        timer.schedule(deadline: .now(), repeating: interval)
+        // The first reading on the monitor's queue now: a short recording has its level.
+        queue.sync { sample() }
+        timer.schedule(deadline: .now() + interval, repeating: interval)
         timer.resume()
     }
 

@@ -15,6 +15,40 @@ public struct Seam: Sendable, Hashable, Codable {
     public let to: AspectRatio
 }
 
+/// A change of frame rate while the session ran (`setFrameRate` on a running session): the
+/// clip goes on at a variable frame rate, each frame at its capture time.
+public struct FrameRateChange: Sendable, Hashable, Codable {
+    /// The first frame at the new rate: it is one frame of the old rate after the frame before
+    /// it, and one frame of the new rate before the frame after it.
+    public let frameIndex: Int
+    /// Session-clock time of that frame, in seconds.
+    public let pts: Double
+    /// Frames per second before it.
+    public let from: Double
+    /// Frames per second from it on.
+    public let to: Double
+
+    /// A change at frame `frameIndex` (`pts` seconds on the session clock) from `from` to `to` fps.
+    public init(frameIndex: Int, pts: Double, from: Double, to: Double) {
+        self.frameIndex = frameIndex; self.pts = pts; self.from = from; self.to = to
+    }
+}
+
+/// The graph as a configuration check sees it: what the session would run with once the
+/// batch is committed.
+public struct CaptureConfiguration: Sendable {
+    /// The source's format, at the frame rate the configuration asks for.
+    public let format: SourceFormat
+    /// The starting ratio.
+    public let ratio: AspectRatio
+    /// The outputs, in order.
+    public let outputs: [any FrameOutput]
+}
+
+/// A replaceable check of a configuration before it runs (the hardware cost of the graph, say):
+/// throwing refuses the configuration; the error reaches the caller of `commitConfiguration()`.
+public typealias ConfigurationCheck = @Sendable (CaptureConfiguration) throws -> Void
+
 /// When a scheduled ratio change takes effect.
 public enum RatioTrigger: Sendable, Hashable {
     /// The first frame at or after this many seconds of media time.
@@ -33,6 +67,8 @@ public struct CaptureStats: Sendable {
     public var drops = DropCounts()
     /// The ratio changes applied, in order.
     public var seams: [Seam] = []
+    /// The frame-rate changes applied while running, in order.
+    public var frameRateChanges: [FrameRateChange] = []
     /// The first frame's timestamp (nil before it).
     public var startPTS: Timestamp?
     /// The newest frame's timestamp (nil before the first).
@@ -82,6 +118,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
         var outputs: [any FrameOutput]
         /// A frame rate the source takes at the next resolution.
         var rate: FrameRate?
+        /// Run at each resolution while the session does not run (`setConfigurationCheck`).
+        var check: ConfigurationCheck?
     }
     private enum DeferredPhase { case idle, running, done }
     private struct WeakDelegate { weak var value: (any CaptureSessionDelegate)? }
@@ -109,6 +147,10 @@ public final class CaptureSession: SourceDelegate, Sendable {
         var deferredStarts = 0
         /// The last run started with `startRunning`.
         var lastResult: Result<CaptureStats, any Error>?
+        /// The rate of the last frame of this run (nil before its first).
+        var frameRate: FrameRate?
+        /// The run ends at the first frame this many seconds of media time after the first.
+        var mediaTimeLimit: Double?
     }
     private let state: Mutex<State>
     private let runGroup = DispatchGroup()
@@ -154,8 +196,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
 
     /// Ends a batch; the outermost commit resolves the graph once with every change of the batch.
-    /// - Throws: `CaptureError.unsupportedRatio` or `.notConfigurable`: the whole batch is
-    ///   refused and the graph is unchanged.
+    /// - Throws: `CaptureError.unsupportedRatio` or `.notConfigurable`, or what the
+    ///   configuration check throws: the whole batch is refused and the graph is unchanged.
     public func commitConfiguration() throws {
         try state.withLock { s in
             guard s.depth > 0 else { return }
@@ -184,15 +226,23 @@ public final class CaptureSession: SourceDelegate, Sendable {
         }
     }
 
-    /// Checks the configuration `g` and makes it the graph: the source takes a new frame rate,
-    /// the ratio must be one its format supports. Caller holds the lock.
+    /// Checks the configuration `g` and makes it the graph: the source takes a new frame rate
+    /// (while running, a live change the source takes from its next frame, or refuses), the
+    /// ratio must be one its format supports, and — when the session does not run — the
+    /// configuration check must pass. Caller holds the lock.
     private static func resolve(_ g: Graph, into s: inout State) throws {
         var g = g
-        if g.source !== s.graph.source || g.rate != nil, s.running {
-            throw CaptureError.notConfigurable("the input and frame rate cannot change while the session runs")
+        if g.source !== s.graph.source, s.running {
+            throw CaptureError.notConfigurable("the input cannot change while the session runs")
         }
         if g.ratio != s.graph.ratio, s.running {
             throw CaptureError.notConfigurable("the ratio changes with setDynamicAspectRatio while the session runs")
+        }
+        try check(g.ratio, in: g.source.format)
+        if !s.running, let configurationCheck = g.check {
+            var format = g.source.format
+            if let rate = g.rate { format.rate = rate }
+            try configurationCheck(CaptureConfiguration(format: format, ratio: g.ratio, outputs: g.outputs))
         }
         if let rate = g.rate {
             try g.source.setFrameRate(rate)
@@ -232,11 +282,37 @@ public final class CaptureSession: SourceDelegate, Sendable {
         try configure { $0.ratio = ratio }
     }
 
-    /// The source's frame rate from the next run on (`VideoSource.setFrameRate`).
-    /// - Throws: `CaptureError.notConfigurable` while running or for a source that cannot
-    ///   change its rate (at the commit in a batch).
+    /// The source's frame rate (`VideoSource.setFrameRate`): from the next run on, or — while
+    /// running, for a source that can (the synthetic sensor made with `liveRates`) — from its
+    /// next frame on: the recording goes on at a variable frame rate, every frame stamped at
+    /// its capture time, and the change is noted in `stats.frameRateChanges` at that frame.
+    /// - Throws: `CaptureError.notConfigurable` for a source that cannot take the rate (while
+    ///   running: one that cannot change it live) — at the commit in a batch.
     public func setFrameRate(_ rate: FrameRate) throws {
         try configure { $0.rate = rate }
+    }
+
+    /// The rate of the frames now being captured (the configured one before a run).
+    public var activeFrameRate: FrameRate {
+        state.withLock { $0.frameRate ?? $0.graph.source.format.rate }
+    }
+
+    /// Installs (or, with nil, removes) the check every configuration must pass before it runs
+    /// — the hardware cost of the graph, say. Installing it is a configuration change: the
+    /// graph is checked with it at the commit of the batch (or at once outside a batch), then at
+    /// every resolution while the session does not run. Changes made while running (outputs
+    /// added, live rates) are not checked.
+    /// - Throws: what the check throws (outside a batch; in one, at the commit).
+    public func setConfigurationCheck(_ check: ConfigurationCheck?) throws {
+        try configure { $0.check = check }
+    }
+
+    /// Seconds of media time after which a run ends (at the first frame that far from the
+    /// first, which is not captured): a recording's length whatever rates it runs at. Nil: no
+    /// limit but the run's frame limit.
+    public var mediaTimeLimit: Double? {
+        get { state.withLock { $0.mediaTimeLimit } }
+        set { state.withLock { $0.mediaTimeLimit = newValue } }
     }
 
     // MARK: Deferred Start
@@ -383,6 +459,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
             guard !s.running else { return false }
             s.running = true
             s.stopRequested = false
+            s.frameRate = nil
             s.deferredPhase = .idle
             s.deferredDone = nil
             s.deferredOutputs = []
@@ -460,7 +537,17 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// Hands the source's frame to every output at the current ratio (applying a due ratio change
     /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
-        let (source, ratio, outputs, resumed, stopAsked) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool) in
+        let (source, ratio, outputs, resumed, stopAsked, ended) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool, Bool) in
+            // The length in media time: the frame that reaches it is not captured.
+            if let limit = s.mediaTimeLimit, let first = s.stats.startPTS, (frame.pts - first).seconds + 1e-9 >= limit {
+                return (s.graph.source, s.graph.ratio, [], nil, true, true)
+            }
+            let rate = frame.rate ?? s.graph.source.format.rate
+            if let before = s.frameRate, before != rate, s.stats.startPTS != nil {
+                s.stats.frameRateChanges.append(FrameRateChange(frameIndex: frame.index, pts: frame.pts.seconds,
+                                                                from: before.perSecond, to: rate.perSecond))
+            }
+            s.frameRate = rate
             var next = s.graph.ratio
             var resume: CheckedContinuation<Timestamp, Never>? = nil
             // Scheduled changes first (all that are due), then at most one live request.
@@ -489,16 +576,23 @@ public final class CaptureSession: SourceDelegate, Sendable {
             s.stats.framesCaptured += 1
             if s.stats.startPTS == nil { s.stats.startPTS = frame.pts }
             s.stats.lastPTS = frame.pts
-            return (s.graph.source, next, s.graph.outputs, resume, s.stopRequested)
+            return (s.graph.source, next, s.graph.outputs, resume, s.stopRequested, false)
+        }
+        if ended {
+            source.stop()
+            return false
         }
         // A stop that came between the run's last check and the source clearing its own stop
         // flag as it started would be lost: the source is told again (this frame still goes out).
         if stopAsked { source.stop() }
         resumed?.resume(returning: frame.pts)
-        let format = source.format
+        let sourceFormat = source.format
+        // One frame of the rate the frame was captured at, on the frame's clock.
+        let rate = frame.rate ?? sourceFormat.rate
+        let duration = Int64((Double(frame.pts.timescale) * rate.interval).rounded())
         let captured = CapturedFrame(lease: frame.lease, index: frame.index, pts: frame.pts,
-                                     duration: format.frameDuration, ratio: ratio,
-                                     crop: ratio.crop(in: format.size))
+                                     duration: duration, ratio: ratio,
+                                     crop: ratio.crop(in: sourceFormat.size))
         var taken = true, closed = false
         var dropReason = DropReason.late
         for output in outputs {

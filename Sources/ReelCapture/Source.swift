@@ -35,6 +35,10 @@ public struct SourceFrame: Sendable {
     public let index: Int
     /// Capture time on the session clock (the source's `timescale`), 0 at the first frame.
     public let pts: Timestamp
+    /// The rate the frame was captured at, when the source can change it while capturing
+    /// (the frame's duration is one frame of it, the time until the next frame); nil: the
+    /// format's rate.
+    public var rate: FrameRate? = nil
 }
 
 /// Receives frames from a source's capture thread.
@@ -59,7 +63,9 @@ public protocol VideoSource: AnyObject, Sendable {
     func capture(frameLimit: Int?, delegate: any SourceDelegate) throws
     /// Ends `capture` after the frame in progress. Safe from any thread.
     func stop()
-    /// Takes a new frame rate for the next `capture` (`CaptureSession.setFrameRate`).
+    /// Takes a new frame rate for the next `capture` (`CaptureSession.setFrameRate`); a source
+    /// that can change its rate while capturing takes it from its next frame on then (and
+    /// stamps its frames' `rate`).
     /// - Throws: `CaptureError.notConfigurable` (the default: the source's rate is fixed).
     func setFrameRate(_ rate: FrameRate) throws
 }

@@ -17,9 +17,15 @@ public final class SyntheticSource: VideoSource {
     /// (as the largest still size of Apple's square sensor does).
     public static let videoSizeLimit = 2880
 
-    /// The format; its rate changes with `setFrameRate` between runs.
+    /// The format; its rate changes with `setFrameRate` between runs (a change while capturing
+    /// is a live change: the format keeps the configured rate, the frames carry theirs).
     public var format: SourceFormat { formatState.withLock { $0 } }
     private let formatState: Mutex<SourceFormat>
+    /// Rates the sensor may be switched to while capturing: its clock's timescale is a common
+    /// multiple of theirs and the configured rate's, so every frame falls on a tick exactly.
+    public let liveRates: [FrameRate]
+    /// A live rate asked for, taken at the next frame.
+    private let pendingRate = Mutex<FrameRate?>(nil)
     private let capturing = Atomic<Bool>(false)
     /// Paced at the frame rate on CLOCK_MONOTONIC; false: as fast as the pipeline takes frames.
     public let isRealtime: Bool
@@ -48,10 +54,13 @@ public final class SyntheticSource: VideoSource {
     ///   - mounting: how the sensor is mounted (`--sensor-orientation`): `portrait` reads the
     ///     scene out turned a quarter turn counter-clockwise, `landscapeLeft` turned 180°; a
     ///     video of it carries the display matrix that turns it back (`displayQuarterTurns`).
+    ///   - liveRates: rates `setFrameRate` may switch to while capturing (a variable frame
+    ///     rate: each frame stamped at its capture time); the clock's timescale is chosen so
+    ///     that they all fall on whole ticks. Empty: the timescale is the rate's own.
     /// - Throws: `CaptureError.invalidSensorSize` for a size out of range or odd; `MediaError` when
     ///   the buffers cannot be allocated.
     public init(size: Int = SyntheticSource.defaultSize, rate: FrameRate, realtime: Bool, buffers: Int = 12,
-                mounting: SensorOrientation = .landscape) throws {
+                mounting: SensorOrientation = .landscape, liveRates: [FrameRate] = []) throws {
         guard Self.sizeRange.contains(size) else {
             throw CaptureError.invalidSensorSize("sensor size \(size) is out of range: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
         }
@@ -59,7 +68,9 @@ public final class SyntheticSource: VideoSource {
             throw CaptureError.invalidSensorSize("sensor size \(size) is odd: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
         }
         let sensor = Size(width: size, height: size)
-        formatState = Mutex(SourceFormat(size: sensor, pixelFormat: .yuv420p, rate: rate, timescale: rate.timescale,
+        self.liveRates = liveRates
+        formatState = Mutex(SourceFormat(size: sensor, pixelFormat: .yuv420p, rate: rate,
+                                         timescale: Self.timescale(for: rate, liveRates: liveRates),
                                          supportedRatios: Self.supportedRatios(size: size)))
         isRealtime = realtime
         let pattern = TestPattern(sensor: sensor)
@@ -132,31 +143,76 @@ public final class SyntheticSource: VideoSource {
     /// Ends `capture` after the frame in progress. Safe from any thread.
     public func stop() { stopping.store(true, ordering: .releasing) }
 
-    /// A new frame rate (and clock: the timescale follows the rate) from the next `capture` on.
-    /// - Throws: `CaptureError.notConfigurable` while capturing.
-    public func setFrameRate(_ rate: FrameRate) throws {
-        guard !capturing.load(ordering: .acquiring) else {
-            throw CaptureError.notConfigurable("the frame rate cannot change while the sensor captures")
+    /// The least common multiple of the rates' own timescales (their `frames`), or the rate's
+    /// own when that would not fit in 32 bits.
+    static func timescale(for rate: FrameRate, liveRates: [FrameRate]) -> Int32 {
+        func gcd(_ a: Int64, _ b: Int64) -> Int64 { b == 0 ? a : gcd(b, a % b) }
+        var t = Int64(rate.timescale)
+        for r in liveRates {
+            let n = Int64(r.timescale)
+            let l = t / gcd(t, n) * n
+            guard l <= Int64(Int32.max) else { return rate.timescale }
+            t = l
         }
-        formatState.withLock { $0.rate = rate; $0.timescale = rate.timescale }
+        return Int32(t)
+    }
+
+    /// Whether frames at `rate` fall on whole ticks of `timescale`.
+    static func fits(_ rate: FrameRate, on timescale: Int32) -> Bool {
+        (Int64(timescale) * Int64(rate.seconds)) % Int64(rate.frames) == 0
+    }
+
+    /// A new frame rate. Between runs: the configured rate (and clock: the timescale is the
+    /// rate's own, or the common one of `liveRates`) from the next `capture` on. While
+    /// capturing: a live change from the next frame on — that frame keeps its place (one frame
+    /// of the old rate after the one before it), the frames after it come one frame of the new
+    /// rate apart, and every frame carries its `rate`; frame indices go on counting.
+    /// - Throws: `CaptureError.notConfigurable` while capturing, for a rate whose frames do not
+    ///   fall on whole ticks of the sensor's clock (not one of `liveRates`).
+    public func setFrameRate(_ rate: FrameRate) throws {
+        if capturing.load(ordering: .acquiring) {
+            let timescale = format.timescale
+            guard Self.fits(rate, on: timescale) else {
+                throw CaptureError.notConfigurable("the sensor cannot switch to \(rate) fps while it captures: its clock (1/\(timescale) s) has no exact tick for it")
+            }
+            pendingRate.withLock { $0 = rate }
+            return
+        }
+        let liveRates = self.liveRates
+        formatState.withLock { $0.rate = rate; $0.timescale = Self.timescale(for: rate, liveRates: liveRates) }
     }
 
     /// Renders frames with their barcodes into the pool's buffers and hands them to `delegate`
     /// until `frameLimit` frames or `stop()`.
     /// - Throws: nothing in practice (the protocol's requirement throws for cameras).
     public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
+        pendingRate.withLock { $0 = nil }
         capturing.store(true, ordering: .releasing)
         defer { capturing.store(false, ordering: .releasing) }
         stopping.store(false, ordering: .releasing)
         warmUp()
         let format = self.format
-        let intervalNs = UInt64(format.rate.seconds) * 1_000_000_000 / UInt64(format.rate.frames)
+        // The schedule since the last rate change: frame `baseIndex` at `baseDue` ns (from
+        // `start`) and `basePTS` ticks; frames after it one `interval` apart.
+        var rate = format.rate
+        var intervalNs = UInt64(rate.seconds) * 1_000_000_000 / UInt64(rate.frames)
+        var duration = Int64(format.timescale) * Int64(rate.seconds) / Int64(rate.frames)
+        var baseIndex = 0, baseDue: UInt64 = 0, basePTS: Int64 = 0
         let start = MonotonicClock.now()
         var index = 0
         while frameLimit.map({ index < $0 }) ?? true {
             if stopping.load(ordering: .acquiring) { break }
+            if let next = pendingRate.withLock({ r -> FrameRate? in defer { r = nil }; return r }), next != rate {
+                // Frame `index` keeps its place on the old schedule; the new spacing starts there.
+                baseDue += UInt64(index - baseIndex) * intervalNs
+                basePTS += Int64(index - baseIndex) * duration
+                baseIndex = index
+                rate = next
+                intervalNs = UInt64(rate.seconds) * 1_000_000_000 / UInt64(rate.frames)
+                duration = Int64(format.timescale) * Int64(rate.seconds) / Int64(rate.frames)
+            }
             if isRealtime {
-                let due = start + UInt64(index) * intervalNs
+                let due = start + baseDue + UInt64(index - baseIndex) * intervalNs
                 let now = MonotonicClock.now()
                 if now < due {
                     MonotonicClock.sleep(until: due)
@@ -180,8 +236,8 @@ public final class SyntheticSource: VideoSource {
             } else {
                 pattern.drawFrame(lease.buffer, index: index)
             }
-            let pts = Timestamp(value: Int64(index) * format.frameDuration, timescale: format.timescale)
-            delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: pts))
+            let pts = Timestamp(value: basePTS + Int64(index - baseIndex) * duration, timescale: format.timescale)
+            delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: pts, rate: rate))
             index += 1
         }
     }

@@ -58,6 +58,10 @@ public final class VideoEncoder: @unchecked Sendable {
     public let settings: EncoderSettings
     /// Frames passed to `encode` so far.
     public private(set) var framesSent = 0
+    /// The duration of each frame in the encoder, by pts: its packet gets it (an encoder that
+    /// delays frames, x264, gives its packets one tick otherwise — wrong on a clock finer
+    /// than a frame, and for a variable frame rate).
+    private var durations: [Int64: Int64] = [:]
     /// Frames between keyframes (the GOP).
     private let gop: Int
     /// After `warmUp()`: keyframes are chosen per frame through `gop_size` (FFV1 makes frame
@@ -176,6 +180,7 @@ public final class VideoEncoder: @unchecked Sendable {
     public func restart() {
         precondition(canRestart)
         framesSent = 0
+        durations = [:]
     }
 
     private func freeAll() {
@@ -220,6 +225,7 @@ public final class VideoEncoder: @unchecked Sendable {
         _ = holder
         view.pointee.pts = pts
         view.pointee.pkt_duration = duration
+        durations[pts] = duration
         view.pointee.pict_type = forceKeyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
         if keyframesByHand {
             context.pointee.gop_size = forceKeyframe || framesSent % gop == 0 ? 0 : Int32.max
@@ -245,7 +251,11 @@ public final class VideoEncoder: @unchecked Sendable {
             let r = avcodec_receive_packet(context, packet)
             if r == averrorEAGAIN || r == averrorEOF { return }
             try check(r, "avcodec_receive_packet(\(settings.codec.encoderName))")
-            if packet.pointee.duration == 0 { packet.pointee.duration = duration }
+            if let d = durations.removeValue(forKey: packet.pointee.pts) {
+                packet.pointee.duration = d
+            } else if packet.pointee.duration == 0 {
+                packet.pointee.duration = duration
+            }
             defer { av_packet_unref(packet) }
             try drain(EncodedPacket(packet))
         }

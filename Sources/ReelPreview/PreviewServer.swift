@@ -27,6 +27,8 @@ public struct PreviewStatus: Codable, Sendable {
     public var previewEncodeMs: Double
     /// Bytes the storage pool can still take, when recording through a pool (else null).
     @EncodedNull public var poolRemainingCapacity: Int64?
+    /// The system-pressure level a recording sees (`nominal`, …, `unknown`; null for `reel preview`).
+    @EncodedNull public var pressure: String? = nil
 
     /// The session's part of the status; the server fills in the preview's own counters.
     public init(recording: Bool, elapsed: Double, frames: Int, fps: Double, drops: Int, ratio: String,
@@ -240,6 +242,7 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         e.onmessage=m=>{const j=JSON.parse(m.data);last=(j.recording?'● recording':'○ not recording')+
         '  '+j.elapsed.toFixed(1)+' s  '+j.frames+' frames  '+j.fps.toFixed(1)+' fps  '+j.drops+' dropped  '+j.ratio+
         (j.poolRemainingCapacity==null?'':'  pool '+(j.poolRemainingCapacity/1e9).toFixed(2)+' GB left');
+        if(j.pressure!=null)last+='  pressure '+j.pressure;
         s.textContent=last;const b=document.getElementById('record');b.dataset.recording=String(j.recording);
         b.textContent=j.recording?'stop':'record';};
         e.onerror=()=>{s.textContent=(last?last+'  ':'')+'(disconnected)';};

@@ -24,6 +24,11 @@ final class ClipRecorder: @unchecked Sendable {
     /// The take the clip belongs to (one per start request; 1 for a recording that starts at
     /// once), and the take's first frame index (stored in the file for `verify`).
     let take: Int
+    /// Where each appended frame ends on the session clock (its pts + its duration): a clip
+    /// whose rate changed has frames of more than one duration.
+    private var ends: [Int64] = []
+    /// The duration of the last frame appended.
+    private var lastFrameDuration: Int64?
 
     /// Opens the clip at `frame`: its file, encoder and muxer.
     convenience init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate,
@@ -70,6 +75,7 @@ final class ClipRecorder: @unchecked Sendable {
             throw error
         }
         indices.reserveCapacity(1024)
+        ends.reserveCapacity(1024)
     }
 
     var bytes: Int64 { file.size }
@@ -92,6 +98,8 @@ final class ClipRecorder: @unchecked Sendable {
             try muxer.write(packet)
         }
         indices.append(frame.index)
+        ends.append(frame.pts.value + frame.duration)
+        lastFrameDuration = frame.duration
     }
 
     /// Drains the encoder, writes the trailer, syncs and publishes the file.
@@ -99,7 +107,7 @@ final class ClipRecorder: @unchecked Sendable {
         // An encoder that can start another clip holds nothing back: it is not flushed, so
         // that it can be used again (`AssetWriter` keeps it for a clip of the same size).
         if !encoder.canRestart {
-            try encoder.flush(duration: frameDuration) { packet in try muxer.write(packet) }
+            try encoder.flush(duration: lastFrameDuration ?? frameDuration) { packet in try muxer.write(packet) }
         }
         defer { try? encoder.releaseInput() }
         try muxer.finish()
@@ -144,7 +152,8 @@ final class ClipRecorder: @unchecked Sendable {
     }
 
     private func summary(frames: Int, bytes: Int64, salvaged: Bool) -> ClipSummary {
-        let seconds = Double(Int64(frames) * frameDuration) / Double(sessionStart.timescale)
+        let end = frames > 0 && frames <= ends.count ? ends[frames - 1] : sessionStart.value + Int64(frames) * frameDuration
+        let seconds = Double(end - sessionStart.value) / Double(sessionStart.timescale)
         return ClipSummary(path: file.path, width: size.width, height: size.height, ratio: ratio.rawValue,
                            codec: codec.name, container: container.rawValue, frames: frames,
                            firstFrameIndex: indices.first ?? -1,

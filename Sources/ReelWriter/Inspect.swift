@@ -87,13 +87,18 @@ public enum Inspector {
         let info = reader.info
         let tb = Double(info.timeBase.num) / Double(info.timeBase.den)
         var count = 0
-        var minPTS: Int64? = nil, maxPTS: Int64? = nil, lastDuration: Int64 = 0
+        var minPTS: Int64? = nil, maxPTS: Int64? = nil, lastDuration: Int64 = 0, belowMax: Int64? = nil
         do {
             try reader.forEachPacket { p in
                 count += 1
                 if let pts = p.pts {
                     if minPTS == nil || pts < minPTS! { minPTS = pts }
-                    if maxPTS == nil || pts >= maxPTS! { maxPTS = pts; lastDuration = p.duration }
+                    if maxPTS == nil || pts >= maxPTS! {
+                        if let m = maxPTS, pts > m { belowMax = m }
+                        maxPTS = pts; lastDuration = p.duration
+                    } else if belowMax == nil || pts > belowMax! {
+                        belowMax = pts
+                    }
                 }
             }
         } catch { throw .unreadable(path, MediaError("read", message: String(describing: error))) }
@@ -118,6 +123,9 @@ public enum Inspector {
             indices = found
             ptsList = times
         }
+        // The last frame lasts as long as the step before it: H.264's parser gives packets one
+        // tick of the stream's timing (its VUI), a frame only when the clock ticks once a frame.
+        if let m = maxPTS, let b = belowMax, m > b { lastDuration = m - b }
         let duration = (minPTS != nil && maxPTS != nil) ? Double(maxPTS! - minPTS! + lastDuration) * tb : 0
         let result = ProbeResult(path: path, container: info.formatName, codec: info.codecName,
                            width: info.width, height: info.height, pixelFormat: info.pixelFormat,
@@ -161,6 +169,12 @@ public enum Inspector {
     }
 }
 
+/// The position of the first frame whose timestamp breaks the cadence.
+struct CadenceBreak: Error {
+    let frame: Int
+    init(_ frame: Int) { self.frame = frame }
+}
+
 /// What `reel verify` found.
 public struct VerifyReport: Sendable, Codable {
     /// One clip as `verify` read it.
@@ -193,14 +207,33 @@ public struct VerifyReport: Sendable, Codable {
     public var framesChecked: Int
     /// Session-clock frame indices where one clip ends and the next begins.
     public var seams: [Int]
+    /// Where a clip's cadence changes (a variable frame rate): the frame (its barcode) from
+    /// which its frames are one frame of the new rate apart, and that rate.
+    public var cadenceChanges: [CadenceChange] = []
     /// The first violation, if any.
     @EncodedNull public var violation: String?
+}
+
+/// A change of frame rate `reel verify` found inside a clip.
+public struct CadenceChange: Sendable, Codable, Equatable {
+    /// The frame (barcode) from which the frames are `framesPerSecond` apart: the step from
+    /// it to the next frame is the first of the new cadence.
+    public var frameIndex: Int
+    /// The new rate, frames per second (3 decimals).
+    public var framesPerSecond: Double
+
+    /// A change to `framesPerSecond` from frame `frameIndex` on.
+    public init(frameIndex: Int, framesPerSecond: Double) {
+        self.frameIndex = frameIndex; self.framesPerSecond = framesPerSecond
+    }
 }
 
 extension Inspector {
     /// Decodes every clip in recording order and checks that frame indices 0..N-1 appear
     /// exactly once and in order across clips; that each clip has one size, matching its
-    /// ratio; that its timestamps rise by one frame at a time; and that on the session clock
+    /// ratio; that its timestamps strictly increase, one frame at a time of the clip's cadence
+    /// (a cadence may change — a variable frame rate — where the new step holds for two frames
+    /// or ends the clip: those changes are listed in `cadenceChanges`); and that on the session clock
     /// each clip starts exactly where the previous one ended (the seam the recording noted).
     /// A violation stops the check and is reported in the result (`ok` false), not thrown.
     /// - Throws: ``InspectError`` when a path is missing, holds no clips, or a clip cannot be read.
@@ -273,32 +306,73 @@ extension Inspector {
                 }
                 expected += 1
             }
-            // Timestamps: one frame apart, starting at 0.
+            // Timestamps: starting at 0, strictly increasing, one frame of the cadence apart.
             let times = p.framePTS ?? []
-            let measured = times.count > 1 ? (times.last! - times.first!) / Double(times.count - 1) : nil
-            guard let step = measured ?? lastStep ?? p.frameRate.map({ 1 / $0 }) else {
+            let measured = times.count > 1 ? times[1] - times[0] : nil
+            guard let firstStep = measured ?? lastStep ?? p.frameRate.map({ 1 / $0 }), firstStep > 0 else {
                 return fail("\(name): cannot tell its frame duration")
             }
-            lastStep = step
-            if let first = times.first, abs(first) > step / 2 {
+            if let first = times.first, abs(first) > firstStep / 2 {
                 return fail("\(name): the clip's timeline starts at \(first) s, not 0")
             }
-            // Half a frame of tolerance: camera timestamps jitter, but a lost or doubled frame
-            // moves a timestamp by a whole frame.
-            for k in times.indices.dropFirst() where abs(times[k] - times[k - 1] - step) > step * 0.5 {
-                return fail("\(name): timestamps jump from \(times[k - 1]) s to \(times[k]) s at frame \(k)")
-            }
-            // On the session clock, this clip starts where the previous one ended.
-            if let start = p.sessionStart.flatMap(Timestamp.init(parsing:))?.seconds {
-                if let end = previousEnd, abs(start - end) > step * 0.5 {
-                    return fail("\(name): starts at \(start) s on the session clock, the previous clip ended at \(end) s")
+            switch cadence(of: times, firstStep: firstStep) {
+            case .failure(let b):
+                let k = b.frame
+                let how = times[k] <= times[k - 1] ? "do not increase" : "jump"
+                return fail("\(name): timestamps \(how) from \(times[k - 1]) s to \(times[k]) s at frame \(k)")
+            case .success(let (changes, step)):
+                report.cadenceChanges += changes.map { CadenceChange(frameIndex: indices[$0.frame], framesPerSecond: $0.fps) }
+                lastStep = step
+                // On the session clock, this clip starts where the previous one ended.
+                if let start = p.sessionStart.flatMap(Timestamp.init(parsing:))?.seconds {
+                    if let end = previousEnd, abs(start - end) > firstStep * 0.5 {
+                        return fail("\(name): starts at \(start) s on the session clock, the previous clip ended at \(end) s")
+                    }
+                    previousEnd = start + (times.last ?? 0) - (times.first ?? 0) + step
                 }
-                previousEnd = start + Double(times.count) * step
             }
             if report.clips.count > 1 { report.seams.append(indices[0]) }
         }
         return report
     }
+
+    /// A step that differs from the cadence by more than this share is a new cadence, if it holds.
+    static let cadenceChangeShare = 0.05
+    /// Steps this close (as a share) are the same cadence.
+    static let sameStepShare = 0.01
+
+    /// Walks the steps between timestamps: each must be within half a frame of the cadence
+    /// (camera timestamps jitter; a lost or doubled frame moves a timestamp by a whole frame),
+    /// unless the cadence changes there — a step more than 5 % off that the next step repeats
+    /// (within 1 %; both at least 1.1 ms, Matroska's millisecond rounding), or the clip's last
+    /// step when it is one frame of a common rate. Returns the
+    /// changes (position of the frame the new step starts from, its rate) and the last cadence,
+    /// or the position of the first frame whose timestamp does not fit.
+    static func cadence(of times: [Double], firstStep: Double) -> Result<([(frame: Int, fps: Double)], Double), CadenceBreak> {
+        var step = firstStep
+        var changes: [(frame: Int, fps: Double)] = []
+        // Matroska stores milliseconds: a step may be off by one, whatever the share.
+        func same(_ a: Double, _ b: Double, _ share: Double) -> Bool { abs(a - b) <= max(share * max(a, b), 0.0011) }
+        for k in times.indices.dropFirst() {
+            let d = times[k] - times[k - 1]
+            guard d > 0 else { return .failure(CadenceBreak(k)) }
+            if !same(d, step, cadenceChangeShare) {
+                let next = k + 1 < times.count ? times[k + 1] - times[k] : nil
+                let holds = next.map { same(d, $0, sameStepShare) }
+                    ?? commonRates.contains { same(d, 1 / $0, sameStepShare) }
+                if holds {
+                    step = d
+                    changes.append((k - 1, (1000 / d).rounded() / 1000))
+                    continue
+                }
+            }
+            if abs(d - step) > step * 0.5 { return .failure(CadenceBreak(k)) }
+        }
+        return .success((changes, step))
+    }
+
+    /// Rates a clip's last frame may switch to without a second frame to confirm it.
+    static let commonRates: [Double] = [120, 60, 50, 48, 30, 30000.0 / 1001, 25, 24, 24000.0 / 1001, 20, 15, 12, 10, 5, 2, 1]
 
     static func ratioFromName(_ name: String) -> AspectRatio? {
         let stem = name.split(separator: ".").first.map(String.init) ?? name

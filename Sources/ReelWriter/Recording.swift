@@ -87,6 +87,15 @@ public struct RecordOptions: Sendable {
     /// read-out as it comes (turned against the scene) and carry the display matrix that
     /// shows it upright (MOV and MP4). `.landscape` (upright) by default.
     public var sensorOrientation: SensorOrientation = .landscape
+    /// Rates the session may switch to while recording (`CaptureSession.setFrameRate` on the
+    /// running session: the pressure handler's steps). The synthetic sensor's clock is chosen
+    /// so that all fall on whole ticks, and a `.seconds` length is media time whatever the
+    /// rate. Empty: the rate stays as configured.
+    public var liveFrameRates: [FrameRate] = []
+    /// Checked at the session's first commit, before any output or storage opens
+    /// (`CaptureSession.setConfigurationCheck`: the hardware cost, say); what it throws ends
+    /// `init`.
+    public var configurationCheck: ConfigurationCheck? = nil
 
     /// Creates the defaults above.
     public init() {}
@@ -170,6 +179,9 @@ public struct RecordingSummary: Sendable, Codable {
     public var seams: [Seam]
     /// The start and stop requests applied while the session ran, in order.
     public var recordingToggles: [RecordingToggle] = []
+    /// Each frame-rate change while recording, at the first frame of the new rate (the clip's
+    /// frames are then of more than one duration: a variable frame rate).
+    public var frameRateChanges: [FrameRateChange]
     /// The longest capture waited to hand over a frame near a seam, in ms (0 in real time).
     public var longestSeamWaitMs: Double
     /// The longest the encode thread spent opening a clip at its first frame, in ms.
@@ -238,6 +250,7 @@ public final class Recording: Sendable {
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
     /// - Throws: the source's error (`CaptureError`, `V4L2Error`), `CaptureError.unsupportedRatio`,
+    ///   what `options.configurationCheck` throws,
     ///   `StorageError.outputDirectory`, `UsageError` for a length of 0 frames,
     ///   `WriterError` for settings that cannot work (a codec the container cannot carry, no such
     ///   encoder); under `--eager-start` also the storage's errors (`PoolError`, `StorageError`).
@@ -248,11 +261,16 @@ public final class Recording: Sendable {
         case .synthetic(let size):
             source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime,
                                          buffers: Recording.sensorBuffers(side: size) + options.extraSensorBuffers,
-                                         mounting: options.sensorOrientation)
+                                         mounting: options.sensorOrientation, liveRates: options.liveFrameRates)
         case .v4l2(let path, let size, let fps, let fourcc):
             source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc, poolBuffers: 12 + options.extraSensorBuffers)
         }
         session = try CaptureSession(source: source, ratio: options.ratio)
+        if let check = options.configurationCheck {
+            session.beginConfiguration()
+            try session.setConfigurationCheck(check)
+            try session.commitConfiguration()
+        }
         for (trigger, ratio) in options.ratioChanges {
             try session.scheduleAspectRatio(ratio, at: trigger)
         }
@@ -279,6 +297,10 @@ public final class Recording: Sendable {
         session.addOutput(writer)
         frameCount = options.length.frameCount(at: source.format.rate)
         guard frameCount > 0 else { throw UsageError("nothing to record: the length is 0 frames") }
+        if case .seconds = options.length, case .synthetic = options.source, !options.liveFrameRates.isEmpty {
+            // Media time, whatever rates the recording runs at (the frame limit is the most it can hold).
+            session.mediaTimeLimit = Double(frameCount) * source.format.rate.interval
+        }
     }
 
     /// Opens the recording's storage: the plain output directory, or the pool (the default one
@@ -477,7 +499,7 @@ public final class Recording: Sendable {
         var summary = RecordingSummary(
             clips: clips, framesCaptured: stats.framesCaptured, framesWritten: result.framesWritten,
             framesDropped: drops.total, dropReasons: drops.table, framesLost: result.framesLost,
-            seams: stats.seams, longestSeamWaitMs: result.longestSeamWait * 1000,
+            seams: stats.seams, frameRateChanges: stats.frameRateChanges, longestSeamWaitMs: result.longestSeamWait * 1000,
             longestClipOpenMs: result.longestClipOpen * 1000,
             firstFrameLatencyMs: (result.firstFrameLatency ?? 0) * 1000, clipsOpenedAhead: result.clipsOpenedAhead,
             writerQueueHighWater: result.queueHighWater,

@@ -115,7 +115,8 @@ func registryEntries(_ root: String) -> [String] {
         #expect(levels.contains(pressure["level"] as? String ?? "?"))
         let timeline = try #require(pressure["timeline"] as? [[String: Any]])
         let first = try #require(timeline.first)
-        #expect(Set(first.keys) == ["atSeconds", "level", "factors", "cost", "sample"])
+        #expect(Set(first.keys) == ["atSeconds", "level", "factors", "cost", "sample", "action", "frameIndex", "preview", "note"])
+        #expect(pressure["handler"] as? String == "on")
         // This machine has PSI: the first reading has figures.
         if FileManager.default.fileExists(atPath: "/proc/pressure/cpu") {
             #expect((first["sample"] as? [String: Any])?["cpuSome"] is Double)

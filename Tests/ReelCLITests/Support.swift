@@ -99,6 +99,7 @@ func launch(_ args: [String], in directory: String? = nil, environment: [String:
     var env = ProcessInfo.processInfo.environment
     env["REEL_POOL"] = testPool
     env["XDG_CACHE_HOME"] = testCache
+    env["REEL_PRESSURE_DIR"] = testPressureDirectory   // issue 13: see testPressureDirectory
     for (k, v) in environment { env[k] = v }
     p.environment = env
     if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
@@ -262,3 +263,16 @@ func waitForFragments(_ count: Int, of pid: Int32, in pool: String, container: S
         return (found?.count ?? 0) >= count + 1
     }
 }
+/// PSI files (`cpu`, `io`, `memory`) at nominal figures that the tests' `reel` processes read
+/// (`REEL_PRESSURE_DIR`) unless a test gives its own: the pressure handler is on by default,
+/// and on the loaded CI machine the kernel's figures would lower the frame rate and pause the
+/// preview of every recording. Inside `testCache`, removed with it.
+let testPressureDirectory: String = {
+    let dir = testCache + "/psi"
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let nominal = "some avg10=1.00 avg60=1.00 avg300=1.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    for name in ["cpu", "io", "memory"] {
+        try? nominal.write(toFile: dir + "/" + name, atomically: true, encoding: .utf8)
+    }
+    return dir
+}()

@@ -39,6 +39,7 @@ final class TerminalRun: Sendable {
         var env = ProcessInfo.processInfo.environment
         env["REEL_POOL"] = testPool
         env["XDG_CACHE_HOME"] = testCache
+        env["REEL_PRESSURE_DIR"] = testPressureDirectory   // issue 13: see Support.swift
         env["TERM"] = "xterm"
         for (k, v) in environment { env[k] = v }
 

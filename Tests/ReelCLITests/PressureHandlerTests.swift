@@ -1,0 +1,245 @@
+import Foundation
+import ReelWriter
+import Testing
+
+/// Writes PSI files (`cpu`, `io`, `memory`, as /proc/pressure has them) into `dir`, each
+/// replaced whole (a reader never sees half a file).
+private func writePSI(_ dir: String, cpuSome: Double = 1, memoryFull: Double = 0) throws {
+    func line(_ kind: String, _ avg10: Double) -> String {
+        "\(kind) avg10=\(String(format: "%.2f", avg10)) avg60=0.00 avg300=0.00 total=0\n"
+    }
+    try (line("some", cpuSome) + line("full", 0)).write(toFile: dir + "/cpu", atomically: true, encoding: .utf8)
+    try (line("some", 0) + line("full", 0)).write(toFile: dir + "/io", atomically: true, encoding: .utf8)
+    try (line("some", memoryFull) + line("full", memoryFull)).write(toFile: dir + "/memory", atomically: true, encoding: .utf8)
+}
+
+/// A TCP port that was free a moment ago.
+private func unusedPort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    defer { close(fd) }
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &a) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    try #require(ok)
+    return UInt16(bigEndian: a.sin_port)
+}
+
+/// The preview's `/status` (frames, pressure), read with curl; nil while it does not answer.
+private func previewStatus(_ port: UInt16) -> (frames: Int, pressure: String?)? {
+    guard let curl = installedTool("curl") else { return nil }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: curl)
+    p.arguments = ["-s", "-m", "2", "http://127.0.0.1:\(port)/status"]
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return nil }
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    guard let j = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let frames = j["frames"] as? Int else { return nil }
+    return (frames, j["pressure"] as? String)
+}
+
+/// Polls `/status` (generous deadline: CI is a loaded 2-core machine) until `condition` holds.
+private func waitForStatus(_ port: UInt16, seconds: Double = 90, _ condition: (Int, String?) -> Bool) -> (frames: Int, pressure: String?)? {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if let s = previewStatus(port), condition(s.frames, s.pressure) { return s }
+        usleep(100_000)
+    }
+    return nil
+}
+
+/// The summary's pressure part, as the README documents it.
+private struct PressureJSON: Decodable {
+    struct Action: Decodable { var framesPerSecond: Double; var previewPaused: Bool; var stop: Bool }
+    struct Entry: Decodable {
+        var level: String
+        var action: Action?
+        var frameIndex: Int?
+        var preview: String?
+        var note: String?
+    }
+    var level: String
+    var handler: String
+    var timeline: [Entry]
+}
+private struct SummaryWithPressure: Decodable { var pressure: PressureJSON }
+
+private struct VerifyJSON: Decodable {
+    struct Change: Decodable { var frameIndex: Int; var framesPerSecond: Double }
+    var ok: Bool
+    var violation: String?
+    var cadenceChanges: [Change]
+}
+
+/// The pressure handler with real `reel record` processes: the monitor reads PSI files the
+/// test writes (`REEL_PRESSURE_DIR`), the handler acts on the running session.
+@Suite(.serialized) struct RealtimePressureHandlerTests {
+    static let curlMissing = installedTool("curl") == nil
+
+    private func launchRecording(_ dir: String, psi: String, port: UInt16, extra: [String] = []) throws -> Launched {
+        try launch(["record", "--plain", "--json", "--out", dir + "/out", "--duration", "600", "--codec", "h264",
+                    "--source", "synthetic:1280", "--preview", "127.0.0.1:\(port)"] + extra,
+                   environment: ["REEL_PRESSURE_DIR": psi])
+    }
+
+    /// `serious` figures while recording: the rate steps 30 → 24 at a frame the summary states
+    /// (in `frameRateChanges` and the timeline's entry), the preview is thinned and `/status`
+    /// says `serious`; the clip's timestamps follow the new cadence from that frame, `verify`
+    /// accepts it and names the change; nothing is dropped.
+    @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))
+    func seriousStepsTheFrameRateAtAFrame() throws {
+        let dir = temporaryDirectory("reel-pressure")
+        defer { removeTree(dir) }
+        let psi = dir + "/psi"
+        try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
+        try writePSI(psi)
+        let port = try unusedPort()
+        let rec = try launchRecording(dir, psi: psi, port: port)
+        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
+        try #require(waitForStatus(port) { frames, level in frames >= 30 && level == "nominal" } != nil, "never recorded at nominal")
+        try writePSI(psi, cpuSome: 60)
+        let serious = try #require(waitForStatus(port) { _, level in level == "serious" }, "/status never said serious")
+        #expect(waitForStatus(port) { frames, _ in frames >= serious.frames + 45 } != nil)
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        let pressure = try run.decode(SummaryWithPressure.self).pressure
+        #expect(summary.stopReason == "interrupted" && summary.framesDropped == 0, "\(summary.dropReasons)")
+        #expect(summary.fps == "30")
+        try #require(summary.frameRateChanges.count == 1, "\(summary.frameRateChanges)")
+        let change = summary.frameRateChanges[0]
+        #expect(change.from == 30 && change.to == 24 && change.frameIndex > 30)
+        #expect(pressure.handler == "on" && pressure.level == "serious")
+        #expect(pressure.timeline.first?.level == "nominal" && pressure.timeline.first?.action?.framesPerSecond == 30)
+        let step = try #require(pressure.timeline.last)
+        #expect(step.level == "serious" && step.action?.framesPerSecond == 24 && step.frameIndex == change.frameIndex)
+        #expect(step.preview == "reduced" && step.action?.previewPaused == false)
+        // The clip: barcodes consecutive, 1/30 s apart up to the stated frame, 1/24 s after it.
+        let clip = try #require(summary.clips.first)
+        let probe = try probeFrames(clip.path)
+        let indices = try #require(probe.frameIndices), pts = try #require(probe.framePTS)
+        #expect(indices == Array(0..<indices.count))
+        let n = change.frameIndex
+        try #require(n + 1 < pts.count)
+        #expect(abs(pts[n] - pts[n - 1] - 1.0 / 30) < 1e-3 && abs(pts[n + 1] - pts[n] - 1.0 / 24) < 1e-3, "\(pts[(n - 2)...(n + 2)])")
+        #expect(abs(pts[n] - change.pts) < 1e-3)
+        let verify = try reel(["verify", "--json", dir + "/out"])
+        let report = try verify.decode(VerifyJSON.self)
+        #expect(verify.status == 0 && report.ok, "\(report.violation ?? "")")
+        #expect(report.cadenceChanges.map(\.frameIndex) == [n] && report.cadenceChanges.map(\.framesPerSecond) == [24])
+    }
+
+    /// `critical` goes straight to the lowest rate with the preview paused; figures back under
+    /// the thresholds (for the 5 s hold-down) restore the configured rate and the preview. The
+    /// clip has both changes at the frames stated, and verifies.
+    @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))
+    func criticalPausesThePreviewAndNominalRestores() throws {
+        let dir = temporaryDirectory("reel-pressure")
+        defer { removeTree(dir) }
+        let psi = dir + "/psi"
+        try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
+        try writePSI(psi)
+        let port = try unusedPort()
+        let rec = try launchRecording(dir, psi: psi, port: port)
+        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
+        try #require(waitForStatus(port) { frames, level in frames >= 30 && level == "nominal" } != nil)
+        try writePSI(psi, cpuSome: 90)
+        let critical = try #require(waitForStatus(port) { _, level in level == "critical" })
+        #expect(waitForStatus(port) { frames, _ in frames >= critical.frames + 15 } != nil)
+        try writePSI(psi, cpuSome: 1)
+        let back = try #require(waitForStatus(port) { _, level in level == "nominal" }, "never back to nominal")
+        #expect(waitForStatus(port) { frames, _ in frames >= back.frames + 30 } != nil)
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        let pressure = try run.decode(SummaryWithPressure.self).pressure
+        #expect(summary.framesDropped == 0, "\(summary.dropReasons)")
+        let changes = summary.frameRateChanges
+        try #require(changes.count == 2, "\(changes)")
+        #expect(changes.map(\.from) == [30, 15] && changes.map(\.to) == [15, 30])
+        #expect(pressure.timeline.map(\.level) == ["nominal", "critical", "nominal"])
+        #expect(pressure.timeline.map { $0.action?.framesPerSecond } == [30, 15, 30])
+        #expect(pressure.timeline.map(\.preview) == ["full", "paused", "full"])
+        #expect(pressure.timeline.map(\.frameIndex) == [nil, changes[0].frameIndex, changes[1].frameIndex])
+        let verify = try reel(["verify", "--json", dir + "/out"])
+        let report = try verify.decode(VerifyJSON.self)
+        #expect(verify.status == 0 && report.ok, "\(report.violation ?? "")")
+        #expect(report.cadenceChanges.map(\.frameIndex) == changes.map(\.frameIndex))
+        #expect(report.cadenceChanges.map(\.framesPerSecond) == [15, 30])
+    }
+
+    /// `shutdown` figures: the handler finishes the clip and stops; `stopReason: "pressure"`,
+    /// exit 0, and the clip is whole.
+    @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))
+    func shutdownFinishesTheClipAndStops() throws {
+        let dir = temporaryDirectory("reel-pressure")
+        defer { removeTree(dir) }
+        let psi = dir + "/psi"
+        try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
+        try writePSI(psi)
+        let port = try unusedPort()
+        let rec = try launchRecording(dir, psi: psi, port: port)
+        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
+        try #require(waitForStatus(port) { frames, _ in frames >= 30 } != nil)
+        try writePSI(psi, memoryFull: 70)
+        // It stops by itself; a SIGINT after a generous deadline only keeps a failure from hanging.
+        let deadline = Date().addingTimeInterval(60)
+        while rec.process.isRunning && Date() < deadline { usleep(100_000) }
+        let stoppedByItself = !rec.process.isRunning
+        if !stoppedByItself { rec.signal(SIGINT) }
+        let run = rec.wait()
+        #expect(stoppedByItself, "the recording did not stop at shutdown")
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        let pressure = try run.decode(SummaryWithPressure.self).pressure
+        #expect(summary.stopReason == "pressure" && summary.error == nil)
+        #expect(pressure.timeline.last?.level == "shutdown" && pressure.timeline.last?.action?.stop == true)
+        #expect(summary.clips.count == 1 && summary.framesWritten >= 30 && summary.clips.allSatisfy { !$0.salvaged })
+        let verify = try reel(["verify", "--json", dir + "/out"])
+        #expect(verify.status == 0, "\(verify.stderr)")
+    }
+
+    /// `--pressure-handler off`: the levels are recorded, nothing is done (no action, the rate
+    /// stays, no cadence change).
+    @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))
+    func handlerOffOnlyRecordsTheLevels() throws {
+        let dir = temporaryDirectory("reel-pressure")
+        defer { removeTree(dir) }
+        let psi = dir + "/psi"
+        try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
+        try writePSI(psi)
+        let port = try unusedPort()
+        let rec = try launchRecording(dir, psi: psi, port: port, extra: ["--pressure-handler", "off"])
+        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
+        try #require(waitForStatus(port) { frames, level in frames >= 15 && level == "nominal" } != nil)
+        try writePSI(psi, cpuSome: 90)
+        let critical = try #require(waitForStatus(port) { _, level in level == "critical" })
+        #expect(waitForStatus(port) { frames, _ in frames >= critical.frames + 15 } != nil)
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        let pressure = try run.decode(SummaryWithPressure.self).pressure
+        #expect(pressure.handler == "off" && pressure.timeline.map(\.level) == ["nominal", "critical"])
+        #expect(pressure.timeline.allSatisfy { $0.action == nil })
+        #expect(summary.frameRateChanges.isEmpty && summary.stopReason == "interrupted")
+        let report = try reel(["verify", "--json", dir + "/out"]).decode(VerifyJSON.self)
+        #expect(report.ok && report.cadenceChanges.isEmpty)
+    }
+
+    /// A value other than on/off is a usage error.
+    @Test func pressureHandlerTakesOnOrOff() throws {
+        let run = try reel(["record", "--pressure-handler", "maybe", "--frames", "1"])
+        #expect(run.status == 64)
+        #expect(run.stderr == "reel: --pressure-handler: 'maybe' is not on or off\n")
+    }
+}
