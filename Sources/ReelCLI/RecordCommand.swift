@@ -146,10 +146,13 @@ enum RecordCommand {
         controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
                         ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,
                         setRatio: { text in setRatioAndWait(session, text) })
+        // Zoom, exposure and the effect act on the picture; markers become the clips' chapters.
+        controls.attachPicture(session: session, buffers: ControlHooks.sourceBuffers(options))
+        recording.writer.settings.chapterMarks.setSource { [dispatcher = controls.dispatcher] in dispatcher.markers.compactMap(\.frameIndex) }
         // --photos: a photo output after the movie output; primary presses take photos.
         let photos = try photoRequest.map { try RecordPhotos.attach($0, to: recording, controls: controls) }
         // The preview listens before capture starts: a port in use ends the command here.
-        let preview = try request.map { try startPreview($0, recording: recording, photos: photos) }
+        let preview = try request.map { try startPreview($0, recording: recording, photos: photos, controls: controls) }
         defer { preview?.stop() }
 
         // SIGINT (and SIGTERM) finishes the clip and keeps it; a second one quits at once (exit
@@ -221,7 +224,8 @@ enum RecordCommand {
 
     /// Binds the preview's server and adds its output to the session; prints the page's address.
     /// With `photos`, the page's shutter takes a photo through it; without, it answers 501.
-    static func startPreview(_ request: PreviewRequest, recording: Recording, photos: RecordPhotos? = nil) throws -> PreviewServer {
+    static func startPreview(_ request: PreviewRequest, recording: Recording, photos: RecordPhotos? = nil,
+                             controls: ControlHooks? = nil) throws -> PreviewServer {
         let output = PreviewOutput()
         let token = request.token ?? (request.address.isLoopback ? nil : PreviewServer.generateToken())
         let session = recording.session
@@ -236,11 +240,13 @@ enum RecordCommand {
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
                 let media: Double
                 if let first = stats.startPTS, let last = stats.lastPTS { media = last.seconds - first.seconds } else { media = 0 }
-                return PreviewStatus(recording: true, elapsed: media, frames: stats.framesCaptured,
+                var status = PreviewStatus(recording: true, elapsed: media, frames: stats.framesCaptured,
                                      fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
                                      drops: stats.drops.total, ratio: session.ratio.description,
                                      // Read each time: under Deferred Start the pool opens after the first frame.
                                      poolRemainingCapacity: recording.pool?.remainingCapacity)
+                controls?.fillPicture(&status)   // zoom, exposure, effect as last applied
+                return status
             }
         } catch let error as PreviewError {
             throw CommandError(status: previewExitStatus(error), error.description)

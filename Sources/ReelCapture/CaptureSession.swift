@@ -112,6 +112,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
     private let state: Mutex<State>
     private let runGroup = DispatchGroup()
+    /// Zoom, brightness and the picture effect, applied to each frame before the outputs get it.
+    public let adjustments = ImageAdjustments()
 
     /// - Throws: `CaptureError.unsupportedRatio` when the source's format lacks `ratio`.
     public init(source: any VideoSource, ratio: AspectRatio? = nil) throws {
@@ -460,6 +462,11 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// Hands the source's frame to every output at the current ratio (applying a due ratio change
     /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
+        // Zoom, brightness and the effect, before any output sees the frame (ImageAdjustments).
+        guard let frame = adjustments.process(frame, format: source.format) else {
+            source(didDrop: 1, reason: .outOfBuffers, at: frame.index)
+            return false
+        }
         let (source, ratio, outputs, resumed, stopAsked) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool) in
             var next = s.graph.ratio
             var resume: CheckedContinuation<Timestamp, Never>? = nil

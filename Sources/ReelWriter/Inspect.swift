@@ -36,6 +36,8 @@ public struct ProbeResult: Sendable, Codable {
     public var framePTS: [Double]?
     /// The file ends in damaged or missing data (what came before was read).
     public var truncated: Bool
+    /// The file's chapters (Reel writes one per marker into MKV clips), in order.
+    public var chapters: [MediaChapter] = []
 }
 
 /// Errors of probe and verify.
@@ -110,7 +112,7 @@ public enum Inspector {
             ptsList = times
         }
         let duration = (minPTS != nil && maxPTS != nil) ? Double(maxPTS! - minPTS! + lastDuration) * tb : 0
-        let result = ProbeResult(path: path, container: info.formatName, codec: info.codecName,
+        var result = ProbeResult(path: path, container: info.formatName, codec: info.codecName,
                            width: info.width, height: info.height, pixelFormat: info.pixelFormat,
                            frames: count, durationSeconds: duration,
                            firstPTS: minPTS.map { Double($0) * tb }, lastPTS: maxPTS.map { Double($0) * tb },
@@ -118,6 +120,7 @@ public enum Inspector {
                            sessionStart: info.metadata["com.reel.session_start"],
                            ratio: info.metadata["com.reel.ratio"],
                            frameIndices: indices, framePTS: ptsList, truncated: truncated)
+        result.chapters = info.chapters
         return (result, odd)
     }
 

@@ -23,6 +23,9 @@ public struct WriterSettings: Sendable {
     /// Real time: when storage falls so far behind that its ring cannot take another frame,
     /// drop the frame (`outOfBuffers`) rather than make the encode thread wait.
     public var dropWhenStorageIsBehind: Bool
+    /// The recording's markers: each becomes a chapter of its clip where the container keeps
+    /// chapters (MKV; see `Muxer.carriesChapters`).
+    public var chapterMarks = ChapterMarks()
 
     /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,
