@@ -141,7 +141,10 @@ final class ControlHooks: Sendable {
         var camera: (@Sendable (Double) throws -> Void)? = nil
         if let v4l2 = session.source as? V4L2Source {
             switch v4l2.exposureControl() {
-            case .success(let c): camera = { stops in try v4l2.setExposureBias(stops, on: c) }
+            case .success(let c):
+                camera = { stops in
+                    try v4l2.setExposureBias(stops, on: c)
+                }
             case .failure(let why): (controls.control("exposure") as? SystemSlider)?.disable(why.description)
             }
         }
@@ -152,9 +155,9 @@ final class ControlHooks: Sendable {
         let effect = (controls.control("effect") as? IndexPicker)?.selectedIndex.value ?? 0
         controls.queue.async {
             do {
-                if zoom != 1 { _ = try target.apply("zoom", zoom, timeout: 0) }
-                if bias != 0 { _ = try target.apply("exposure", bias, timeout: 0) }
-                if effect != 0 { _ = try target.apply("effect", Double(effect), timeout: 0) }
+                if zoom != 1 { try target.apply("zoom", zoom, timeout: 0) }
+                if bias != 0 { try target.apply("exposure", bias, timeout: 0) }
+                if effect != 0 { try target.apply("effect", Double(effect), timeout: 0) }
             } catch {
                 printError("picture controls: \((error as? any UserFacingError)?.description ?? "\(error)")")
             }
@@ -204,6 +207,7 @@ struct PictureTarget: Sendable {
     /// within `timeout` seconds); for the camera's exposure, the newest frame before it was set.
     /// - Throws: `MediaError` when the adjustment buffers cannot be allocated; `V4L2Error`
     ///   when the camera refuses the control.
+    @discardableResult
     func apply(_ control: String, _ value: Double, timeout: Double = 2) throws -> Int? {
         let format = session.source.format
         let adjustments = session.adjustments

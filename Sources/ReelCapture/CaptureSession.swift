@@ -463,8 +463,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
         // Zoom, brightness and the effect, before any output sees the frame (ImageAdjustments).
-        guard let frame = adjustments.process(frame, format: source.format) else {
-            source(didDrop: 1, reason: .outOfBuffers, at: frame.index)
+        guard let frame = adjustments.process(frame, format: self.source.format) else {
+            self.source(didDrop: 1, reason: .outOfBuffers, at: frame.index)
             return false
         }
         let (source, ratio, outputs, resumed, stopAsked) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool) in

@@ -35,6 +35,11 @@ public struct SourceFrame: Sendable {
     public let index: Int
     /// Capture time on the session clock (the source's `timescale`), 0 at the first frame.
     public let pts: Timestamp
+
+    /// A frame of a source (or a test) holding `lease`, captured `index`-th at `pts`.
+    public init(lease: PixelBufferLease, index: Int, pts: Timestamp) {
+        self.lease = lease; self.index = index; self.pts = pts
+    }
 }
 
 /// Receives frames from a source's capture thread.

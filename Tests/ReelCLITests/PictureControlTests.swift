@@ -72,7 +72,7 @@ struct DecodedYUV {
     }
 
     /// The barcode read from the luma plane as it is.
-    var barcode: Int? {
+    var barcodeAsIs: Int? {
         y.withUnsafeBytes { FrameBarcode.read(LumaPlane(base: $0.baseAddress!, stride: width, width: width, height: height, depth: 8)) }
     }
 
@@ -190,7 +190,7 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
             let index = indices[position]
             position += 1
             if index < zoomAt {
-                #expect(f.barcode == index, "frame \(index), before the zoom at \(zoomAt), does not show its barcode at 1×")
+                #expect(f.barcodeAsIs == index, "frame \(index), before the zoom at \(zoomAt), does not show its barcode at 1×")
             } else {
                 #expect(f.barcode(shrunkBy: 2) == index, "frame \(index), from the zoom at \(zoomAt) on, does not show its barcode at 2×")
                 // The dark panel below the barcode, clear of the digits and LEDs at 2×.
