@@ -17,14 +17,17 @@ import Testing
         return (rec, socket, port)
     }
 
-    /// `reel control exposure 2` sets the camera's brightness (VIDIOC_S_CTRL) to its maximum:
-    /// the decoded frames up to the stated frame have the camera's usual background, those a
-    /// few frames later (the buffers the camera had already filled) one 64 brighter.
-    @Test(.enabled(if: fakeV4L2Library != nil, "the fake V4L2 library is not built (scripts/fake-v4l2 --build)"))
-    func exposureBiasReachesTheCamerasBrightness() throws {
+    /// `reel control exposure 2` sets the camera's brightness (VIDIOC_S_CTRL) to its maximum
+    /// (64 brighter); a camera without brightness (`nobrightness`) gets manual exposure and
+    /// four times its default exposure time instead. The decoded frames up to the stated
+    /// frame have the camera's usual background, those a few frames later (the buffers the
+    /// camera had already filled) a much brighter one.
+    @Test(.enabled(if: fakeV4L2Library != nil, "the fake V4L2 library is not built (scripts/fake-v4l2 --build)"),
+          arguments: ["", "nobrightness"])
+    func exposureBiasReachesTheCamera(faults: String) throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let (rec, socket, port) = try recordFromCamera(dir: dir)
+        let (rec, socket, port) = try recordFromCamera(dir: dir, faults: faults)
         var stopped = false
         defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
         #expect(try waitUntilListening(socket))
@@ -47,7 +50,8 @@ import Testing
             defer { position += 1 }
             guard position < indices.count, indices[position] >= 0 else { return }
             let index = indices[position]
-            // The moving gradient above the barcode: 60–160, about 110 on average over 512 columns.
+            // The moving gradient above the barcode: 60–160, about 110 on average over 512
+            // columns; about 174 with brightness 64, 255 (clipped) at 4× the exposure time.
             let background = f.meanLuma(x: 0, y: 0, width: 512, height: 64)
             if index <= at {
                 before += 1

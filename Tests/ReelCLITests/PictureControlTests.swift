@@ -210,6 +210,25 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
         #expect(decoded == indices.count)
     }
 
+    /// `reel preview` has no picture controls: `/status` has `zoom`, `exposure` and `effect`
+    /// as `null`.
+    @Test func thePreviewAloneHasNoPictureControls() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let port = try freeLoopbackPort()
+        let run = try launch(["preview", "--preview", "127.0.0.1:\(port)", "--source", "synthetic:1280"], in: dir)
+        var status: [String: Any]? = nil
+        for _ in 0..<200 where status == nil {
+            status = previewStatus(port)
+            if status == nil { usleep(100_000) }
+        }
+        run.signal(SIGINT)
+        #expect(run.wait().status == 0)
+        let s = try #require(status, "the preview never answered")
+        #expect(s["recording"] as? Bool == false)
+        #expect(s["zoom"] is NSNull && s["exposure"] is NSNull && s["effect"] is NSNull, "\(s)")
+    }
+
     /// `reel control effect` takes a title or an index; an unknown effect is refused (65) with
     /// the titles, and the recording goes on.
     @Test func theEffectPickerTakesTitlesAndRefusesOthers() throws {
