@@ -44,12 +44,12 @@ private final class Answer: Sendable { let value = Mutex<Int?>(nil) }
 @Suite struct ImageAdjustmentsTests {
     static let size = Size(width: 64, height: 64)
 
-    /// A frame whose luma and chroma differ everywhere (luma 16…215, so +24 never clips).
+    /// A frame whose luma and chroma differ everywhere (luma 16…205, so +24 stays under 235).
     private func source(_ format: PixelFormat) throws -> (PixelBufferPool, SourceFrame, SourceFormat) {
         let pool = try PixelBufferPool(count: 1, size: Self.size, format: format)
         let lease = try #require(pool.lease())
         for y in 0..<64 { for x in 0..<64 {
-            setPixel(lease.buffer, x, y, UInt8(16 + (3 * x + 5 * y) % 200), UInt8(60 + x), UInt8(200 - y))
+            setPixel(lease.buffer, x, y, UInt8(16 + (3 * x + 5 * y) % 190), UInt8(60 + x), UInt8(200 - y))
         } }
         let fmt = SourceFormat(size: Self.size, pixelFormat: format, rate: FrameRate(frames: 30)!, timescale: 30, supportedRatios: [.square])
         return (pool, SourceFrame(lease: lease, index: 7, pts: Timestamp(value: 7, timescale: 30)), fmt)
