@@ -170,7 +170,8 @@ public final class ControlSocket: Sendable {
             controls.drain()
             let states = controls.controls.map(\.state)
             let encoded = (try? JSONEncoder().encode(states)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? []
-            return Self.reply(["ok": true, "controls": encoded, "events": dispatcher.events.count, "markers": dispatcher.markers.count])
+            return Self.reply(["ok": true, "controls": encoded, "events": dispatcher.events.count, "markers": dispatcher.markers.count,
+                               "frame": dispatcher.newestFrame.map { $0 as Any } ?? NSNull()])
         }
         return Self.reply(["ok": false, "error": "unknown request: use event, set or status"])
     }

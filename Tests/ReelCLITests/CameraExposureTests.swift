@@ -6,15 +6,14 @@ import Testing
 /// picture follows its brightness control as a real camera's does.
 @Suite struct CameraExposureTests {
     /// Starts `reel record` from the emulated camera (`faults`: FAKE_V4L2 options) with a
-    /// control socket and a preview, until SIGINT.
-    private func recordFromCamera(dir: String, faults: String = "") throws -> (Launched, socket: String, port: UInt16) {
+    /// control socket, until SIGINT.
+    private func recordFromCamera(dir: String, faults: String = "") throws -> (Launched, socket: String) {
         let lib = try #require(fakeV4L2Library, "the fake V4L2 library is not built: run scripts/fake-v4l2 --build")
         let socket = dir + "/control.sock"
-        let port = try loopbackPortFree()
         let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--codec", "h264", "--source", "v4l2:/dev/video0",
-                              "--control-socket", socket, "--preview", "127.0.0.1:\(port)"],
+                              "--control-socket", socket],
                              environment: ["LD_PRELOAD": lib, "FAKE_V4L2": faults])
-        return (rec, socket, port)
+        return (rec, socket)
     }
 
     /// `reel control exposure 2` sets the camera's brightness (VIDIOC_S_CTRL) to its maximum
@@ -27,14 +26,14 @@ import Testing
     func exposureBiasReachesTheCamera(faults: String) throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let (rec, socket, port) = try recordFromCamera(dir: dir, faults: faults)
+        let (rec, socket) = try recordFromCamera(dir: dir, faults: faults)
         var stopped = false
         defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
         #expect(try waitUntilListening(socket))
-        let seen = try #require(waitForFrames(port, atLeast: 10), "the recording never captured 10 frames")
+        let seen = try #require(waitForFrame(socket, atLeast: 10), "the recording never captured 10 frames")
         let set = try reel(["control", "--socket", socket, "exposure", "2"])
         #expect(set.status == 0 && set.stdout.contains("\"value\":2"), "\(set.stdout) \(set.stderr)")
-        #expect(waitForFrames(port, atLeast: seen + 30) != nil, "the recording stalled")
+        #expect(waitForFrame(socket, atLeast: seen + 30) != nil, "the recording stalled")
         rec.signal(SIGINT)
         let run = rec.wait()
         stopped = true
@@ -70,11 +69,11 @@ import Testing
     func aCameraWithoutControlsDisablesExposure() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let (rec, socket, port) = try recordFromCamera(dir: dir, faults: "noctrls")
+        let (rec, socket) = try recordFromCamera(dir: dir, faults: "noctrls")
         var stopped = false
         defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
         #expect(try waitUntilListening(socket))
-        #expect(waitForFrames(port, atLeast: 5) != nil, "the recording never captured 5 frames")
+        #expect(waitForFrame(socket, atLeast: 5) != nil, "the recording never captured 5 frames")
         let refused = try reel(["control", "--socket", socket, "exposure", "1"])
         #expect(refused.status == 65 && refused.stdout.contains("has no brightness or exposure control"), "\(refused.stdout)")
         let status = try reel(["control", "--socket", socket, "status"])
@@ -87,20 +86,4 @@ import Testing
         stopped = true
         #expect(run.status == 0, "\(run.stderr)")
     }
-}
-
-/// A TCP port on the loopback that was free a moment ago.
-private func loopbackPortFree() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    try #require(fd >= 0)
-    defer { close(fd) }
-    var a = sockaddr_in()
-    a.sin_family = sa_family_t(AF_INET)
-    a.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &a) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    try #require(ok)
-    return UInt16(bigEndian: a.sin_port)
 }

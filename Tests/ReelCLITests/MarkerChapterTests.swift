@@ -22,43 +22,32 @@ private func ffprobeChapters(_ path: String) throws -> [(start: Double, end: Dou
     }
 }
 
-/// Records from the synthetic sensor with a control socket and a preview until SIGINT; `steps`
+/// Records from the synthetic sensor with a control socket until SIGINT; `steps`
 /// run while it records, each after 10 more frames were captured.
 private func recordWithSteps(_ extra: [String], dir: String, steps: [[String]]) throws -> (Run, PictureSummaryJSON) {
     let socket = dir + "/control.sock"
-    let port = try freeTCPPort()
     let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--codec", "h264", "--source", "synthetic:1280",
-                          "--control-socket", socket, "--preview", "127.0.0.1:\(port)"] + extra)
+                          "--control-socket", socket] + extra)
     var stopped = false
     defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
     #expect(try waitUntilListening(socket))
-    var seen = try #require(waitForFrames(port, atLeast: 10), "the recording never captured 10 frames")
+    var seen = try #require(waitForFrame(socket, atLeast: 10), "the recording never captured 10 frames")
     for step in steps {
         let r = try reel(["control", "--socket", socket] + step)
-        #expect(r.status == 0, "\(step): \(r.stdout) \(r.stderr)")
-        seen = try #require(waitForFrames(port, atLeast: seen + 10), "the recording stalled after \(step)")
+        if r.status != 0 {
+            rec.signal(SIGINT)
+            let gone = rec.wait()
+            stopped = true
+            Issue.record("\(step): \(r.stdout) \(r.stderr); the recording: \(gone.status) \(gone.stderr)")
+            throw ProbeFailed(message: "reel control \(step) failed")
+        }
+        seen = try #require(waitForFrame(socket, atLeast: seen + 10), "the recording stalled after \(step)")
     }
     rec.signal(SIGINT)
     let run = rec.wait()
     stopped = true
     #expect(run.status == 0, "\(run.stderr)")
     return (run, try run.decode(PictureSummaryJSON.self))
-}
-
-/// A TCP port on the loopback that was free a moment ago.
-private func freeTCPPort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    try #require(fd >= 0)
-    defer { close(fd) }
-    var a = sockaddr_in()
-    a.sin_family = sa_family_t(AF_INET)
-    a.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &a) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    try #require(ok)
-    return UInt16(bigEndian: a.sin_port)
 }
 
 /// Markers (secondary `ended`) become chapters inside the clips, checked with `reel probe`

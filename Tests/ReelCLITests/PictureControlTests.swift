@@ -34,13 +34,20 @@ private func previewStatus(_ port: UInt16) -> [String: Any]? {
     return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
 }
 
-/// Waits (at most 60 s) until the recording behind the preview at `port` has captured
-/// `frames` frames; returns the count then (nil: it never did).
+/// The newest frame the recording behind `socket` has captured (its status's `frame`).
+func newestFrame(_ socket: String) -> Int? {
+    guard let r = try? reel(["control", "--socket", socket, "status"]), r.status == 0,
+          let s = (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any] else { return nil }
+    return s["frame"] as? Int
+}
+
+/// Waits (at most 60 s) until the recording behind `socket` has captured frame `index`;
+/// returns the newest frame then (nil: it never did).
 @discardableResult
-func waitForFrames(_ port: UInt16, atLeast frames: Int) -> Int? {
-    for _ in 0..<600 {
-        if let n = previewStatus(port)?["frames"] as? Int, n >= frames { return n }
-        usleep(100_000)
+func waitForFrame(_ socket: String, atLeast index: Int) -> Int? {
+    for _ in 0..<300 {
+        if let n = newestFrame(socket), n >= index { return n }
+        usleep(200_000)
     }
     return nil
 }
@@ -94,7 +101,8 @@ struct DecodedYUV {
 func forEachDecodedYUV(_ path: String, width: Int, height: Int, _ body: (DecodedYUV) throws -> Void) throws -> Int {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: try #require(installedTool("ffmpeg")))
-    p.arguments = ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"]
+    // passthrough: one output frame per decoded frame (no duplicates filling the gaps drops leave).
+    p.arguments = ["-v", "error", "-i", path, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"]
     let out = Pipe()
     p.standardOutput = out
     p.standardError = FileHandle.nullDevice
@@ -156,11 +164,11 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
         var stopped = false
         defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
         #expect(try waitUntilListening(socket))
-        var seen = try #require(waitForFrames(port, atLeast: 10), "the recording never captured 10 frames")
+        var seen = try #require(waitForFrame(socket, atLeast: 10), "the recording never captured 10 frames")
         for request in [["zoom", "2"], ["exposure", "1"], ["effect", "grayscale"]] {
             let r = try reel(["control", "--socket", socket] + request)
             #expect(r.status == 0 && r.stdout.contains("\"ok\":true"), "\(request): \(r.stdout) \(r.stderr)")
-            seen = try #require(waitForFrames(port, atLeast: seen + 15), "the recording stalled after \(request)")
+            seen = try #require(waitForFrame(socket, atLeast: seen + 15), "the recording stalled after \(request)")
         }
         let page = try #require(previewStatus(port))
         #expect(page["zoom"] as? Double == 2 && page["exposure"] as? Double == 1 && page["effect"] as? String == "grayscale", "\(page)")
