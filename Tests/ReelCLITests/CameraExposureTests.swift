@@ -10,7 +10,7 @@ import Testing
     private func recordFromCamera(dir: String, faults: String = "") throws -> (Launched, socket: String) {
         let lib = try #require(fakeV4L2Library, "the fake V4L2 library is not built: run scripts/fake-v4l2 --build")
         let socket = dir + "/control.sock"
-        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--codec", "h264", "--source", "v4l2:/dev/video0",
+        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--duration", "3600", "--codec", "h264", "--source", "v4l2:/dev/video0",
                               "--control-socket", socket],
                              environment: ["LD_PRELOAD": lib, "FAKE_V4L2": faults])
         return (rec, socket)

@@ -26,7 +26,7 @@ private func ffprobeChapters(_ path: String) throws -> [(start: Double, end: Dou
 /// run while it records, each after 10 more frames were captured.
 private func recordWithSteps(_ extra: [String], dir: String, steps: [[String]]) throws -> (Run, PictureSummaryJSON) {
     let socket = dir + "/control.sock"
-    let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--codec", "h264", "--source", "synthetic:1280",
+    let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--duration", "3600", "--codec", "h264", "--source", "synthetic:1280",
                           "--control-socket", socket] + extra)
     var stopped = false
     defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }

@@ -158,9 +158,11 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
         defer { removeTree(dir) }
         let socket = dir + "/control.sock"
         let port = try freeLoopbackPort()
-        // Until SIGINT: every check below runs while it records, however loaded the machine.
-        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--codec", "h264", "--source", "synthetic:1280",
-                              "--control-socket", socket, "--preview", "127.0.0.1:\(port)"])
+        // Until SIGINT (an hour at most): every check below runs while it records, however loaded the machine.
+        // FFV1 (lossless): the decoded pixels are the ones Reel made (a lossy P-frame may keep
+        // a block's old colour), so chroma and brightness are checked exactly.
+        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--duration", "3600", "--codec", "ffv1", "--container", "mkv",
+                              "--source", "synthetic:1280", "--control-socket", socket, "--preview", "127.0.0.1:\(port)"])
         var stopped = false
         defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
         #expect(try waitUntilListening(socket))
@@ -243,7 +245,7 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let socket = dir + "/control.sock"
-        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--codec", "h264", "--source", "synthetic:1280",
+        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--duration", "3600", "--codec", "h264", "--source", "synthetic:1280",
                               "--control-socket", socket])
         #expect(try waitUntilListening(socket))
         let bad = try reel(["control", "--socket", socket, "effect", "sepia"])
