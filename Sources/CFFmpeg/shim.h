@@ -65,4 +65,20 @@ static inline int reel_copy_camera_image(AVFrame *dst, const uint8_t *src, int b
 
 static inline void reel_set_hvc1_tag(AVCodecParameters *p) { p->codec_tag = MKTAG('h', 'v', 'c', '1'); }
 
+/* Appends a chapter to a muxer's (or demuxer's) list, as libavformat's own
+ * avpriv_new_chapter does (av_mallocz, av_dynarray_add_nofree); avformat_free_context frees it.
+ * Returns 0 or a negative AVERROR. */
+static inline int reel_add_chapter(AVFormatContext *s, int64_t id, AVRational time_base, int64_t start, int64_t end, const char *title) {
+    AVChapter *c = (AVChapter *)av_mallocz(sizeof *c);
+    if (!c) return AVERROR(ENOMEM);
+    c->id = id;
+    c->time_base = time_base;
+    c->start = start;
+    c->end = end;
+    int r = title ? av_dict_set(&c->metadata, "title", title, 0) : 0;
+    if (r >= 0) r = av_dynarray_add_nofree(&s->chapters, (int *)&s->nb_chapters, c);
+    if (r < 0) { av_dict_free(&c->metadata); av_free(c); }
+    return r < 0 ? r : 0;
+}
+
 #endif

@@ -80,6 +80,13 @@ const unsigned long CLinux_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF;
 const uint32_t CLinux_V4L2_PIX_FMT_YUYV = V4L2_PIX_FMT_YUYV;
 const uint32_t CLinux_V4L2_PIX_FMT_NV12 = V4L2_PIX_FMT_NV12;
 const uint32_t CLinux_V4L2_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
+const unsigned long CLinux_VIDIOC_QUERYCTRL = VIDIOC_QUERYCTRL;
+const unsigned long CLinux_VIDIOC_G_CTRL = VIDIOC_G_CTRL;
+const unsigned long CLinux_VIDIOC_S_CTRL = VIDIOC_S_CTRL;
+const uint32_t CLinux_V4L2_CID_BRIGHTNESS = V4L2_CID_BRIGHTNESS;
+const uint32_t CLinux_V4L2_CID_EXPOSURE_AUTO = V4L2_CID_EXPOSURE_AUTO;
+const uint32_t CLinux_V4L2_CID_EXPOSURE_ABSOLUTE = V4L2_CID_EXPOSURE_ABSOLUTE;
+const int32_t CLinux_V4L2_EXPOSURE_MANUAL = V4L2_EXPOSURE_MANUAL;
 
 int CLinux_name_this_thread(const char *name) {
     return pthread_setname_np(pthread_self(), name);

@@ -2,6 +2,8 @@ import Foundation
 import ReelCapture
 import ReelControl
 import ReelCore
+import ReelPreview
+import ReelWriter
 import Synchronization
 
 /// `reel record`'s capture-event options (`--input`, `--grab`, `--keys`), as parsed.
@@ -50,9 +52,26 @@ final class ControlHooks: Sendable {
 
     private init(sources: [EvdevSource]) { self.sources = sources }
 
-    private func record(_ control: String, _ value: Double, title: String? = nil) {
-        let f = frame.withLock { $0 }()
+    /// Where zoom, exposure and the effect go once the session exists (`attachPicture`).
+    private let picture = Mutex<PictureTarget?>(nil)
+
+    /// `at`: the frame the change applied from; nil: the newest frame now.
+    private func record(_ control: String, _ value: Double, title: String? = nil, at applied: Int? = nil) {
+        let f = applied ?? frame.withLock { $0 }()
         changes.withLock { $0.append(ControlChangeRecord(control: control, value: value, title: title, frameIndex: f)) }
+    }
+
+    /// A picture control's action (on the controls' queue): the session applies it from its
+    /// next frame and the change is recorded at that frame; before the session exists it is
+    /// only recorded (`attachPicture` applies it then).
+    private func applyPicture(_ control: String, _ value: Double, title: String? = nil) {
+        guard let target = picture.withLock({ $0 }) else { return record(control, value, title: title) }
+        do {
+            record(control, value, title: title, at: try target.apply(control, value))
+        } catch {
+            printError("\(control): \((error as? any UserFacingError)?.description ?? "\(error)")")
+            record(control, value, title: title)
+        }
     }
 
     /// Opens every `--input` device and starts reading it (before anything is recorded: a
@@ -68,8 +87,11 @@ final class ControlHooks: Sendable {
                 started.append(s)
             }
             hooks.controls.beginConfiguration()
-            try hooks.controls.addControl(SystemSlider.zoom { [weak hooks] v in hooks?.record("zoom", v) })
-            try hooks.controls.addControl(SystemSlider.exposureBias { [weak hooks] v in hooks?.record("exposure", v) })
+            try hooks.controls.addControl(SystemSlider.zoom { [weak hooks] v in hooks?.applyPicture("zoom", v) })
+            try hooks.controls.addControl(SystemSlider.exposureBias { [weak hooks] v in hooks?.applyPicture("exposure", v) })
+            try hooks.controls.addControl(IndexPicker(identifier: "effect", titles: PictureEffect.allCases.map(\.rawValue)) { [weak hooks] i in
+                hooks?.applyPicture("effect", Double(i), title: PictureEffect.allCases[i].rawValue)
+            })
             hooks.controls.commitConfiguration()
             if let path = request.socket {
                 hooks.socket.withLock { $0 = nil }
@@ -114,6 +136,56 @@ final class ControlHooks: Sendable {
         socket.withLock { $0 }?.setRecordHandler(handler)
     }
 
+    /// Zoom, exposure and the effect act on `session` from now on: zoom and the effect through
+    /// its `ImageAdjustments` (with `buffers` buffers: as many as the source's pool), exposure
+    /// on a V4L2 camera through its brightness or exposure control (the slider is disabled
+    /// with the reason when it has neither), on the synthetic sensor as brightness. Values set
+    /// before are applied now.
+    func attachPicture(session: CaptureSession, buffers: Int) {
+        session.adjustments.bufferCount = buffers
+        var camera: (@Sendable (Double) throws -> Void)? = nil
+        if let v4l2 = session.source as? V4L2Source {
+            switch v4l2.exposureControl() {
+            case .success(let c):
+                camera = { stops in
+                    try v4l2.setExposureBias(stops, on: c)
+                }
+            case .failure(let why): (controls.control("exposure") as? SystemSlider)?.disable(why.description)
+            }
+        }
+        let target = PictureTarget(session: session, cameraExposure: camera)
+        picture.withLock { $0 = target }
+        let zoom = (controls.control("zoom") as? SystemSlider)?.value.value ?? 1
+        let bias = (controls.control("exposure") as? SystemSlider)?.value.value ?? 0
+        let effect = (controls.control("effect") as? IndexPicker)?.selectedIndex.value ?? 0
+        controls.queue.async {
+            do {
+                if zoom != 1 { try target.apply("zoom", zoom, timeout: 0) }
+                if bias != 0 { try target.apply("exposure", bias, timeout: 0) }
+                if effect != 0 { try target.apply("effect", Double(effect), timeout: 0) }
+            } catch {
+                printError("picture controls: \((error as? any UserFacingError)?.description ?? "\(error)")")
+            }
+        }
+    }
+
+    /// The preview's `/status` shows the picture controls as last applied (the values the
+    /// socket's `status` gives: no stale zoom).
+    func fillPicture(_ status: inout PreviewStatus) {
+        let states = controls.controls.map(\.state)
+        status.zoom = states.first { $0.identifier == "zoom" }?.value
+        status.exposure = states.first { $0.identifier == "exposure" }?.value
+        status.effect = states.first { $0.identifier == "effect" }?.title
+    }
+
+    /// Buffers of the recording's source pool (what the picture adjustments get too).
+    static func sourceBuffers(_ options: RecordOptions) -> Int {
+        switch options.source {
+        case .synthetic(let side): return Recording.sensorBuffers(side: side) + options.extraSensorBuffers
+        case .v4l2: return 12
+        }
+    }
+
     /// Stops reading (a press still down is cancelled), closes the control socket and waits
     /// for the handlers and the controls' actions.
     func stop() {
@@ -126,6 +198,40 @@ final class ControlHooks: Sendable {
     /// The summary's `captureEvents`, `markers` and `controlChanges`.
     var summary: ControlSummary {
         ControlSummary(captureEvents: dispatcher.events, markers: dispatcher.markers, controlChanges: changes.withLock { $0 })
+    }
+}
+
+/// Where the picture controls act: the session's `ImageAdjustments`, or the camera's own
+/// exposure control.
+struct PictureTarget: Sendable {
+    let session: CaptureSession
+    /// Sets the camera's exposure for a bias in stops (V4L2); nil: exposure is brightness.
+    let cameraExposure: (@Sendable (Double) throws -> Void)?
+
+    /// Applies `control` = `value` and returns the first frame showing it (nil: no frame came
+    /// within `timeout` seconds); for the camera's exposure, the newest frame before it was set.
+    /// - Throws: `MediaError` when the adjustment buffers cannot be allocated; `V4L2Error`
+    ///   when the camera refuses the control.
+    @discardableResult
+    func apply(_ control: String, _ value: Double, timeout: Double = 2) throws -> Int? {
+        let format = session.source.format
+        let adjustments = session.adjustments
+        switch control {
+        case "zoom": return try adjustments.change(format: format, timeout: timeout) { $0.zoom = value }
+        case "exposure":
+            if let cameraExposure {
+                // The camera applies it to frames it draws from now on: the newest frame
+                // before the change is stated (the frames after it show it once the camera has).
+                let newest = session.stats.framesCaptured - 1
+                try cameraExposure(value)
+                return newest >= 0 ? newest : nil
+            }
+            return try adjustments.change(format: format, timeout: timeout) { $0.exposureBias = value }
+        case "effect":
+            let i = min(max(Int(value), 0), PictureEffect.allCases.count - 1)
+            return try adjustments.change(format: format, timeout: timeout) { $0.effect = PictureEffect.allCases[i] }
+        default: return nil
+        }
     }
 }
 

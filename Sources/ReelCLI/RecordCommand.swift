@@ -180,6 +180,9 @@ enum RecordCommand {
         // Start and stop on the running session: the socket, and the presses that waited.
         controls.setRecordHandler(RecordToggles.socket(recording))
         pendingRecording.settle(recording)
+        // Zoom, exposure and the effect act on the picture; markers become the clips' chapters.
+        controls.attachPicture(session: session, buffers: ControlHooks.sourceBuffers(options))
+        recording.writer.settings.chapterMarks.setSource { [dispatcher = controls.dispatcher] in dispatcher.markers.compactMap(\.frameIndex) }
         // --photos: a photo output after the movie output; primary presses take photos.
         let photos = try photoRequest.map { try RecordPhotos.attach($0, to: recording, controls: controls) }
         // The preview listens before capture starts: a port in use ends the command here.
@@ -187,7 +190,7 @@ enum RecordCommand {
         let pressureHandler = RecordPressureHandler(enabled: !options.liveFrameRates.isEmpty, session: session,
                                                     preview: previewGate, stop: { recording.stop() })
         let preview = try request.map { try startPreview($0, recording: recording, photos: photos, gate: previewGate,
-                                                         pressure: { pressureHandler.level }) }
+                                                         pressure: { pressureHandler.level }, controls: controls) }
         defer { preview?.stop() }
         // [issue 13: pressure] The monitor's level changes go to the handler, from now until the recording ends.
         let pressure = RecordPressure.monitor(note: { printError($0) }, onChange: { pressureHandler.handle($0) })
@@ -270,9 +273,10 @@ enum RecordCommand {
     /// Binds the preview's server and adds its output to the session; prints the page's address.
     /// With `photos`, the page's shutter takes a photo through it; without, it answers 501.
     /// `gate`: the handler's gate around the preview output (issue 13), `pressure` the level for
-    /// the page's status.
+    /// the page's status; `controls` the picture controls the status shows.
     static func startPreview(_ request: PreviewRequest, recording: Recording, photos: RecordPhotos? = nil,
-                             gate: PressurePreviewGate? = nil, pressure: (@Sendable () -> PressureLevel)? = nil) throws -> PreviewServer {
+                             gate: PressurePreviewGate? = nil, pressure: (@Sendable () -> PressureLevel)? = nil,
+                             controls: ControlHooks? = nil) throws -> PreviewServer {
         let output = (gate?.inner as? PreviewOutput) ?? PreviewOutput()
         let token = request.token ?? (request.address.isLoopback ? nil : PreviewServer.generateToken())
         let session = recording.session
@@ -294,6 +298,7 @@ enum RecordCommand {
                                            // Read each time: under Deferred Start the pool opens after the first frame.
                                            poolRemainingCapacity: recording.pool?.remainingCapacity)
                 status.pressure = pressure?().rawValue   // [issue 13]
+                controls?.fillPicture(&status)   // zoom, exposure, effect as last applied
                 return status
             }
         } catch let error as PreviewError {

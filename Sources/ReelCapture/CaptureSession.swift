@@ -154,6 +154,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
     private let state: Mutex<State>
     private let runGroup = DispatchGroup()
+    /// Zoom, brightness and the picture effect, applied to each frame before the outputs get it.
+    public let adjustments = ImageAdjustments()
 
     /// - Throws: `CaptureError.unsupportedRatio` when the source's format lacks `ratio`.
     public init(source: any VideoSource, ratio: AspectRatio? = nil) throws {
@@ -537,6 +539,11 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// Hands the source's frame to every output at the current ratio (applying a due ratio change
     /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
+        // Zoom, brightness and the effect, before any output sees the frame (ImageAdjustments).
+        guard let frame = adjustments.process(frame, format: self.source.format) else {
+            self.source(didDrop: 1, reason: .outOfBuffers, at: frame.index)
+            return false
+        }
         let (source, ratio, outputs, resumed, stopAsked, ended) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool, Bool) in
             // The length in media time: the frame that reaches it is not captured.
             if let limit = s.mediaTimeLimit, let first = s.stats.startPTS, (frame.pts - first).seconds + 1e-9 >= limit {

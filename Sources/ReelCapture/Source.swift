@@ -39,6 +39,12 @@ public struct SourceFrame: Sendable {
     /// (the frame's duration is one frame of it, the time until the next frame); nil: the
     /// format's rate.
     public var rate: FrameRate? = nil
+
+    /// A frame of a source (or a test) holding `lease`, captured `index`-th at `pts` (at `rate`
+    /// when the source can change its rate while capturing).
+    public init(lease: PixelBufferLease, index: Int, pts: Timestamp, rate: FrameRate? = nil) {
+        self.lease = lease; self.index = index; self.pts = pts; self.rate = rate
+    }
 }
 
 /// Receives frames from a source's capture thread.

@@ -216,7 +216,7 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     public let info: V4L2DeviceInfo
     /// The FourCC the driver chose (`YUYV`, `NV12` or `MJPG`).
     public let fourcc: String
-    private let device: V4L2Device
+    let device: V4L2Device   // internal: V4L2Exposure.swift sets controls on it
     private let buffers: [(UnsafeMutableRawPointer, Int)]
     private let pool: PixelBufferPool
     private let decoder: JPEGDecoder?

@@ -193,7 +193,8 @@ public final class ControlSocket: Sendable {
             controls.drain()
             let states = controls.controls.map(\.state)
             let encoded = (try? JSONEncoder().encode(states)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? []
-            var out: [String: Any] = ["ok": true, "controls": encoded, "events": dispatcher.events.count, "markers": dispatcher.markers.count]
+            var out: [String: Any] = ["ok": true, "controls": encoded, "events": dispatcher.events.count, "markers": dispatcher.markers.count,
+                                      "frame": dispatcher.newestFrame.map { $0 as Any } ?? NSNull()]
             if let handler = recordHandler.withLock({ $0 }) { out["recording"] = handler("status").recording }
             return Self.reply(out)
         }

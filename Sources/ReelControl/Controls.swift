@@ -87,8 +87,9 @@ public final class SystemSlider: CaptureControl {
     public let identifier: String
     /// Values outside are clamped.
     public let range: ClosedRange<Double>
-    /// Why it is off (`nil`: it is on).
-    public let disabledReason: String?
+    /// Why it is off (`nil`: it is on); `disable` changes it once the source is known.
+    public var disabledReason: String? { disabled.withLock { $0 } }
+    private let disabled: Mutex<String?>
     /// The value the UI shows: applied on the control queue, observed in order.
     public let value: ObservableValue<Double>
     private let action: @Sendable (Double) -> Void
@@ -98,10 +99,14 @@ public final class SystemSlider: CaptureControl {
                 action: @escaping @Sendable (Double) -> Void = { _ in }) {
         self.identifier = identifier
         self.range = range
-        self.disabledReason = disabledReason
+        self.disabled = Mutex(disabledReason)
         self.value = ObservableValue(min(max(value, range.lowerBound), range.upperBound))
         self.action = action
     }
+
+    /// Turns the slider off with `reason` (the source turned out to have no such control), or
+    /// on again with nil.
+    public func disable(_ reason: String?) { disabled.withLock { $0 = reason } }
 
     /// The zoom slider, 1×–4× (digital zoom: a crop of the square sensor).
     public static func zoom(action: @escaping @Sendable (Double) -> Void = { _ in }) -> SystemSlider {

@@ -77,6 +77,9 @@ public final class CaptureEventDispatcher: Sendable {
 
     private func currentFrame() -> Int? { frameSource.withLock { $0 }() }
 
+    /// The newest captured frame's index now (nil before the first, or before the recording exists).
+    public var newestFrame: Int? { currentFrame() }
+
     /// Replaces what events do (the lead wires photo capture and record start/stop here).
     public func setHandler(_ handler: @escaping Handler) {
         state.withLock { $0.handler = handler }

@@ -26,6 +26,18 @@ public struct StreamInfo: Sendable {
     public var rotation: Int = 0
     /// Quarter turns clockwise a player applies to show the picture upright (0–3).
     public var displayQuarterTurns: Int { (((-rotation / 90) % 4) + 4) % 4 }
+    /// The file's chapters (`AVFormatContext.chapters`), in file order.
+    public var chapters: [MediaChapter] = []
+}
+
+/// One chapter of a file, as the demuxer reads it.
+public struct MediaChapter: Sendable, Hashable, Codable {
+    /// Start, in seconds on the file's timeline.
+    public var start: Double
+    /// End, in seconds on the file's timeline.
+    public var end: Double
+    /// Its `title` tag (nil without one).
+    public var title: String?
 }
 
 /// One demuxed packet's timing.
@@ -96,9 +108,22 @@ public final class MediaReader {
             pixelFormat: pixName,
             timeBase: (st.pointee.time_base.num, st.pointee.time_base.den),
             averageFrameRate: fps.den != 0 && fps.num != 0 ? Double(fps.num) / Double(fps.den) : nil,
-            metadata: tags)
+            metadata: tags,
+            chapters: Self.chapters(of: ctx!))
         described.rotation = Self.rotation(of: st)
         info = described
+    }
+
+    /// The chapters libavformat read (`nb_chapters`, each `AVChapter`'s start, end, time base
+    /// and `title` tag).
+    private static func chapters(of ctx: UnsafeMutablePointer<AVFormatContext>) -> [MediaChapter] {
+        guard let list = ctx.pointee.chapters else { return [] }
+        return (0..<Int(ctx.pointee.nb_chapters)).compactMap { i in
+            guard let c = list[i] else { return nil }
+            let tb = Double(c.pointee.time_base.num) / Double(max(1, c.pointee.time_base.den))
+            let title = av_dict_get(c.pointee.metadata, "title", nil, 0).map { String(cString: $0.pointee.value) }
+            return MediaChapter(start: Double(c.pointee.start) * tb, end: Double(c.pointee.end) * tb, title: title)
+        }
     }
 
     /// The stream's display-matrix rotation in degrees as `av_display_rotation_get` gives it

@@ -180,6 +180,23 @@ public final class Muxer: @unchecked Sendable {
         bytesOfPackets += size
     }
 
+    /// Whether `container` keeps chapters added while recording: MKV writes them with its
+    /// trailer (matroskaenc writes chapters it did not have at the header there). Reel's
+    /// MOV/MP4 clips are fragmented for crash safety: their `moov` goes out before the first
+    /// fragment, and the mov muxer writes chapters (a chapter track, MP4's `chpl`) only into
+    /// the `moov`, so a chapter known later has nowhere to go.
+    public static func carriesChapters(_ container: Container) -> Bool { container == .mkv }
+
+    /// Adds a chapter from `start` to `end` (on `timescale` ticks per second, the clip's own
+    /// timeline) titled `title`, written with the trailer (`reel_add_chapter`: `av_mallocz`,
+    /// `av_dict_set`, `av_dynarray_add_nofree` on the context's chapters). `id` must be > 0
+    /// and unique in the clip. Ignored for a container that cannot keep it (`carriesChapters`).
+    /// - Throws: ``MediaError`` when memory runs out.
+    public func addChapter(id: Int, start: Int64, end: Int64, timescale: Int32, title: String) throws {
+        guard Self.carriesChapters(container) else { return }
+        try check(reel_add_chapter(format, Int64(id), AVRational(num: 1, den: timescale), start, max(start, end), title), "add chapter")
+    }
+
     /// Writes the trailer and flushes every byte into the sink (`av_write_trailer`, `avio_flush`).
     /// - Throws: the sink's error if it failed, else a ``MediaError`` for `av_write_trailer`.
     public func finish() throws {

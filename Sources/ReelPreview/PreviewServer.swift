@@ -29,6 +29,12 @@ public struct PreviewStatus: Codable, Sendable {
     @EncodedNull public var poolRemainingCapacity: Int64?
     /// The system-pressure level a recording sees (`nominal`, …, `unknown`; null for `reel preview`).
     @EncodedNull public var pressure: String? = nil
+    /// The zoom factor last applied (1–4) while recording with controls; null for `reel preview`.
+    @EncodedNull public var zoom: Double? = nil
+    /// The exposure bias last applied, in stops (−2…+2); null for `reel preview`.
+    @EncodedNull public var exposure: Double? = nil
+    /// The picture effect last applied (`none`, `grayscale`); null for `reel preview`.
+    @EncodedNull public var effect: String? = nil
 
     /// The session's part of the status; the server fills in the preview's own counters.
     public init(recording: Bool, elapsed: Double, frames: Int, fps: Double, drops: Int, ratio: String,

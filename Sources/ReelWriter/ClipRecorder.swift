@@ -29,6 +29,10 @@ final class ClipRecorder: @unchecked Sendable {
     private var ends: [Int64] = []
     /// The duration of the last frame appended.
     private var lastFrameDuration: Int64?
+    /// Their timestamps on the session clock (`sessionStart`'s timescale), for chapters.
+    private var timestamps: [Int64] = []
+    /// The recording's markers, made chapters when the clip is closed.
+    private let chapterMarks: ChapterMarks
 
     /// Opens the clip at `frame`: its file, encoder and muxer.
     convenience init(number: Int, first frame: CapturedFrame, settings: WriterSettings, rate: FrameRate,
@@ -52,6 +56,7 @@ final class ClipRecorder: @unchecked Sendable {
         container = settings.container
         sessionStart = frame.pts
         frameDuration = frame.duration
+        chapterMarks = settings.chapterMarks
         if let f = prepared.file {
             file = f
         } else {
@@ -76,6 +81,7 @@ final class ClipRecorder: @unchecked Sendable {
         }
         indices.reserveCapacity(1024)
         ends.reserveCapacity(1024)
+        timestamps.reserveCapacity(1024)
     }
 
     var bytes: Int64 { file.size }
@@ -100,6 +106,25 @@ final class ClipRecorder: @unchecked Sendable {
         indices.append(frame.index)
         ends.append(frame.pts.value + frame.duration)
         lastFrameDuration = frame.duration
+        timestamps.append(frame.pts.value)
+    }
+
+    /// Adds a chapter for each marker at a frame of this clip (from the first frame at or
+    /// after the marked one — a dropped frame's marker goes to the next frame — to the next
+    /// marker or the clip's end), titled `Marker N` with N its place among all the recording's
+    /// markers.
+    private func addChapters() throws {
+        guard Muxer.carriesChapters(container), let first = indices.first, let last = indices.last, let lastPTS = timestamps.last else { return }
+        var starts: [(number: Int, at: Int64)] = []
+        for (n, marked) in chapterMarks.frameIndices.enumerated() where marked >= first && marked <= last {
+            guard let pos = indices.firstIndex(where: { $0 >= marked }) else { continue }
+            starts.append((n + 1, timestamps[pos] - sessionStart.value))
+        }
+        let end = lastPTS + (lastFrameDuration ?? frameDuration) - sessionStart.value
+        for (k, s) in starts.enumerated() {
+            try muxer.addChapter(id: s.number, start: s.at, end: k + 1 < starts.count ? starts[k + 1].at : end,
+                                 timescale: sessionStart.timescale, title: "Marker \(s.number)")
+        }
     }
 
     /// Drains the encoder, writes the trailer, syncs and publishes the file.
@@ -110,6 +135,7 @@ final class ClipRecorder: @unchecked Sendable {
             try encoder.flush(duration: lastFrameDuration ?? frameDuration) { packet in try muxer.write(packet) }
         }
         defer { try? encoder.releaseInput() }
+        try addChapters()
         try muxer.finish()
         let bytes = try file.publish()
         return summary(frames: indices.count, bytes: bytes, salvaged: false)

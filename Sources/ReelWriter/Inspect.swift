@@ -40,6 +40,8 @@ public struct ProbeResult: Sendable, Codable {
     public var framePTS: [Double]?
     /// The file ends in damaged or missing data (what came before was read).
     public var truncated: Bool
+    /// The file's chapters (Reel writes one per marker into MKV clips), in order.
+    public var chapters: [MediaChapter] = []
 }
 
 /// Errors of probe and verify.
@@ -127,7 +129,7 @@ public enum Inspector {
         // tick of the stream's timing (its VUI), a frame only when the clock ticks once a frame.
         if let m = maxPTS, let b = belowMax, m > b { lastDuration = m - b }
         let duration = (minPTS != nil && maxPTS != nil) ? Double(maxPTS! - minPTS! + lastDuration) * tb : 0
-        let result = ProbeResult(path: path, container: info.formatName, codec: info.codecName,
+        var result = ProbeResult(path: path, container: info.formatName, codec: info.codecName,
                            width: info.width, height: info.height, pixelFormat: info.pixelFormat,
                            frames: count, durationSeconds: duration,
                            firstPTS: minPTS.map { Double($0) * tb }, lastPTS: maxPTS.map { Double($0) * tb },
@@ -135,6 +137,7 @@ public enum Inspector {
                            sessionStart: info.metadata["com.reel.session_start"],
                            ratio: info.metadata["com.reel.ratio"], rotation: info.rotation,
                            frameIndices: indices, framePTS: ptsList, truncated: truncated)
+        result.chapters = info.chapters
         var take: Take? = nil
         if let t = info.metadata["com.reel.take"].flatMap({ Int($0) }),
            let first = info.metadata["com.reel.take_first_frame_index"].flatMap({ Int($0) }) {

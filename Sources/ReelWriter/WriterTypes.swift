@@ -26,6 +26,9 @@ public struct WriterSettings: Sendable {
     /// Quarter turns clockwise a player applies to show the frames upright: the clips' display
     /// matrix (a sensor mounted turned; `Muxer.attachDisplayMatrix`). 0 by default: none.
     public var displayQuarterTurns = 0
+    /// The recording's markers: each becomes a chapter of its clip where the container keeps
+    /// chapters (MKV; see `Muxer.carriesChapters`).
+    public var chapterMarks = ChapterMarks()
 
     /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,

@@ -198,7 +198,7 @@ struct RealtimePreviewTests {
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
         let json = try #require(try JSONSerialization.jsonObject(with: status.body) as? [String: Any])
-        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity"])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "zoom", "exposure", "effect"])
         #expect(json["poolRemainingCapacity"] is NSNull, "--plain records through no pool")
         #expect(json["recording"] as? Bool == true)
         #expect(json["ratio"] as? String == "16x9")

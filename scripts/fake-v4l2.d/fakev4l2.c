@@ -14,7 +14,8 @@
  *   ioctls: QUERYCAP, ENUM_FMT, G/S/TRY_FMT, ENUM_FRAMESIZES, ENUM_FRAMEINTERVALS,
  *     G/S_PARM, ENUMINPUT, G/S_INPUT, G/S_PRIORITY, QUERYCTRL, QUERY_EXT_CTRL, QUERYMENU,
  *     G/S_CTRL, G/S/TRY_EXT_CTRLS (brightness, contrast, exposure_auto, exposure_absolute and
- *     their class controls), REQBUFS, CREATE_BUFS, QUERYBUF, QBUF, DQBUF, STREAMON,
+ *     their class controls; the picture's background follows brightness and, in manual
+ *     exposure, the exposure time; none with noctrls, no brightness with nobrightness), REQBUFS, CREATE_BUFS, QUERYBUF, QBUF, DQBUF, STREAMON,
  *     STREAMOFF; the queue belongs to the open file that allocated buffers (others: EBUSY).
  *     SUBSCRIBE_EVENT/UNSUBSCRIBE_EVENT/DQEVENT (control events).
  *     Everything else fails with ENOTTY, as on uvcvideo: ENUMSTD/G_STD/S_STD/QUERYSTD
@@ -138,7 +139,7 @@ static struct device devs[MAX_DEVICES];
 static struct file files[MAX_FILES];
 static struct file *fdmap[MAX_FDS];
 static pthread_mutex_t global = PTHREAD_MUTEX_INITIALIZER;
-static int opt_devices = 1, opt_fps = 30, opt_busy = 0, opt_noparm = 0, opt_streamoff_eio = 0;
+static int opt_devices = 1, opt_fps = 30, opt_busy = 0, opt_noparm = 0, opt_streamoff_eio = 0, opt_noctrls = 0, opt_nobrightness = 0;
 static long opt_unplug = -1, opt_eio = -1, opt_skip_every = 0, opt_skip_n = 0, opt_slow_every = 0, opt_slow_ms = 0, opt_corrupt = -1;
 static char opt_card[32] = "Reel fake camera";
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -209,6 +210,8 @@ static void configure_once(void) {
             if (strcmp(t, "busy") == 0) { opt_busy = 1; continue; }
             if (strcmp(t, "noparm") == 0) { opt_noparm = 1; continue; }
             if (strcmp(t, "streamoff-eio") == 0) { opt_streamoff_eio = 1; continue; }
+            if (strcmp(t, "noctrls") == 0) { opt_noctrls = 1; continue; }
+            if (strcmp(t, "nobrightness") == 0) { opt_nobrightness = 1; continue; }
             if (strncmp(t, "card=", 5) == 0) { snprintf(opt_card, sizeof opt_card, "%s", t + 5); continue; }
         }
         free(copy);
@@ -291,11 +294,16 @@ static uint8_t crc8(uint32_t v) {
 }
 
 /* Writes luma through `put(x, y, value)` for the picture and barcode of frame `index`. */
-static void draw_luma(uint8_t *y, size_t ystride, size_t ystep, uint32_t w, uint32_t h, uint64_t index) {
-    /* 60 + ((c + r + index * 4) % 256) * 100 / 256, from a table (several 1080p cameras at
-       once must not spend their CPU here). */
+/* The background follows the exposure time (in manual exposure: proportional to it, 1 at the
+   default) and the brightness control, as a camera's picture does; the barcode does not.
+   60 + ((c + r + index * 4) % 256) * 100 / 256 before exposure and brightness, from a table
+   made once per picture (several 1080p cameras at once must not spend their CPU here). */
+static void draw_luma(uint8_t *y, size_t ystride, size_t ystep, uint32_t w, uint32_t h, uint64_t index, int32_t brightness, int32_t exposure) {
     uint8_t ramp[256];
-    for (int k = 0; k < 256; k++) ramp[k] = (uint8_t)(60 + k * 100 / 256);
+    for (int k = 0; k < 256; k++) {
+        int v = (60 + k * 100 / 256) * exposure / controls[CTRL_EXPOSURE_ABSOLUTE].def + brightness;
+        ramp[k] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
     for (uint32_t r = 0; r < h; r++) {
         uint8_t *row = y + r * ystride;
         uint32_t k = (uint32_t)((r + index * 4) & 255);
@@ -319,17 +327,17 @@ static size_t frame_bytes(uint32_t fourcc, uint32_t w, uint32_t h) {
     return (size_t)w * h * 2;   /* MJPEG: room for the worst case */
 }
 
-static uint32_t draw(struct device *d, struct buffer *b, uint64_t index) {
+static uint32_t draw(struct device *d, struct buffer *b, uint64_t index, int32_t brightness, int32_t exposure) {
     uint32_t w = d->width, h = d->height;
     uint8_t *m = b->mem;
     if (d->fourcc == V4L2_PIX_FMT_YUYV) {
         for (size_t i = 1; i < (size_t)w * h * 2; i += 2) m[i] = 128;
-        draw_luma(m, (size_t)w * 2, 2, w, h, index);
+        draw_luma(m, (size_t)w * 2, 2, w, h, index, brightness, exposure);
         return w * h * 2;
     }
     if (d->fourcc == V4L2_PIX_FMT_NV12) {
         memset(m + (size_t)w * h, 128, (size_t)w * h / 2);
-        draw_luma(m, w, 1, w, h, index);
+        draw_luma(m, w, 1, w, h, index, brightness, exposure);
         return w * h * 3 / 2;
     }
     /* MJPEG through libavcodec. */
@@ -350,7 +358,7 @@ static uint32_t draw(struct device *d, struct buffer *b, uint64_t index) {
     AVFrame *f = d->jframe;
     av_frame_make_writable(f);
     for (uint32_t r = 0; r < h; r++) { memset(f->data[1] + r * f->linesize[1], 128, w / 2); memset(f->data[2] + r * f->linesize[2], 128, w / 2); }
-    draw_luma(f->data[0], (size_t)f->linesize[0], 1, w, h, index);
+    draw_luma(f->data[0], (size_t)f->linesize[0], 1, w, h, index, brightness, exposure);
     f->pts = (int64_t)index;
     if (avcodec_send_frame(d->jpeg, f) < 0 || avcodec_receive_packet(d->jpeg, d->jpkt) < 0) return 0;
     uint32_t n = (uint32_t)d->jpkt->size;
@@ -391,8 +399,10 @@ static void *sensor(void *arg) {
         for (uint32_t i = 0; i < d->nbufs; i++) if (d->bufs[i].queued) { b = &d->bufs[i]; break; }
         if (!b) continue;   /* no buffer queued: the frame is lost, as in the kernel */
         b->queued = 0;
+        int32_t brightness = d->ctrl[CTRL_BRIGHTNESS];
+        int32_t exposure = d->ctrl[CTRL_EXPOSURE_AUTO] == V4L2_EXPOSURE_MANUAL ? d->ctrl[CTRL_EXPOSURE_ABSOLUTE] : controls[CTRL_EXPOSURE_ABSOLUTE].def;
         pthread_mutex_unlock(&d->lock);
-        uint32_t used = draw(d, b, seq);   /* the barcode is the sequence number: lost frames never appear */
+        uint32_t used = draw(d, b, seq, brightness, exposure);   /* the barcode is the sequence number: lost frames never appear */
         uint32_t flags = 0;
         if (opt_corrupt >= 0 && (long)seq == opt_corrupt) {
             if (d->fourcc == V4L2_PIX_FMT_MJPEG) memset(b->mem, 0, used);   /* no JPEG marker left */
@@ -983,7 +993,14 @@ static int fake_ioctl(struct file *fh, unsigned long req, void *arg) {
     struct device *d = fh->dev;
     if (!handled(req)) return ENOTTY;   /* before looking at the argument, as the core does */
     if (opt_noparm && (req == VIDIOC_G_PARM || req == VIDIOC_S_PARM)) return ENOTTY;
+    /* A camera without controls: the core answers every control id with EINVAL. */
+    if (opt_noctrls && (req == VIDIOC_QUERYCTRL || req == VIDIOC_QUERY_EXT_CTRL || req == VIDIOC_QUERYMENU ||
+                        req == VIDIOC_G_CTRL || req == VIDIOC_S_CTRL || req == VIDIOC_G_EXT_CTRLS ||
+                        req == VIDIOC_S_EXT_CTRLS || req == VIDIOC_TRY_EXT_CTRLS)) return EINVAL;
     if (!arg) return EFAULT;
+    /* A camera without brightness (asked for by id: v4l2_queryctrl and v4l2_control start with it). */
+    if (opt_nobrightness && (req == VIDIOC_QUERYCTRL || req == VIDIOC_G_CTRL || req == VIDIOC_S_CTRL) &&
+        *(const uint32_t *)arg == V4L2_CID_BRIGHTNESS) return EINVAL;
     if (needs_priority(req) && fh->prio < max_prio(d)) return EBUSY;
     if (uses_queue(req) && d->owner && d->owner != fh) return EBUSY;
     switch (req) {

@@ -46,6 +46,15 @@ extern const unsigned long CLinux_VIDIOC_STREAMOFF;
 extern const uint32_t CLinux_V4L2_PIX_FMT_YUYV;
 extern const uint32_t CLinux_V4L2_PIX_FMT_NV12;
 extern const uint32_t CLinux_V4L2_PIX_FMT_MJPEG;
+/// Controls (exposure bias on a camera): VIDIOC_QUERYCTRL, VIDIOC_G_CTRL, VIDIOC_S_CTRL and the
+/// control ids Reel looks for.
+extern const unsigned long CLinux_VIDIOC_QUERYCTRL;
+extern const unsigned long CLinux_VIDIOC_G_CTRL;
+extern const unsigned long CLinux_VIDIOC_S_CTRL;
+extern const uint32_t CLinux_V4L2_CID_BRIGHTNESS;
+extern const uint32_t CLinux_V4L2_CID_EXPOSURE_AUTO;
+extern const uint32_t CLinux_V4L2_CID_EXPOSURE_ABSOLUTE;
+extern const int32_t CLinux_V4L2_EXPOSURE_MANUAL;
 
 /// Names the calling thread (pthread_setname_np; at most 15 bytes, as /proc/PID/task/*/comm
 /// shows it). Returns 0 or an errno value.
