@@ -70,9 +70,9 @@ results=$work/results.txt
 command_for() {
     local tool=$1 codec=$2 out=$3
     case $tool:$codec in
-        reel:prores) echo "$reel" record --source v4l2:/dev/video0:1920x1080@30:YUYV --frames $frames --codec prores:hq \
+        reel:prores) echo "$reel" record --pressure-handler off --source v4l2:/dev/video0:1920x1080@30:YUYV --frames $frames --codec prores:hq \
                           --container mov --plain --out "$out" --name c --json ;;
-        reel:h264)   echo "$reel" record --source v4l2:/dev/video0:1920x1080@30:YUYV --frames $frames --codec h264 \
+        reel:h264)   echo "$reel" record --pressure-handler off --source v4l2:/dev/video0:1920x1080@30:YUYV --frames $frames --codec h264 \
                           --container mp4 --plain --out "$out" --name c --json ;;
         ffmpeg:*)    local enc mux ext
                      if [ "$codec" = prores ]; then

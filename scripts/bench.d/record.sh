@@ -99,7 +99,7 @@ for codec in $codecs; do
     esac
     names=(); cmds=()
     add() { names+=("$1"); shift; cmds+=("$(printf '%q ' "$@")"); }
-    rec=("$reel" record --no-realtime --frames "$frames" --codec "$rc" --container "$ext" --name b)
+    rec=("$reel" record --no-realtime --pressure-handler off --frames "$frames" --codec "$rc" --container "$ext" --name b)
     if [[ " $modes " == *" tmpfs "* ]]; then
         add "reel-tmpfs" "${rec[@]}" --plain --out "$shm/out"
         add "ffmpeg-tmpfs" ffmpeg "${raw_in[@]}" "${enc[@]}" "${mux[@]}" "$shm/out/ff.$ext"
