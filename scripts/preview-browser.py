@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives the preview page in Debian's headless Chromium through Playwright (tests use it).
 
-    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record]
+    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record | --follow FILE]
 
 Opens URL, waits until the live picture shows (the <img> has decoded a JPEG), saves the
 picture as OUTDIR/picture.png (an element screenshot, at the picture's natural size) and the
@@ -12,7 +12,9 @@ OUTDIR/after.png; --click shutter clicks the shutter button and waits for the an
 button, waits for the answer, for the button to say `stop` and for 30 more frames in the state
 line, then clicks it again and waits for the answer and the button to say `record` again
 (`recordStart`, `recordStop`: status and JSON of each; `buttonWhileRecording`,
-`stateWhileRecording`, `buttonAfter`). Prints one JSON object: the screenshots' paths, the picture's natural size,
+`stateWhileRecording`, `buttonAfter`); --follow FILE waits until the state line shows `zoom 1×`,
+writes FILE, and waits (60 s at most) until it shows `zoom 2×` without a reload
+(`stateFollowed`): the test changes the zoom from elsewhere in between. Prints one JSON object: the screenshots' paths, the picture's natural size,
 the state line before and after, and the ratio answer (the JSON the page got). Exit 0, or 1
 with the reason on stderr.
 """
@@ -23,11 +25,12 @@ from playwright.sync_api import sync_playwright
 
 
 def main(argv):
-    if len(argv) not in (3, 5) or (len(argv) == 5 and argv[3] != "--click"):
+    if len(argv) not in (3, 5) or (len(argv) == 5 and argv[3] not in ("--click", "--follow")):
         print(__doc__, file=sys.stderr)
         return 64
     url, out = argv[1], argv[2]
-    ratio = argv[4] if len(argv) == 5 else None
+    ratio = argv[4] if len(argv) == 5 and argv[3] == "--click" else None
+    follow = argv[4] if len(argv) == 5 and argv[3] == "--follow" else None
     result = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
@@ -43,7 +46,16 @@ def main(argv):
             page.locator("#p").screenshot(path=result["picture"])
             result["page"] = f"{out}/page.png"
             page.screenshot(path=result["page"])
-            if ratio == "record":
+            if follow:
+                # The page follows a change made elsewhere, without a reload: it shows zoom 1×,
+                # says so in the file FOLLOW, and waits (60 s at most) until it shows zoom 2×.
+                page.wait_for_function("() => document.getElementById('s').textContent.includes('zoom 1×')", timeout=30000)
+                result["stateBefore"] = page.inner_text("#s")
+                with open(follow, "w") as f:
+                    f.write("ready\n")
+                page.wait_for_function("() => document.getElementById('s').textContent.includes('zoom 2×')", timeout=60000)
+                result["stateFollowed"] = page.inner_text("#s")
+            elif ratio == "record":
                 frames = "() => { const m = document.getElementById('s').textContent.match(/ (\\d+) frames/); return m ? +m[1] : -1; }"
                 for step in ("recordStart", "recordStop"):
                     page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")

@@ -249,6 +249,8 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         '  '+j.elapsed.toFixed(1)+' s  '+j.frames+' frames  '+j.fps.toFixed(1)+' fps  '+j.drops+' dropped  '+j.ratio+
         (j.poolRemainingCapacity==null?'':'  pool '+(j.poolRemainingCapacity/1e9).toFixed(2)+' GB left');
         if(j.pressure!=null)last+='  pressure '+j.pressure;
+        if(j.zoom!=null)last+='  zoom '+(+j.zoom.toFixed(2))+'×';if(j.exposure!=null)last+='  exposure '+(j.exposure>0?'+':'')+(+j.exposure.toFixed(2));
+        if(j.effect!=null)last+='  effect '+j.effect;
         s.textContent=last;const b=document.getElementById('record');b.dataset.recording=String(j.recording);
         b.textContent=j.recording?'stop':'record';};
         e.onerror=()=>{s.textContent=(last?last+'  ':'')+'(disconnected)';};

@@ -198,7 +198,7 @@ struct RealtimePreviewTests {
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
         let json = try #require(try JSONSerialization.jsonObject(with: status.body) as? [String: Any])
-        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "zoom", "exposure", "effect"])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "pressure", "zoom", "exposure", "effect"])
         #expect(json["poolRemainingCapacity"] is NSNull, "--plain records through no pool")
         #expect(json["recording"] as? Bool == true)
         #expect(json["ratio"] as? String == "16x9")
@@ -681,8 +681,8 @@ extension RealtimePreviewTests {
         let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
         #expect(result["natural"] as? [Int] == [1280, 720])
         #expect(result["naturalAfter"] as? [Int] == [720, 1280], "the picture follows the ratio")
-        #expect((result["stateBefore"] as? String ?? "").hasPrefix("● recording") && (result["stateBefore"] as? String ?? "").hasSuffix("16x9"))
-        #expect((result["stateAfter"] as? String ?? "").hasSuffix("9x16"), "the state line follows")
+        #expect((result["stateBefore"] as? String ?? "").hasPrefix("● recording") && (result["stateBefore"] as? String ?? "").contains("dropped 16x9"), "\(result)")
+        #expect((result["stateAfter"] as? String ?? "").contains("dropped 9x16"), "the state line follows: \(result)")
         #expect(result["ratioStatus"] as? Int == 200)
         let answer = try #require(result["ratioAnswer"] as? [String: Any])
         let seamFrame = try #require(answer["frameIndex"] as? Int)
@@ -958,5 +958,46 @@ private let unprivilegedPortStart = Int(((try? String(contentsOfFile: "/proc/sys
         #expect(record.status == 77, "\(record.stderr)")
         #expect(record.stderr == line)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: home + "/out")) ?? []).isEmpty, "no clip")
+    }
+}
+
+extension RealtimePreviewTests {
+    /// The page shows the controls' values and follows a change made elsewhere (the control
+    /// socket) without a reload — no stale zoom: a real browser (Playwright, Debian's
+    /// chromium) waits until the state line says `zoom 1×`, the test sets zoom 2 through
+    /// `reel control`, and the same page then says `zoom 2×`; `/status` agrees.
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    func thePageFollowsAZoomSetThroughTheControlSocket() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = temporaryDirectory("reel-preview-browser")
+        defer { removeTree(shots) }
+        let socket = dir + "/control.sock"
+        let rec = try serve(["record", "--control-socket", socket, "--source", "synthetic:1280", "--codec", "h264",
+                             "--plain", "--json", "--out", dir + "/video"] + untilSIGINT)
+        let ready = shots + "/ready"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", previewBrowserScript, rec.base, shots, "--follow", ready]
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        #expect(waitUntil(60) { FileManager.default.fileExists(atPath: ready) || !p.isRunning }, "the page never showed zoom 1×")
+        let set = try reel(["control", "--socket", socket, "zoom", "2"])
+        #expect(set.status == 0, "\(set.stdout)\(set.stderr)")
+        let text = out.fileHandleForReading.readDataToEndOfFile()
+        let why = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
+        #expect((result["stateBefore"] as? String)?.contains("zoom 1×") == true, "\(result)")
+        #expect((result["stateFollowed"] as? String)?.contains("zoom 2×") == true, "\(result)")
+        #expect(try rec.status()["zoom"] as? Double == 2)
+        // A ratio that is not one of the five: 400, and the recording goes on.
+        let bad = try curl(rec.base + "ratio?to=2x1", extra: ["-X", "POST"])
+        #expect(bad.status == 400, "\(String(decoding: bad.body, as: UTF8.self))")
+        rec.process.signal(SIGINT)
+        #expect(rec.process.wait().status == 0)
     }
 }
