@@ -3,21 +3,6 @@ import ReelCore
 import ReelWriter
 import Testing
 
-/// A TCP port that was free a moment ago (bound to port 0, read back, closed).
-private func freeLoopbackPort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    try #require(fd >= 0)
-    defer { close(fd) }
-    var a = sockaddr_in()
-    a.sin_family = sa_family_t(AF_INET)
-    a.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &a) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    try #require(ok)
-    return UInt16(bigEndian: a.sin_port)
-}
 
 /// The preview's `/status` as JSON (nil while it does not answer).
 private func previewStatus(_ port: UInt16) -> [String: Any]? {
@@ -157,7 +142,7 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let socket = dir + "/control.sock"
-        let port = try freeLoopbackPort()
+        let port = try freePort()
         // Until SIGINT (an hour at most): every check below runs while it records, however loaded the machine.
         // FFV1 (lossless): the decoded pixels are the ones Reel made (a lossy P-frame may keep
         // a block's old colour), so chroma and brightness are checked exactly.
@@ -225,7 +210,7 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
     @Test func thePreviewAloneHasNoPictureControls() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let port = try freeLoopbackPort()
+        let port = try freePort()
         let run = try launch(["preview", "--preview", "127.0.0.1:\(port)", "--source", "synthetic:1280"], in: dir)
         var status: [String: Any]? = nil
         for _ in 0..<200 where status == nil {

@@ -13,21 +13,6 @@ private func writePSI(_ dir: String, cpuSome: Double = 1, memoryFull: Double = 0
     try (line("some", memoryFull) + line("full", memoryFull)).write(toFile: dir + "/memory", atomically: true, encoding: .utf8)
 }
 
-/// A TCP port that was free a moment ago.
-private func unusedPort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    try #require(fd >= 0)
-    defer { close(fd) }
-    var a = sockaddr_in()
-    a.sin_family = sa_family_t(AF_INET)
-    a.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &a) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    try #require(ok)
-    return UInt16(bigEndian: a.sin_port)
-}
 
 /// The preview's `/status` (frames, pressure), read with curl; nil while it does not answer.
 private func previewStatus(_ port: UInt16) -> (frames: Int, pressure: String?)? {
@@ -100,7 +85,7 @@ private struct VerifyJSON: Decodable {
         let psi = dir + "/psi"
         try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
         try writePSI(psi)
-        let port = try unusedPort()
+        let port = try freePort()
         let rec = try launchRecording(dir, psi: psi, port: port)
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
         try #require(waitForStatus(port) { frames, level in frames >= 30 && level == "nominal" } != nil, "never recorded at nominal")
@@ -147,7 +132,7 @@ private struct VerifyJSON: Decodable {
         let psi = dir + "/psi"
         try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
         try writePSI(psi)
-        let port = try unusedPort()
+        let port = try freePort()
         let rec = try launchRecording(dir, psi: psi, port: port)
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
         try #require(waitForStatus(port) { frames, level in frames >= 30 && level == "nominal" } != nil)
@@ -186,7 +171,7 @@ private struct VerifyJSON: Decodable {
         let psi = dir + "/psi"
         try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
         try writePSI(psi)
-        let port = try unusedPort()
+        let port = try freePort()
         let rec = try launchRecording(dir, psi: psi, port: port)
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
         try #require(waitForStatus(port) { frames, _ in frames >= 30 } != nil)
@@ -217,7 +202,7 @@ private struct VerifyJSON: Decodable {
         let psi = dir + "/psi"
         try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
         try writePSI(psi)
-        let port = try unusedPort()
+        let port = try freePort()
         let rec = try launchRecording(dir, psi: psi, port: port, extra: ["--pressure-handler", "off"])
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
         try #require(waitForStatus(port) { frames, level in frames >= 15 && level == "nominal" } != nil)

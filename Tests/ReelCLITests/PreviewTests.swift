@@ -3,21 +3,6 @@ import ReelCore
 import ReelWriter
 import Testing
 
-/// A TCP port that was free a moment ago (bound to port 0, read back, closed).
-private func freePort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    try #require(fd >= 0)
-    defer { close(fd) }
-    var a = sockaddr_in()
-    a.sin_family = sa_family_t(AF_INET)
-    a.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &a) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    try #require(ok)
-    return UInt16(bigEndian: a.sin_port)
-}
 
 /// `curl` on `url`: status code, response headers (lower-cased names) and body.
 private func curl(_ url: String, extra: [String] = [], seconds: Double = 10) throws -> (status: Int, headers: [String: String], body: Data) {
@@ -645,7 +630,7 @@ private let previewBrowserScript = URL(fileURLWithPath: #filePath).deletingLastP
 
 /// Playwright for Python is importable by the `python3` on PATH (the one scripts/test's
 /// `python3 -m pip install playwright` installs into) and Debian's chromium is there.
-private let havePlaywright: Bool = {
+let havePlaywright: Bool = {
     guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else { return false }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -3,21 +3,6 @@ import ReelCore
 import ReelWriter
 import Testing
 
-/// A TCP port that was free a moment ago (bound to port 0, read back, closed).
-private func freePort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    try #require(fd >= 0)
-    defer { close(fd) }
-    var a = sockaddr_in()
-    a.sin_family = sa_family_t(AF_INET)
-    a.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &a) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    try #require(ok)
-    return UInt16(bigEndian: a.sin_port)
-}
 
 /// `curl` on `url` (`-X POST` with `post`): status code and body.
 private func curl(_ url: String, post: Bool = false, seconds: Double = 10) throws -> (status: Int, body: Data) {
@@ -261,25 +246,13 @@ struct RealtimeRecordToggleTests {
     }
 }
 
-/// Playwright for Python is importable and Debian's chromium is there (as PreviewTests checks).
-private let havePlaywrightForRecord: Bool = {
-    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else { return false }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = ["python3", "-c", "import playwright.sync_api"]
-    p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
-    guard (try? p.run()) != nil else { return false }
-    p.waitUntilExit()
-    return p.terminationStatus == 0
-}()
 
 extension RealtimeRecordToggleTests {
     /// The page's record button in a real browser (Playwright, Debian's chromium) on
     /// `reel record --standby`: a click starts (the button turns to `stop`, the state line to
     /// `● recording`), a second click stops (`record` again); the take's clip ends at the frame
     /// the stop answered and `reel verify` accepts it.
-    @Test(.enabled(if: havePlaywrightForRecord, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
     func theRecordButtonInABrowserStartsAndStops() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }

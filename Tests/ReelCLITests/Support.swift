@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import ReelStorage
 import ReelWriter
 
@@ -276,3 +277,20 @@ let testPressureDirectory: String = {
     }
     return dir
 }()
+
+/// A TCP port on loopback that was free a moment ago (bound to port 0, read back, closed);
+/// a test that launches a server on it retries when another took it meanwhile.
+func freePort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    defer { close(fd) }
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &a) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    try #require(ok)
+    return UInt16(bigEndian: a.sin_port)
+}
