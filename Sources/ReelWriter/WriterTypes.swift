@@ -126,12 +126,12 @@ public struct KeptSummary: Sendable, CustomStringConvertible {
     /// Frames the writer took in that no published clip holds.
     public var framesLost: Int
 
-    /// `kept N frames (S s, M MB) in C clips, last PATH; L frames were not written`.
+    /// `kept N frames (S s, M MB) in C clips, last PATH; L frames were not written` (singular for 1).
     public var description: String {
         let mb = Double(bytes) / 1_000_000
         var s = "kept \(frames) frames (\(formatted(seconds)) s, \(formatted(mb)) MB) in \(clips) clip\(clips == 1 ? "" : "s")"
         if let lastPath { s += ", last \(lastPath)" }
-        if framesLost > 0 { s += "; \(framesLost) frames were not written" }
+        if framesLost > 0 { s += "; \(framesLost) frame\(framesLost == 1 ? " was" : "s were") not written" }
         return s
     }
 }
