@@ -110,6 +110,8 @@ enum CapacityGate {
 /// again before the run) replaces the first.
 final class CapacityAdmission: Sendable {
     private let state = Mutex<(registration: Registration?, cost: HardwareCost?)>((nil, nil))
+    /// What was admitted, for `update`.
+    private let admitted = Mutex<(options: RecordOptions, preview: Bool)?>(nil)
 
     /// Checks and registers the recording at `framesPerSecond`.
     /// - Throws: `CapacityError.exceeds` (exit 69) when it does not fit; the registry's errors.
@@ -117,6 +119,22 @@ final class CapacityAdmission: Sendable {
         release()
         let (registration, cost) = try CapacityGate.admit(options, preview: preview, framesPerSecond: framesPerSecond)
         state.withLock { $0 = (registration, cost) }
+        admitted.withLock { $0 = (options, preview) }
+    }
+
+    /// The recording now runs at `framesPerSecond` (a pressure step, or back): its entry in the
+    /// registry takes the share at that rate, under the registry's lock (issue 13). Nothing
+    /// when it is not registered. Returns what went wrong (for the pressure timeline's note).
+    func update(framesPerSecond: Double) -> String? {
+        guard let registration = state.withLock({ $0.registration }), let (options, preview) = admitted.withLock({ $0 }),
+              let calibration = Calibration.cached().0,
+              let demand = CapacityGate.demand(options, preview: preview, framesPerSecond: framesPerSecond) else { return nil }
+        do {
+            try registration.update(shares: try CapacityGate.model(calibration, options: options).shares(demand))
+            return nil
+        } catch {
+            return "the session registry keeps the share at the rate before: \(error)"
+        }
     }
 
     /// The cost admitted (nil without a calibration).

@@ -188,7 +188,8 @@ enum RecordCommand {
         // The preview listens before capture starts: a port in use ends the command here.
         let previewGate = request.map { _ in PressurePreviewGate(PreviewOutput()) }
         let pressureHandler = RecordPressureHandler(enabled: !options.liveFrameRates.isEmpty, session: session,
-                                                    preview: previewGate, stop: { recording.stop() })
+                                                    preview: previewGate, stop: { recording.stop() },
+                                                    rateChanged: { admission.update(framesPerSecond: $0) })
         let preview = try request.map { try startPreview($0, recording: recording, photos: photos, gate: previewGate,
                                                          pressure: { pressureHandler.level }, controls: controls) }
         defer { preview?.stop() }

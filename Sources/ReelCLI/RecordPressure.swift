@@ -113,12 +113,19 @@ final class RecordPressureHandler: Sendable {
     private let session: CaptureSession
     private let preview: PressurePreviewGate?
     private let stop: @Sendable () -> Void
+    /// Told the new rate after each step taken (the registry's share follows it); returns
+    /// what went wrong, for the timeline's note.
+    private let rateChanged: @Sendable (Double) -> String?
     private let state: Mutex<State>
 
     /// - Parameters:
     ///   - enabled: false: level changes are only recorded (`--pressure-handler off`).
     ///   - stop: finishes the recording (at `shutdown`).
-    init(enabled: Bool, session: CaptureSession, preview: PressurePreviewGate?, stop: @escaping @Sendable () -> Void) {
+    ///   - rateChanged: told the frames-per-second after each step taken (the recording's
+    ///     share in the session registry follows it); a text it returns joins the note.
+    init(enabled: Bool, session: CaptureSession, preview: PressurePreviewGate?, stop: @escaping @Sendable () -> Void,
+         rateChanged: @escaping @Sendable (Double) -> String? = { _ in nil }) {
+        self.rateChanged = rateChanged
         self.enabled = enabled
         policy = enabled ? FrameRateStepPolicy() : NoPressurePolicy()
         nominalRate = session.source.format.rate
@@ -150,6 +157,14 @@ final class RecordPressureHandler: Sendable {
             do {
                 guard let rate else { throw CaptureError.notConfigurable("\(next.framesPerSecond) fps is not a frame rate") }
                 try session.setFrameRate(rate)
+                // A V4L2 camera steps by S_PARM or decimation, perhaps to a lower rate than asked.
+                if let camera = session.source as? V4L2Source, let step = camera.lastRateStep {
+                    next.framesPerSecond = step.rate.perSecond
+                    note = step.method + (step.keepEvery > 1 ? " (one frame in \(step.keepEvery) kept)" : "") + (step.note.map { ": " + $0 } ?? "")
+                }
+                if let problem = rateChanged(next.framesPerSecond) {
+                    note = (note.map { $0 + "; " } ?? "") + problem
+                }
             } catch {
                 note = "the frame rate stays at \(CostFormat.fps(current.framesPerSecond)) fps: \(error)"
                 next.framesPerSecond = current.framesPerSecond

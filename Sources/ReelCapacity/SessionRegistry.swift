@@ -79,13 +79,30 @@ public struct SessionRegistry: Sendable {
     /// `SystemError` when the registry cannot be made or written, and what `decide` throws.
     public func admit(_ decide: ([RegisteredSession]) throws -> SessionShares?) throws -> Registration? {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return try locked {
+            guard let shares = try decide(live()) else { return nil }
+            let me = getpid()
+            let entry = RegisteredSession(pid: me, start: Self.startTime(me), boot: Self.bootID, shares: shares,
+                                          registeredAt: Date().timeIntervalSince1970)
+            return Registration(path: try write(entry), directory: directory)
+        }
+    }
+
+    /// Runs `body` holding the registry's lock (`flock(2)` on `DIRECTORY/lock`, EINTR retried).
+    /// - Throws: `SystemError` when the lock file cannot be opened or locked; what `body` throws.
+    func locked<T>(_ body: () throws -> T) throws -> T {
         let lock = try FileDescriptor.open(directory + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, permissions: 0o644)
         defer { lock.closeQuietly() }
         try retryingInterrupts("flock", path: lock.path) { flock(lock.rawValue, LOCK_EX) }
-        guard let shares = try decide(live()) else { return nil }
-        let me = getpid()
-        let entry = RegisteredSession(pid: me, start: Self.startTime(me), boot: Self.bootID, shares: shares,
-                                      registeredAt: Date().timeIntervalSince1970)
+        return try body()
+    }
+
+    /// Writes `entry` as `DIRECTORY/PID.json` (a temporary file renamed into place: readers
+    /// never see half an entry); the caller holds the lock. Returns the entry's path.
+    /// - Throws: `SystemError` when it cannot be written or renamed.
+    @discardableResult
+    private func write(_ entry: RegisteredSession) throws -> String {
+        let me = entry.pid
         let path = directory + "/\(me).json"
         let tmp = directory + "/.\(me).tmp"
         let data = try JSONEncoder().encode(entry)
@@ -103,7 +120,21 @@ public struct SessionRegistry: Sendable {
             removeEntry(tmp)
             throw SystemError("rename", path: path, errno: e)
         }
-        return Registration(path: path)
+        return path
+    }
+
+    /// Replaces the shares of this process's entry (a recording whose frame rate stepped down
+    /// under pressure, or back up), holding the lock as admission does: a recorder or `reel
+    /// cost` started meanwhile counts the new share. Nothing when the entry is gone (released).
+    /// - Throws: `SystemError` when the lock, the entry or its replacement cannot be read or written.
+    public func update(_ registration: Registration, shares: SessionShares) throws {
+        try locked {
+            // Entries are renamed into place whole: ours is whole, or gone (released).
+            guard let data = FileManager.default.contents(atPath: registration.path),
+                  var entry = try? JSONDecoder().decode(RegisteredSession.self, from: data), entry.pid == getpid() else { return }
+            entry.shares = shares
+            try write(entry)
+        }
     }
 
     /// Whether `pid` is a live process and, where known, the same one (start time, boot).
@@ -140,7 +171,15 @@ public struct SessionRegistry: Sendable {
 public final class Registration: Sendable {
     /// The entry's file, removed by `release()`.
     public let path: String
-    init(path: String) { self.path = path }
+    /// The registry it belongs to.
+    public let directory: String
+    init(path: String, directory: String) { self.path = path; self.directory = directory }
+
+    /// Replaces the entry's shares (``SessionRegistry/update(_:shares:)``).
+    /// - Throws: `SystemError` when the registry cannot be locked, read or written.
+    public func update(shares: SessionShares) throws {
+        try SessionRegistry(directory: directory).update(self, shares: shares)
+    }
 
     /// Removes the entry (`unlink`); an entry already gone is fine.
     public func release() {

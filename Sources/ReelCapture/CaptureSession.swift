@@ -27,10 +27,15 @@ public struct FrameRateChange: Sendable, Hashable, Codable {
     public let from: Double
     /// Frames per second from it on.
     public let to: Double
+    /// How a V4L2 camera reached `to`: `S_PARM` (the driver changed its rate while streaming)
+    /// or `decimation` (the driver refused, or has no frame-rate control: every k-th frame is
+    /// kept); absent for the synthetic sensor, which changes its own clock.
+    public var method: String? = nil
 
-    /// A change at frame `frameIndex` (`pts` seconds on the session clock) from `from` to `to` fps.
-    public init(frameIndex: Int, pts: Double, from: Double, to: Double) {
-        self.frameIndex = frameIndex; self.pts = pts; self.from = from; self.to = to
+    /// A change at frame `frameIndex` (`pts` seconds on the session clock) from `from` to `to`
+    /// fps, reached by `method` (nil: the source's own clock).
+    public init(frameIndex: Int, pts: Double, from: Double, to: Double, method: String? = nil) {
+        self.frameIndex = frameIndex; self.pts = pts; self.from = from; self.to = to; self.method = method
     }
 }
 
@@ -69,6 +74,9 @@ public struct CaptureStats: Sendable {
     public var seams: [Seam] = []
     /// The frame-rate changes applied while running, in order.
     public var frameRateChanges: [FrameRateChange] = []
+    /// Frames a V4L2 camera sent that were let go on purpose to run at a lower rate
+    /// (decimation): not captured, not dropped.
+    public var framesDecimated = 0
     /// The first frame's timestamp (nil before it).
     public var startPTS: Timestamp?
     /// The newest frame's timestamp (nil before the first).
@@ -552,7 +560,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
             let rate = frame.rate ?? s.graph.source.format.rate
             if let before = s.frameRate, before != rate, s.stats.startPTS != nil {
                 s.stats.frameRateChanges.append(FrameRateChange(frameIndex: frame.index, pts: frame.pts.seconds,
-                                                                from: before.perSecond, to: rate.perSecond))
+                                                                from: before.perSecond, to: rate.perSecond, method: frame.rateMethod))
             }
             s.frameRate = rate
             var next = s.graph.ratio
@@ -623,6 +631,11 @@ public final class CaptureSession: SourceDelegate, Sendable {
         }
         if deferNow { launchDeferredStart() }
         return taken
+    }
+
+    /// Counts frames a V4L2 camera sent that were let go on purpose (decimation).
+    public func source(didDecimate count: Int) {
+        state.withLock { $0.stats.framesDecimated += count }
     }
 
     /// Counts frames the source dropped before they became frames (`reason`), from frame `index`.

@@ -39,11 +39,15 @@ public struct SourceFrame: Sendable {
     /// (the frame's duration is one frame of it, the time until the next frame); nil: the
     /// format's rate.
     public var rate: FrameRate? = nil
+    /// How the source reached `rate` when it changed it while capturing (`S_PARM` or
+    /// `decimation` for a V4L2 camera; nil: its own clock). Copied into the session's
+    /// `FrameRateChange.method` at the frame where the rate changes.
+    public var rateMethod: String? = nil
 
     /// A frame of a source (or a test) holding `lease`, captured `index`-th at `pts` (at `rate`
-    /// when the source can change its rate while capturing).
-    public init(lease: PixelBufferLease, index: Int, pts: Timestamp, rate: FrameRate? = nil) {
-        self.lease = lease; self.index = index; self.pts = pts; self.rate = rate
+    /// when the source can change its rate while capturing, reached by `rateMethod`).
+    public init(lease: PixelBufferLease, index: Int, pts: Timestamp, rate: FrameRate? = nil, rateMethod: String? = nil) {
+        self.lease = lease; self.index = index; self.pts = pts; self.rate = rate; self.rateMethod = rateMethod
     }
 }
 
@@ -55,6 +59,14 @@ public protocol SourceDelegate: AnyObject, Sendable {
     func source(didCapture frame: SourceFrame) -> Bool
     /// Frames that never became `SourceFrame`s.
     func source(didDrop count: Int, reason: DropReason, at index: Int)
+    /// Frames the source let go on purpose to run at a lower rate than its camera's (every
+    /// k-th kept: decimation); neither captured nor dropped.
+    func source(didDecimate count: Int)
+}
+
+extension SourceDelegate {
+    /// Ignores decimated frames (a delegate that does not count them).
+    public func source(didDecimate count: Int) {}
 }
 
 /// A camera: synthetic, or V4L2.

@@ -112,6 +112,42 @@ func reportV4L2Cleanup(_ e: SystemError) {
     }
 }
 
+/// A live frame-rate step of a V4L2 camera (`V4L2Source.setFrameRate` while it captures): the
+/// rate its frames now come at and how it got there.
+public struct V4L2RateStep: Sendable, Equatable {
+    /// The rate asked for.
+    public var requested: FrameRate
+    /// The rate the frames come at from the step on: the driver's (S_PARM) divided by
+    /// `keepEvery`; at or below `requested` (the nearest the camera can keep regular).
+    public var rate: FrameRate
+    /// `S_PARM` (the driver took the new rate while streaming) or `decimation` (it refused
+    /// or has no frame-rate control: every `keepEvery`-th frame of the camera's is kept).
+    public var method: String
+    /// 1 with S_PARM; k when every k-th frame is kept.
+    public var keepEvery: Int
+    /// What differs from the request and why (the rate rounded down to a whole divisor or to
+    /// one the camera offers; the driver's refusal), nil when the step is what was asked.
+    public var note: String?
+}
+
+/// The exact rate of a whole number of frames per second, else the parsed decimal.
+private func exactRate(_ fps: Double) -> FrameRate? {
+    fps == fps.rounded() && fps >= 1 && fps <= 1000 ? FrameRate(frames: Int32(fps)) : FrameRate(parsing: String(fps))
+}
+
+/// `30`, `7.5`: frames per second as the notes say them.
+private func rateText(_ fps: Double) -> String {
+    fps == fps.rounded() ? String(Int(fps)) : String(format: "%.3g", fps)
+}
+
+/// `frames/seconds` in lowest terms.
+private func reduced(frames: Int64, seconds: Int64) -> FrameRate? {
+    func gcd(_ a: Int64, _ b: Int64) -> Int64 { b == 0 ? a : gcd(b, a % b) }
+    let g = max(1, gcd(frames, seconds))
+    guard frames / g <= Int64(Int32.max), seconds / g <= Int64(Int32.max) else { return nil }
+    return FrameRate(frames: Int32(frames / g), seconds: Int32(seconds / g))
+}
+
 /// An open V4L2 device node.
 final class V4L2Device {
     let path: String
@@ -222,6 +258,24 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     private let decoder: JPEGDecoder?
     private let bytesPerLine: Int
     private let stopping = Atomic<Bool>(false)
+    /// Between `capture`'s STREAMON and its end: `setFrameRate` is then a live step.
+    private let capturing = Atomic<Bool>(false)
+    /// The rates the driver offers at the chosen size (`VIDIOC_ENUM_FRAMEINTERVALS`).
+    private let offeredRates: [Double]
+
+    /// The live rate: the driver's (after S_PARM), the decimation, and the step the capture
+    /// thread has not applied yet (`generation` counts steps).
+    private struct LiveRate {
+        var cameraRate: FrameRate
+        var keepEvery = 1
+        var method: String? = nil
+        var generation = 0
+        /// The step applies from the first frame stamped at or after this time (µs on
+        /// CLOCK_MONOTONIC): the frame the driver exposed at the new rate (S_PARM).
+        var applyFromMicros: Int64 = 0
+        var step: V4L2RateStep? = nil
+    }
+    private let live: Mutex<LiveRate>
 
     /// Opens and configures the device: `open(2)`, `VIDIOC_QUERYCAP`, `VIDIOC_S_FMT`, `VIDIOC_S_PARM`
     /// (`VIDIOC_G_PARM` for the rate chosen), `VIDIOC_REQBUFS` for `bufferCount` buffers,
@@ -307,6 +361,8 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
         }
 
         let pixel: PixelFormat = fourcc == "YUYV" ? .yuyv422 : fourcc == "NV12" ? .nv12 : .yuv420p
+        offeredRates = mode.fps
+        live = Mutex(LiveRate(cameraRate: rate))
         format = SourceFormat(size: got, pixelFormat: pixel, rate: rate, timescale: 1_000_000,
                               supportedRatios: [.landscape16x9, .portrait9x16, .square, .landscape4x3, .portrait3x4])
         decoder = fourcc == "MJPG" ? try JPEGDecoder() : nil
@@ -341,6 +397,90 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     /// Makes ``capture(frameLimit:delegate:)`` return after the frame it is handling or waiting for. Safe from any thread.
     public func stop() { stopping.store(true, ordering: .releasing) }
 
+    /// The last live step taken (`setFrameRate` while capturing), nil before one.
+    public var lastRateStep: V4L2RateStep? { live.withLock { $0.step } }
+
+    /// `VIDIOC_S_PARM` with `target`'s frame interval: the rate the driver settled on (what it
+    /// writes back), or the call's error.
+    private func setParm(_ target: FrameRate) -> Result<FrameRate, SystemError> {
+        var parm = v4l2_streamparm()
+        parm.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        parm.parm.capture.timeperframe = v4l2_fract(numerator: UInt32(target.seconds), denominator: UInt32(target.frames))
+        if withUnsafeMutablePointer(to: &parm, { CLinux_ioctl(device.fd, CLinux_VIDIOC_S_PARM, $0) }) < 0 {
+            return .failure(.last("VIDIOC_S_PARM", path: device.path))
+        }
+        let t = parm.parm.capture.timeperframe
+        guard t.numerator > 0, t.denominator > 0 else { return .success(target) }
+        return .success(reduced(frames: Int64(t.denominator), seconds: Int64(t.numerator)) ?? target)
+    }
+
+    /// The camera's frame rate. Before capturing, only the rate it opened at (the rate is chosen
+    /// when the device opens). While capturing, a live step (the pressure handler's), taken from
+    /// the next frame on: first `VIDIOC_S_PARM` with the highest rate the camera offers at or
+    /// below `rate` (uvcvideo refuses it while streaming with EBUSY); if the driver refuses or
+    /// has no frame-rate control (ENOTTY), **decimation**: every k-th frame of the camera's is
+    /// kept, k the smallest whole number with camera rate ÷ k ≤ `rate` (30 → 24 becomes 30 → 15),
+    /// so the cadence stays regular; the other frames are let go (`didDecimate`, not drops).
+    /// Frames keep their capture timestamps and carry their rate and method. Asking for the
+    /// camera's rate again undoes the step. ``lastRateStep`` says what was done.
+    /// - Throws: `CaptureError.notConfigurable` before capturing for another rate than the
+    ///   camera's, for a rate above it, and when the camera must go back up (after an S_PARM
+    ///   step) but the driver refuses.
+    public func setFrameRate(_ rate: FrameRate) throws {
+        guard capturing.load(ordering: .acquiring) else {
+            guard abs(rate.perSecond - format.rate.perSecond) > 1e-9 else { return }
+            throw CaptureError.notConfigurable("the camera's frame rate is chosen when it opens (v4l2:PATH:WxH@FPS); it runs at \(format.rate) fps")
+        }
+        let nominal = format.rate
+        let want = rate.perSecond
+        guard want <= nominal.perSecond + 1e-9 else {
+            throw CaptureError.notConfigurable("the camera runs at \(nominal) fps at most")
+        }
+        try live.withLock { l in
+            let before = l.cameraRate
+            var notes: [String] = []
+            var parmChanged = false
+            // The driver first: the highest rate it offers at or below the one asked (all of
+            // them when it lists none).
+            let offered = offeredRates.isEmpty ? [want] : offeredRates.filter { $0 <= want + 1e-6 }
+            if let target = offered.max(), abs(target - before.perSecond) > 1e-6,
+               let targetRate = exactRate(target) {
+                switch setParm(targetRate) {
+                case .success(let got):
+                    if abs(got.perSecond - before.perSecond) > 1e-6 {
+                        l.cameraRate = got
+                        parmChanged = true
+                        l.applyFromMicros = Int64(MonotonicClock.now() / 1000)
+                    }
+                    if abs(target - want) > 1e-6 {
+                        notes.append("\(rateText(want)) fps is not offered by the camera (it offers \(offeredRates.map(rateText).joined(separator: ", ")) fps)")
+                    }
+                case .failure(let e):
+                    notes.append("the driver refused VIDIOC_S_PARM while streaming (\(e.text))")
+                }
+            }
+            let camera = l.cameraRate.perSecond
+            if camera < want - 1e-6 {
+                // Back up (after an S_PARM step) is the driver's to do; decimation only lowers.
+                throw CaptureError.notConfigurable("the camera stays at \(l.cameraRate) fps: " + (notes.last ?? "it does not go back up"))
+            }
+            let k = max(1, Int((camera / want - 1e-9).rounded(.up)))
+            let applied = reduced(frames: Int64(l.cameraRate.frames), seconds: Int64(l.cameraRate.seconds) * Int64(k)) ?? rate
+            if k > 1, abs(applied.perSecond - want) > 1e-6 {
+                notes.append("\(rateText(want)) fps is not a whole divisor of the camera's \(rateText(camera)) fps: one frame in \(k) is kept, \(rateText(applied.perSecond)) fps")
+            }
+            // How the new rate was reached: S_PARM when the driver changed and nothing is let go;
+            // decimation when frames are (or were, for a step that undoes it).
+            let method = parmChanged && k == 1 ? "S_PARM" : k > 1 || l.keepEvery > 1 ? "decimation" : "S_PARM"
+            if !parmChanged { l.applyFromMicros = 0 }
+            l.keepEvery = k
+            l.method = method
+            l.generation += 1
+            l.step = V4L2RateStep(requested: rate, rate: applied, method: method, keepEvery: k,
+                                  note: notes.isEmpty ? nil : notes.joined(separator: "; "))
+        }
+    }
+
     /// Queues every buffer (`VIDIOC_QBUF`), starts streaming (`VIDIOC_STREAMON`), then waits with
     /// `poll(2)` and dequeues frames (`VIDIOC_DQBUF`) until `frameLimit` frames or ``stop()``;
     /// streaming stops (`VIDIOC_STREAMOFF`) on the way out. Frame indices follow the driver's
@@ -349,10 +489,21 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     ///   lost (ENODEV, EIO, EPIPE); ``V4L2Error`` when another ioctl or `poll` fails.
     public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
         stopping.store(false, ordering: .releasing)
+        // A run starts at the rate the camera opened at (a live step of an earlier run undone).
+        let stepped = live.withLock { l -> FrameRate? in
+            defer { l = LiveRate(cameraRate: l.cameraRate) }
+            return l.cameraRate != format.rate ? l.cameraRate : nil
+        }
+        if stepped != nil {
+            if case .failure(let e) = setParm(format.rate) { throw V4L2Error.failed(device.path, e) }
+            live.withLock { $0.cameraRate = format.rate }
+        }
         for i in 0..<buffers.count { try queue(UInt32(i)) }
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
         try device.ioctl(CLinux_VIDIOC_STREAMON, "VIDIOC_STREAMON", &type)
+        capturing.store(true, ordering: .releasing)
         defer {
+            capturing.store(false, ordering: .releasing)
             // The frames are all delivered by now: a failing STREAMOFF is said on stderr, once.
             if withUnsafeMutablePointer(to: &type, { CLinux_ioctl(device.fd, CLinux_VIDIOC_STREAMOFF, $0) }) < 0 {
                 reportV4L2Cleanup(.last("VIDIOC_STREAMOFF", path: device.path))
@@ -361,6 +512,20 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
         var firstSequence: UInt32? = nil
         var firstTime: Int64 = 0
         var expected = 0
+        // Live steps: frames whose index is keepPhase + a multiple of keepEvery are kept; the
+        // step not applied yet waits for a frame that is kept under the old one.
+        var keepEvery = 1, keepPhase = 0
+        var rate = format.rate
+        var rateMethod: String? = nil
+        var seenGeneration = 0
+        var pending: (keepEvery: Int, rate: FrameRate, method: String?, fromMicros: Int64)? = nil
+        func kept(_ i: Int) -> Bool { keepEvery == 1 || (i - keepPhase) % keepEvery == 0 }
+        /// How many of the indices a..<b are kept under the current decimation.
+        func keptCount(_ a: Int, _ b: Int) -> Int {
+            guard keepEvery > 1, b > a else { return max(0, b - a) }
+            func floorDiv(_ x: Int, _ y: Int) -> Int { x >= 0 ? x / y : -((-x + y - 1) / y) }
+            return floorDiv(b - 1 - keepPhase, keepEvery) - floorDiv(a - 1 - keepPhase, keepEvery)
+        }
         while frameLimit.map({ expected < $0 }) ?? true {
             if stopping.load(ordering: .acquiring) { break }
             var pfd = pollfd(fd: device.fd, events: Int16(POLLIN), revents: 0)
@@ -382,10 +547,31 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
             if firstSequence == nil { firstSequence = b.sequence; firstTime = time }
             let index = Int(b.sequence &- firstSequence!)
             if index > expected {
-                delegate.source(didDrop: index - expected, reason: .discontinuity, at: expected)
+                // Lost frames the decimation would have let go anyway are not drops.
+                let lost = keptCount(expected, index)
+                if lost > 0 { delegate.source(didDrop: lost, reason: .discontinuity, at: expected) }
+                if index - expected > lost { delegate.source(didDecimate: index - expected - lost) }
             }
             if let limit = frameLimit, index >= limit { try queue(b.index); break }
             expected = index + 1
+            // A live step (setFrameRate): taken from the first frame kept under the step before,
+            // and — after S_PARM — exposed at the new rate.
+            if let step = live.withLock({ l in l.generation != seenGeneration ? (l.generation, l) : nil }) {
+                seenGeneration = step.0
+                let l = step.1
+                let applied = reduced(frames: Int64(l.cameraRate.frames), seconds: Int64(l.cameraRate.seconds) * Int64(l.keepEvery)) ?? l.cameraRate
+                pending = (l.keepEvery, applied, l.method, l.applyFromMicros)
+            }
+            if let p = pending, kept(index), time >= p.fromMicros {
+                keepEvery = p.keepEvery; keepPhase = index
+                rate = p.rate; rateMethod = p.method
+                pending = nil
+            }
+            if !kept(index) {
+                try queue(b.index)
+                delegate.source(didDecimate: 1)
+                continue
+            }
             if b.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 {
                 // The driver says the frame is damaged (an incomplete transfer, say).
                 try queue(b.index)
@@ -400,7 +586,8 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
                         try lease.buffer.copyCameraImage(from: p, bytesPerLine: bytesPerLine, byteCount: min(used, length))
                     }
                     try queue(b.index)
-                    delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: Timestamp(value: time - firstTime, timescale: 1_000_000)))
+                    delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: Timestamp(value: time - firstTime, timescale: 1_000_000),
+                                                            rate: rate, rateMethod: rateMethod))
                 } catch {
                     try queue(b.index)
                     delegate.source(didDrop: 1, reason: .corrupt, at: index)   // a frame that would not decode

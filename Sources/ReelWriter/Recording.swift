@@ -175,6 +175,9 @@ public struct RecordingSummary: Sendable, Codable {
     /// Frames captured while the movie output was stopped (`--standby` before the first
     /// start, after a stop): not recorded and not dropped.
     public var framesNotRecorded: Int = 0
+    /// Frames a V4L2 camera sent that the pressure handler let go to run at a lower rate
+    /// (decimation, every k-th frame kept): not captured, not dropped.
+    public var framesDecimated: Int = 0
     /// Each ratio change, at the first frame with the new ratio.
     public var seams: [Seam]
     /// The start and stop requests applied while the session ran, in order.
@@ -297,7 +300,7 @@ public final class Recording: Sendable {
         session.addOutput(writer)
         frameCount = options.length.frameCount(at: source.format.rate)
         guard frameCount > 0 else { throw UsageError("nothing to record: the length is 0 frames") }
-        if case .seconds = options.length, case .synthetic = options.source, !options.liveFrameRates.isEmpty {
+        if case .seconds = options.length, !options.liveFrameRates.isEmpty {
             // Media time, whatever rates the recording runs at (the frame limit is the most it can hold).
             session.mediaTimeLimit = Double(frameCount) * source.format.rate.interval
         }
@@ -514,6 +517,7 @@ public final class Recording: Sendable {
             source: options.source.description, fps: session.source.format.rate.description, realtime: session.source.isRealtime,
             elapsedSeconds: MonotonicClock.seconds(since: start), stopReason: reason, error: errorText)
         summary.framesNotRecorded = result.framesNotRecorded
+        summary.framesDecimated = stats.framesDecimated
         summary.recordingToggles = toggles
         return summary
     }

@@ -41,6 +41,9 @@
  *                    not decode; YUYV/NV12 flagged V4L2_BUF_FLAG_ERROR
  *   noparm           no frame-rate control: G_PARM and S_PARM fail with ENOTTY (the camera
  *                    streams at fps whatever is asked)
+ *   parm-live        S_PARM is accepted while streaming: the sensor takes the new frame
+ *                    interval from the frame after the one it is exposing (by default S_PARM
+ *                    while streaming fails with EBUSY, as on uvcvideo)
  *   busy             open() fails with EBUSY
  *   card=TEXT        the card name
  *   streamoff-eio    VIDIOC_STREAMOFF fails with EIO (streaming stops anyway)
@@ -139,6 +142,7 @@ static struct device devs[MAX_DEVICES];
 static struct file files[MAX_FILES];
 static struct file *fdmap[MAX_FDS];
 static pthread_mutex_t global = PTHREAD_MUTEX_INITIALIZER;
+static int opt_parm_live = 0;
 static int opt_devices = 1, opt_fps = 30, opt_busy = 0, opt_noparm = 0, opt_streamoff_eio = 0, opt_noctrls = 0, opt_nobrightness = 0;
 static long opt_unplug = -1, opt_eio = -1, opt_skip_every = 0, opt_skip_n = 0, opt_slow_every = 0, opt_slow_ms = 0, opt_corrupt = -1;
 static char opt_card[32] = "Reel fake camera";
@@ -209,6 +213,7 @@ static void configure_once(void) {
             if (sscanf(t, "corrupt=%ld", &opt_corrupt) == 1) continue;
             if (strcmp(t, "busy") == 0) { opt_busy = 1; continue; }
             if (strcmp(t, "noparm") == 0) { opt_noparm = 1; continue; }
+            if (strcmp(t, "parm-live") == 0) { opt_parm_live = 1; continue; }
             if (strcmp(t, "streamoff-eio") == 0) { opt_streamoff_eio = 1; continue; }
             if (strcmp(t, "noctrls") == 0) { opt_noctrls = 1; continue; }
             if (strcmp(t, "nobrightness") == 0) { opt_nobrightness = 1; continue; }
@@ -380,8 +385,10 @@ static void *sensor(void *arg) {
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     pthread_mutex_lock(&d->lock);
-    long interval = 1000000000L / (long)d->fps;
     while (d->streaming) {
+        /* The interval of the rate in force (S_PARM while streaming, with parm-live, changes
+           it from the next frame on). */
+        long interval = 1000000000L / (long)d->fps;
         pthread_mutex_unlock(&d->lock);
         add_ns(&next, interval);
         struct timespec at = next;
@@ -1091,7 +1098,8 @@ static int fake_ioctl(struct file *fh, unsigned long req, void *arg) {
         struct v4l2_streamparm *p = arg;
         if (p->type != V4L2_BUF_TYPE_VIDEO_CAPTURE) return EINVAL;
         if (req == VIDIOC_S_PARM) {
-            if (d->streaming) return EBUSY;
+            /* uvcvideo refuses a new rate while streaming; parm-live emulates a driver that takes it. */
+            if (d->streaming && !opt_parm_live) return EBUSY;
             /* The offered rate nearest to the one asked for (uvcvideo's rule). */
             struct v4l2_fract t = p->parm.capture.timeperframe;
             uint32_t r[2] = {0, 0};
@@ -1099,7 +1107,9 @@ static int fake_ioctl(struct file *fh, unsigned long req, void *arg) {
             double want = t.numerator && t.denominator ? (double)t.denominator / t.numerator : (double)r[0];
             uint32_t best = r[0];
             for (int i = 1; i < n; i++) if (abs((int)(want * 1000) - (int)r[i] * 1000) < abs((int)(want * 1000) - (int)best * 1000)) best = r[i];
+            pthread_mutex_lock(&d->lock);
             d->fps = best;
+            pthread_mutex_unlock(&d->lock);
         }
         memset(&p->parm, 0, sizeof p->parm);
         p->parm.capture.capability = V4L2_CAP_TIMEPERFRAME;
