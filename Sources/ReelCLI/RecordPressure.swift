@@ -160,7 +160,7 @@ final class RecordPressureHandler: Sendable {
                 // A V4L2 camera steps by S_PARM or decimation, perhaps to a lower rate than asked.
                 if let camera = session.source as? V4L2Source, let step = camera.lastRateStep {
                     next.framesPerSecond = step.rate.perSecond
-                    note = step.method + (step.keepEvery > 1 ? " (one frame in \(step.keepEvery) kept)" : "") + (step.note.map { ": " + $0 } ?? "")
+                    note = step.method + (step.note.map { ": " + $0 } ?? (step.keepEvery > 1 ? ": one frame in \(step.keepEvery) kept" : ""))
                 }
                 if let problem = rateChanged(next.framesPerSecond) {
                     note = (note.map { $0 + "; " } ?? "") + problem

@@ -445,23 +445,29 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
             let offered = offeredRates.isEmpty ? [want] : offeredRates.filter { $0 <= want + 1e-6 }
             if let target = offered.max(), abs(target - before.perSecond) > 1e-6,
                let targetRate = exactRate(target) {
+                // Frames exposed from now on may be at the new rate (taken before the call: the
+                // driver's change comes after it).
+                let asked = Int64(MonotonicClock.now() / 1000)
                 switch setParm(targetRate) {
                 case .success(let got):
                     if abs(got.perSecond - before.perSecond) > 1e-6 {
                         l.cameraRate = got
                         parmChanged = true
-                        l.applyFromMicros = Int64(MonotonicClock.now() / 1000)
+                        l.applyFromMicros = asked
                     }
                     if abs(target - want) > 1e-6 {
                         notes.append("\(rateText(want)) fps is not offered by the camera (it offers \(offeredRates.map(rateText).joined(separator: ", ")) fps)")
                     }
+                case .failure(let e) where e.errno == ENOTTY:
+                    notes.append("the camera has no frame-rate control (VIDIOC_S_PARM: \(e.text))")
                 case .failure(let e):
                     notes.append("the driver refused VIDIOC_S_PARM while streaming (\(e.text))")
                 }
             }
             let camera = l.cameraRate.perSecond
-            if camera < want - 1e-6 {
+            if camera < want - 1e-6 && !parmChanged {
                 // Back up (after an S_PARM step) is the driver's to do; decimation only lowers.
+                // (A camera the driver just lowered below the rate asked runs at the offered rate.)
                 throw CaptureError.notConfigurable("the camera stays at \(l.cameraRate) fps: " + (notes.last ?? "it does not go back up"))
             }
             let k = max(1, Int((camera / want - 1e-9).rounded(.up)))

@@ -122,6 +122,8 @@ static const char *exposure_menu[] = { "Auto Mode", "Manual Mode", "Shutter Prio
 struct device {
     int index;
     uint32_t fourcc, width, height, fps;
+    uint32_t fps_before;        /* the rate before the last S_PARM while streaming (parm-live) */
+    struct timespec fps_at;     /* when it was made: frames due before it keep fps_before's spacing */
     int32_t ctrl[NCTRLS];
     int prio_count[4];
     struct file *owner;     /* the open file the queue belongs to (it allocated buffers) */
@@ -385,10 +387,13 @@ static void *sensor(void *arg) {
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     pthread_mutex_lock(&d->lock);
+    d->fps_before = d->fps;
     while (d->streaming) {
-        /* The interval of the rate in force (S_PARM while streaming, with parm-live, changes
-           it from the next frame on). */
-        long interval = 1000000000L / (long)d->fps;
+        /* The interval after the frame due at `next`: of the rate in force when it was due (an
+           S_PARM while streaming, with parm-live, applies from the first frame due after it:
+           that frame is one old interval after the one before, one new interval before the next). */
+        int changed_before = next.tv_sec > d->fps_at.tv_sec || (next.tv_sec == d->fps_at.tv_sec && next.tv_nsec >= d->fps_at.tv_nsec);
+        long interval = 1000000000L / (long)(changed_before ? d->fps : d->fps_before);
         pthread_mutex_unlock(&d->lock);
         add_ns(&next, interval);
         struct timespec at = next;
@@ -1108,6 +1113,7 @@ static int fake_ioctl(struct file *fh, unsigned long req, void *arg) {
             uint32_t best = r[0];
             for (int i = 1; i < n; i++) if (abs((int)(want * 1000) - (int)r[i] * 1000) < abs((int)(want * 1000) - (int)best * 1000)) best = r[i];
             pthread_mutex_lock(&d->lock);
+            if (d->streaming) { d->fps_before = d->fps; clock_gettime(CLOCK_MONOTONIC, &d->fps_at); }
             d->fps = best;
             pthread_mutex_unlock(&d->lock);
         }
