@@ -525,6 +525,31 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
         var rateMethod: String? = nil
         var seenGeneration = 0
         var pending: (keepEvery: Int, rate: FrameRate, method: String?, fromMicros: Int64)? = nil
+        // An S_PARM step: which frame the driver switched at shows in the timestamps. Each frame
+        // is held until the next one comes; the first whose step to the next is nearer the new
+        // interval than the old is the first at the new rate (as `reel verify` reads the clip).
+        var parmStep: (rate: FrameRate, method: String?)? = nil
+        var held: SourceFrame? = nil
+        func deliver(_ frame: SourceFrame) {
+            guard let step = parmStep else { delegate.source(didCapture: frame); return }
+            guard let h = held else { held = frame; return }
+            held = nil
+            let gap = (frame.pts - h.pts).seconds / Double(max(1, frame.index - h.index))
+            if abs(gap - step.rate.interval) < abs(gap - rate.interval) {
+                rate = step.rate; rateMethod = step.method; parmStep = nil
+                var first = h
+                first.rate = rate; first.rateMethod = rateMethod
+                delegate.source(didCapture: first)
+                var next = frame
+                next.rate = rate; next.rateMethod = rateMethod
+                delegate.source(didCapture: next)
+            } else {
+                delegate.source(didCapture: h)
+                held = frame
+            }
+        }
+        // A frame still held when capture ends goes out at the rate it was captured at.
+        defer { if let h = held { delegate.source(didCapture: h) } }
         func kept(_ i: Int) -> Bool { keepEvery == 1 || (i - keepPhase) % keepEvery == 0 }
         /// How many of the indices a..<b are kept under the current decimation.
         func keptCount(_ a: Int, _ b: Int) -> Int {
@@ -568,10 +593,18 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
                 let applied = reduced(frames: Int64(l.cameraRate.frames), seconds: Int64(l.cameraRate.seconds) * Int64(l.keepEvery)) ?? l.cameraRate
                 pending = (l.keepEvery, applied, l.method, l.applyFromMicros)
             }
-            if let p = pending, kept(index), time >= p.fromMicros {
-                keepEvery = p.keepEvery; keepPhase = index
-                rate = p.rate; rateMethod = p.method
-                pending = nil
+            if let p = pending, kept(index) {
+                if p.fromMicros > 0 && p.keepEvery == 1 && keepEvery == 1 {
+                    // The driver changed its rate (S_PARM): found from the timestamps (deliver).
+                    parmStep = (p.rate, p.method)
+                    pending = nil
+                } else if time >= p.fromMicros {
+                    keepEvery = p.keepEvery; keepPhase = index
+                    rate = p.rate; rateMethod = p.method
+                    parmStep = nil
+                    if let h = held { delegate.source(didCapture: h); held = nil }
+                    pending = nil
+                }
             }
             if !kept(index) {
                 try queue(b.index)
@@ -592,8 +625,8 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
                         try lease.buffer.copyCameraImage(from: p, bytesPerLine: bytesPerLine, byteCount: min(used, length))
                     }
                     try queue(b.index)
-                    delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: Timestamp(value: time - firstTime, timescale: 1_000_000),
-                                                            rate: rate, rateMethod: rateMethod))
+                    deliver(SourceFrame(lease: lease, index: index, pts: Timestamp(value: time - firstTime, timescale: 1_000_000),
+                                        rate: rate, rateMethod: rateMethod))
                 } catch {
                     try queue(b.index)
                     delegate.source(didDrop: 1, reason: .corrupt, at: index)   // a frame that would not decode
