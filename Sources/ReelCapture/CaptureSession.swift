@@ -293,8 +293,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
     }
 
     /// The source's frame rate (`VideoSource.setFrameRate`): from the next run on, or — while
-    /// running, for a source that can (the synthetic sensor made with `liveRates`) — from its
-    /// next frame on: the recording goes on at a variable frame rate, every frame stamped at
+    /// running, for a source that can (the synthetic sensor made with `liveRates`; a V4L2
+    /// camera, lower than it opened at, by S_PARM or decimation) — from its next frame on: the recording goes on at a variable frame rate, every frame stamped at
     /// its capture time, and the change is noted in `stats.frameRateChanges` at that frame.
     /// - Throws: `CaptureError.notConfigurable` for a source that cannot take the rate (while
     ///   running: one that cannot change it live) — at the commit in a batch.
