@@ -60,7 +60,7 @@ enum VerifyCommand {
             for c in report.clips {
                 print("\(c.path): \(c.width)x\(c.height) \(c.ratio ?? "?"), \(c.frames) frames, #\(c.firstFrameIndex.map(String.init) ?? "?")-\(c.lastFrameIndex.map(String.init) ?? "?")\(ProbeCommand.rotationText(c.rotation))")
             }
-            for c in report.cadenceChanges { print("  cadence from frame \(c.frameIndex): \(fixed(c.framesPerSecond, 3)) fps") }
+            for c in report.cadenceChanges { print("  cadence from frame \(c.frameIndex): \(fixed(c.framesPerSecond, 3)) fps\(c.keepsOneFrameIn.map { " (one camera frame in \($0) kept)" } ?? "")") }
             if report.ok { print("ok: \(report.framesChecked) frames in \(report.clips.count) clips, indices 0-\(report.framesChecked - 1) once each, in order") }
         }
         if let v = report.violation {

@@ -175,7 +175,9 @@ public enum Inspector {
 /// The position of the first frame whose timestamp breaks the cadence.
 struct CadenceBreak: Error {
     let frame: Int
-    init(_ frame: Int) { self.frame = frame }
+    /// The changes found before it (position of the frame the new step starts from, rate).
+    var changesBefore: [(frame: Int, fps: Double)] = []
+    init(_ frame: Int, after changes: [(frame: Int, fps: Double)] = []) { self.frame = frame; self.changesBefore = changes }
 }
 
 /// What `reel verify` found.
@@ -224,10 +226,14 @@ public struct CadenceChange: Sendable, Codable, Equatable {
     public var frameIndex: Int
     /// The new rate, frames per second (3 decimals).
     public var framesPerSecond: Double
+    /// When the camera kept one frame in k from here on (decimation: its frame indices
+    /// `keepsOneFrameIn` apart, each that many of its periods later), k; null when every frame
+    /// is kept (the camera's own rate changed).
+    @EncodedNull public var keepsOneFrameIn: Int?
 
     /// A change to `framesPerSecond` from frame `frameIndex` on.
-    public init(frameIndex: Int, framesPerSecond: Double) {
-        self.frameIndex = frameIndex; self.framesPerSecond = framesPerSecond
+    public init(frameIndex: Int, framesPerSecond: Double, keepsOneFrameIn: Int? = nil) {
+        self.frameIndex = frameIndex; self.framesPerSecond = framesPerSecond; self.keepsOneFrameIn = keepsOneFrameIn
     }
 }
 
@@ -261,6 +267,10 @@ extension Inspector {
         var expected = 0
         var previousEnd: Double? = nil
         var lastStep: Double? = nil
+        // Barcodes between frames (1; k while a camera keeps one frame in k) and the time one
+        // barcode stands for (the frames' period while every frame is kept).
+        var indexStep = 1
+        var framePeriod: Double? = nil
         var currentTake: Int? = nil
         func fail(_ s: String) -> VerifyReport {
             report.ok = false
@@ -298,33 +308,60 @@ extension Inspector {
                 currentTake = take.number
                 previousEnd = nil
             }
-            // Frame indices, in order, none missing or repeated.
+            // Timestamps: starting at 0, strictly increasing, one frame of the cadence apart.
+            let times = p.framePTS ?? []
+            let measured = times.count > 1 ? times[1] - times[0] : nil
+            let firstStep = measured ?? lastStep ?? p.frameRate.map({ 1 / $0 })
+            let walked = firstStep.flatMap { $0 > 0 ? cadence(of: times, firstStep: $0) : nil }
+            // Frame indices, in order, none missing or repeated: consecutive, or — from a
+            // cadence change on whose new step is a whole number k of the frames' period, a
+            // camera keeping one frame in k (decimation) — k apart for the whole cadence.
+            let boundaries: Set<Int>
+            switch walked {
+            case _ where times.count != indices.count, nil: boundaries = []
+            case .success(let (changes, _))?: boundaries = Set(changes.map(\.frame))
+            case .failure(let b)?: boundaries = Set(b.changesBefore.map(\.frame))
+            }
             for (k, idx) in indices.enumerated() {
                 report.framesChecked += 1
                 if idx < 0 { return fail("\(name): frame \(k) of the clip has no readable barcode (expected index \(expected))") }
+                if k > 0, boundaries.contains(k - 1) {
+                    // A new cadence: either the frames' period changed (step 1) or one frame in
+                    // `n` is kept, each the same period apart as before.
+                    let n = idx - indices[k - 1], d = times[k] - times[k - 1]
+                    if n > 1, let period = framePeriod, abs(d / Double(n) - period) <= period * cadenceChangeShare {
+                        indexStep = n
+                        expected = indices[k - 1] + n
+                        report.cadenceChanges.append(CadenceChange(frameIndex: indices[k - 1], framesPerSecond: (1000 / d).rounded() / 1000, keepsOneFrameIn: n))
+                    } else if n >= 1, indexStep != 1 {
+                        indexStep = 1
+                        expected = indices[k - 1] + 1
+                    }
+                }
                 if idx != expected {
                     return fail(idx < expected
                                 ? "\(name): frame index \(idx) repeated (expected \(expected))"
                                 : "\(name): frame index \(expected) missing (found \(idx))")
                 }
-                expected += 1
+                if k > 0, indexStep == 1, times.count == indices.count { framePeriod = times[k] - times[k - 1] }
+                expected += indexStep
             }
-            // Timestamps: starting at 0, strictly increasing, one frame of the cadence apart.
-            let times = p.framePTS ?? []
-            let measured = times.count > 1 ? times[1] - times[0] : nil
-            guard let firstStep = measured ?? lastStep ?? p.frameRate.map({ 1 / $0 }), firstStep > 0 else {
+            guard let firstStep, firstStep > 0, let walked else {
                 return fail("\(name): cannot tell its frame duration")
             }
             if let first = times.first, abs(first) > firstStep / 2 {
                 return fail("\(name): the clip's timeline starts at \(first) s, not 0")
             }
-            switch cadence(of: times, firstStep: firstStep) {
+            switch walked {
             case .failure(let b):
                 let k = b.frame
                 let how = times[k] <= times[k - 1] ? "do not increase" : "jump"
                 return fail("\(name): timestamps \(how) from \(times[k - 1]) s to \(times[k]) s at frame \(k)")
             case .success(let (changes, step)):
+                let decimated = Set(report.cadenceChanges.map(\.frameIndex))
                 report.cadenceChanges += changes.map { CadenceChange(frameIndex: indices[$0.frame], framesPerSecond: $0.fps) }
+                    .filter { !decimated.contains($0.frameIndex) }
+                report.cadenceChanges.sort { $0.frameIndex < $1.frameIndex }
                 lastStep = step
                 // On the session clock, this clip starts where the previous one ended.
                 if let start = p.sessionStart.flatMap(Timestamp.init(parsing:))?.seconds {
@@ -358,7 +395,7 @@ extension Inspector {
         func same(_ a: Double, _ b: Double, _ share: Double) -> Bool { abs(a - b) <= max(share * max(a, b), 0.0011) }
         for k in times.indices.dropFirst() {
             let d = times[k] - times[k - 1]
-            guard d > 0 else { return .failure(CadenceBreak(k)) }
+            guard d > 0 else { return .failure(CadenceBreak(k, after: changes)) }
             if !same(d, step, cadenceChangeShare) {
                 let next = k + 1 < times.count ? times[k + 1] - times[k] : nil
                 let holds = next.map { same(d, $0, sameStepShare) }
@@ -369,7 +406,7 @@ extension Inspector {
                     continue
                 }
             }
-            if abs(d - step) > step * 0.5 { return .failure(CadenceBreak(k)) }
+            if abs(d - step) > step * 0.5 { return .failure(CadenceBreak(k, after: changes)) }
         }
         return .success((changes, step))
     }

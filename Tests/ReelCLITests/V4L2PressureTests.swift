@@ -45,7 +45,7 @@ private struct CameraPressureJSON: Decodable {
 }
 
 private struct CameraVerifyJSON: Decodable {
-    struct Change: Decodable { var frameIndex: Int; var framesPerSecond: Double }
+    struct Change: Decodable { var frameIndex: Int; var framesPerSecond: Double; var keepsOneFrameIn: Int? }
     var ok: Bool
     var violation: String?
     var cadenceChanges: [Change]
@@ -133,6 +133,13 @@ private struct CameraVerifyJSON: Decodable {
             #expect(zip(idx, pts).allSatisfy { abs($1 - Double($0) / 30) < 1e-3 })
             #expect(s.framesDecimated == r - n)
             #expect(s.framesCaptured == s.framesWritten)
+            // `verify` accepts the gaps as decimation (one frame in 2 from the step to the
+            // restore), and nothing else.
+            let verify = try reel(["verify", "--json", dir + "/out"])
+            let report = try verify.decode(CameraVerifyJSON.self)
+            #expect(verify.status == 0 && report.ok, "\(report.violation ?? "")")
+            #expect(report.cadenceChanges.map(\.frameIndex) == [down.frameIndex, up.frameIndex])
+            #expect(report.cadenceChanges.map(\.keepsOneFrameIn) == [2, nil], "\(report.cadenceChanges.map(\.keepsOneFrameIn))")
         }
     }
 }
