@@ -118,6 +118,25 @@ private let writableCgroup2: String? = {
         #expect(monitor.timeline.map(\.level) == [.nominal, .serious, .nominal])
     }
 
+    /// At `nominal` a monitor that can be woken still reads every `idleTimeout` seconds (10 by
+    /// default: a file gone is noticed) — not sooner without a wake.
+    @Test func atNominalItStillReadsEveryIdleTimeout() throws {
+        #expect(PressureMonitor(sysfsRoot: nil).idleTimeout == 10)
+        let dir = scratch("psi-idle")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try writePSIFiles(dir, cpuSome: 1)
+        var fds: [Int32] = [-1, -1]
+        try #require(pipe(&fds) == 0)
+        defer { for fd in fds { FileDescriptor(rawValue: fd, path: "pipe").closeQuietly() } }
+        let monitor = PressureMonitor(directory: dir, interval: 0.02, idleTimeout: 1, sysfsRoot: nil, wakeSources: [fds[0]])
+        let started = Date()
+        monitor.start()
+        defer { monitor.stop() }
+        try writePSIFiles(dir, cpuSome: 60)
+        #expect(eventually { monitor.level == .serious }, "never read again without a wake")
+        #expect(Date().timeIntervalSince(started) >= 1, "read before the idle timeout")
+    }
+
     /// A trigger whose file goes away (its cgroup removed) reports POLLERR: the monitor gives
     /// the triggers up, says why, and reads by time (finding nothing: `unknown`, said once).
     @Test(.enabled(if: havePSI && writableCgroup2 != nil, "no cgroup v2 hierarchy this process may make a cgroup in"))
