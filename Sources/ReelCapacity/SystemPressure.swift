@@ -294,7 +294,8 @@ public final class PressureMonitor: Sendable {
 
     /// Starts sampling: the first reading now (reported before `start()` returns), the PSI
     /// triggers set (`sources` says whether), then a thread that waits and reads. A monitor
-    /// runs once: `start()` after `stop()` does nothing.
+    /// runs once: `start()` after `stop()` does nothing. Call `stop()` when done: the thread
+    /// holds the monitor until then.
     public func start() {
         let go: Bool = state.withLock { s in
             guard !s.running && !s.stopped else { return false }
