@@ -165,6 +165,20 @@ struct RecordingSummaryWithPressure: Encodable {
         var handler: String
         /// Every level change, the first reading included, with the handler's action.
         var timeline: [RecordPressureHandler.Entry]
+        /// How the monitor waited (PSI triggers or timed, and why) and the thermal sources.
+        var psiTriggers: Bool = false
+        var psiTriggersReason: String? = nil
+        var thermal: String = "none"
+        enum CodingKeys: String, CodingKey { case level, handler, timeline, psiTriggers, psiTriggersReason, thermal }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(level, forKey: .level)
+            try c.encode(handler, forKey: .handler)
+            try c.encode(timeline, forKey: .timeline)
+            try c.encode(psiTriggers, forKey: .psiTriggers)
+            try c.encode(psiTriggersReason, forKey: .psiTriggersReason)   // null when there are triggers
+            try c.encode(thermal, forKey: .thermal)
+        }
     }
 
     enum Keys: String, CodingKey { case hardwareCost, pressure }

@@ -257,7 +257,10 @@ enum RecordCommand {
             printJSON(MergedJSON(MergedJSON(RecordingSummaryWithPressure(summary: summary, hardwareCost: admission.cost?.cost,
                                                                          pressure: .init(level: pressureHandler.level,
                                                                                          handler: pressureHandler.enabled ? "on" : "off",
-                                                                                         timeline: pressureHandler.timeline(changes: summary.frameRateChanges))),
+                                                                                         timeline: pressureHandler.timeline(changes: summary.frameRateChanges),
+                                                                                         psiTriggers: pressure.sources.psiTriggers,      // [issue 13 item 3]
+                                                                                         psiTriggersReason: pressure.sources.psiTriggersReason,
+                                                                                         thermal: pressure.sources.thermal)),
                                             controls.summary),
                                  RecordPhotosSummary(photos: taken.photos)))
         } else { printText(summary); printEvents(controls.summary); printPhotos(taken.photos) }

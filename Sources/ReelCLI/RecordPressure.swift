@@ -27,14 +27,20 @@ enum RecordPressure {
         fps == fps.rounded() && fps >= 1 && fps <= 1000 ? FrameRate(frames: Int32(fps)) : FrameRate(parsing: String(fps))
     }
 
+    /// The environment variable naming a directory read instead of `/sys` for thermal zones
+    /// (`class/thermal/thermal_zoneN`) and cpufreq (`devices/system/cpu/cpuN`): for tests.
+    static let sysfsVariable = "REEL_SYSFS_DIR"
+
     /// The monitor: of `REEL_PRESSURE_DIR` when it is set, else of this process's cgroup or
-    /// /proc/pressure.
+    /// /proc/pressure; thermal zones and cpufreq under `REEL_SYSFS_DIR` when it is set, else /sys.
     static func monitor(note: @escaping @Sendable (String) -> Void,
                         onChange: @escaping @Sendable (PressureState) -> Void) -> PressureMonitor {
-        if let dir = ProcessInfo.processInfo.environment[directoryVariable], !dir.isEmpty {
-            return PressureMonitor(directory: dir, note: note, onChange: onChange)
+        let environment = ProcessInfo.processInfo.environment
+        let sysfs = environment[sysfsVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "/sys"
+        if let dir = environment[directoryVariable], !dir.isEmpty {
+            return PressureMonitor(directory: dir, sysfsRoot: sysfs, note: note, onChange: onChange)
         }
-        return PressureMonitor.forThisProcess(note: note, onChange: onChange)
+        return PressureMonitor.forThisProcess(sysfsRoot: sysfs, note: note, onChange: onChange)
     }
 }
 

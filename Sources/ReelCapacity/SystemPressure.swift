@@ -1,6 +1,9 @@
 import Foundation
 import Synchronization
 import ReelCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How hard-pressed the machine is, as AVFoundation's `AVCaptureDevice.SystemPressureState`
 /// names the levels; `unknown` where the kernel gives no pressure figures (no PSI).
@@ -130,21 +133,37 @@ public struct PressureState: Codable, Sendable, Equatable {
 }
 
 /// The hysteresis alone, fed one reading at a time (the monitor's logic, testable with any
-/// clock): returns the new state when the level changes.
+/// clock): returns the new state when the level changes. A reading is PSI figures and, where
+/// the machine has them, thermal zones and cpufreq limits; the level is the higher of the two.
 public struct PressureLevelTracker: Sendable {
     /// The thresholds and hysteresis it applies.
     public let thresholds: PressureThresholds
+    /// How thermal readings map to levels.
+    public let thermalThresholds: ThermalThresholds
     /// The current level (`unknown` before the first reading).
     public private(set) var level: PressureLevel = .unknown
     /// Since when the figures allow a lower level (nil while they do not).
     private var lowerSince: Double? = nil
 
-    /// A tracker at `unknown` with `thresholds`.
-    public init(thresholds: PressureThresholds = .standard) { self.thresholds = thresholds }
+    /// A tracker at `unknown` with `thresholds` (and `thermal`).
+    public init(thresholds: PressureThresholds = .standard, thermal: ThermalThresholds = .standard) {
+        self.thresholds = thresholds; self.thermalThresholds = thermal
+    }
 
-    /// The state after `sample` at `time` seconds if the level changed, else nil.
-    public mutating func update(_ sample: PressureSample, at time: Double) -> PressureState? {
-        let (raw, factors) = thresholds.level(of: sample)
+    /// The level of a PSI reading and a thermal one together (the higher; the factors of both
+    /// where both give it); `unknown` when neither has anything.
+    func combined(_ sample: PressureSample, _ thermal: ThermalSample?, leaving: Bool) -> (PressureLevel, [String]) {
+        let thermal = thermal.flatMap { $0.isEmpty ? nil : $0 }
+        if sample.isEmpty && thermal == nil { return (.unknown, []) }
+        let (p, pf) = sample.isEmpty ? (PressureLevel.nominal, []) : thresholds.level(of: sample, scale: leaving ? thresholds.exitFraction : 1)
+        let (t, tf) = thermal.map { thermalThresholds.level(of: $0, leaving: leaving) } ?? (.nominal, [])
+        let l = max(p, t)
+        return (l, (p == l ? pf : []) + (t == l ? tf : []))
+    }
+
+    /// The state after `sample` (and `thermal`) at `time` seconds if the level changed, else nil.
+    public mutating func update(_ sample: PressureSample, thermal: ThermalSample? = nil, at time: Double) -> PressureState? {
+        let (raw, factors) = combined(sample, thermal, leaving: false)
         let cost = thresholds.cost(of: sample)
         func state(_ l: PressureLevel, _ f: [String]) -> PressureState {
             PressureState(atSeconds: time, level: l, factors: f, cost: cost, sample: sample)
@@ -156,8 +175,9 @@ public struct PressureLevelTracker: Sendable {
             return state(raw, factors)
         }
         // Leaving a level: every figure must stay below exitFraction of the entry thresholds
-        // for holdDownSeconds; then the level drops to what those lower thresholds give.
-        let (relaxed, relaxedFactors) = thresholds.level(of: sample, scale: thresholds.exitFraction)
+        // (every zone exitMarginCelsius further from its trips) for holdDownSeconds; then the
+        // level drops to what those lower thresholds give.
+        let (relaxed, relaxedFactors) = combined(sample, thermal, leaving: true)
         guard relaxed < level else { lowerSince = nil; return nil }
         let since = lowerSince ?? time
         lowerSince = since
@@ -168,77 +188,93 @@ public struct PressureLevelTracker: Sendable {
     }
 }
 
-/// Watches the kernel's pressure stall information and reports level changes
-/// (`systemPressureState`): to a callback, to `states()` (an AsyncStream) and into `timeline`.
+/// Watches the kernel's pressure stall information — and the thermal zones and cpufreq limits
+/// where the machine has them — and reports level changes (`systemPressureState`): to a
+/// callback, to `states()` (an AsyncStream) and into `timeline`.
 ///
-/// Reads the three PSI files once a second (three `read`s of a few bytes; PSI's own `avg10`
-/// is already a 10 s average, so a faster poll adds nothing). Where there is no PSI (an old
-/// kernel, `psi=0`, a container without /proc/pressure) the level is `unknown`, said once
-/// through `note`, and nothing else happens.
+/// Where the kernel takes PSI triggers (`sources.psiTriggers`), the monitor sleeps in `poll()`
+/// until one fires (a 2 s window stalled about as much as `fair` asks of the 10 s average, see
+/// `PSITriggers`) and then reads the files' `avg10` and decides as the timed reading does; it
+/// also reads every `interval` seconds while the level is above `nominal` (to leave it after
+/// the hold-down) or thermal zones/cpufreq are read (they cannot wake anyone), and every
+/// `idleTimeout` seconds otherwise (to notice a file gone). Without triggers (a read-only file,
+/// a kernel or privilege that refuses them, regular files under `REEL_PRESSURE_DIR`) it reads
+/// every `interval` seconds, and `sources` says why. Where there is no PSI and no thermal
+/// information (an old kernel, `psi=0`, a container without /proc/pressure) the level is
+/// `unknown`, said once through `note`, and nothing else happens.
 public final class PressureMonitor: Sendable {
     /// Where the files are: `cpu`, `io`, `memory` in `directory` (/proc/pressure), or the
     /// cgroup's `cpu.pressure`, … (`suffix` `.pressure`).
     public let directory: String
     /// The PSI files' name suffix: empty in /proc/pressure, `.pressure` in a cgroup.
     public let suffix: String
-    /// Seconds between readings.
+    /// Seconds between readings when reading by time.
     public let interval: Double
+    /// Seconds the monitor sleeps at `nominal` when triggers (or wake sources) can wake it.
+    public let idleTimeout: Double
+    /// The sysfs root of the thermal zones and cpufreq (`/sys`); nil: not read.
+    public let sysfsRoot: String?
     private let thresholds: PressureThresholds
+    private let useTriggers: Bool
     private let note: @Sendable (String) -> Void
     private let onChange: (@Sendable (PressureState) -> Void)?
 
     private struct State {
         var tracker: PressureLevelTracker
+        var thermal: ThermalReader?
         var timeline: [PressureState] = []
         var continuations: [Int: AsyncStream<PressureState>.Continuation] = [:]
         var nextID = 0
-        /// Sampling: between start() and stop() (or the finding that there is no PSI).
+        /// Sampling: between start() and stop() (or the finding that there is nothing to read).
         var running = false
         var stopped = false
-        var everStarted = false
         var started: UInt64 = 0
         var saidUnknown = false
+        var hasThermal = false
+        var sources = PressureSources(psiTriggers: false, psiTriggersReason: "not started", triggers: [], thermal: "none")
+        /// The loop's thread, while it runs.
+        var loopThread: pthread_t? = nil
+        /// stop() ran on the loop's thread: the loop closes the stop pipe's read end as it returns.
+        var loopClosesStopPipe = false
     }
     private let state: Mutex<State>
-    private let queue = DispatchQueue(label: "reel.pressure")
-    /// Driven on `queue`; started once, cancelled once (DispatchSource is thread-safe).
-    nonisolated(unsafe) private let timer: any DispatchSourceTimer
+    /// The wake sources the caller gave (descriptors it owns).
+    private let wakeSources: [Int32]
+    /// The stop pipe (read end, write end) and the loop's end, made by start().
+    private let control = Mutex<(stopRead: Int32, stopWrite: Int32, done: DispatchSemaphore?)>((-1, -1, nil))
 
     /// - Parameters:
     ///   - directory: the PSI files' directory (default `/proc/pressure`).
-    ///   - onChange: called on the monitor's queue with every level change (the first
-    ///     reading included).
+    ///   - sysfsRoot: where `class/thermal` and `devices/system/cpu` are (`/sys`); nil: no
+    ///     thermal reading.
+    ///   - triggers: false: never set PSI triggers (read by time).
+    ///   - wakeSources: descriptors (the caller's, left open) whose readability wakes the monitor
+    ///     as a trigger would: what is readable is read and dropped (tests: a pipe).
+    ///   - onChange: called on the monitor's thread with every level change (the first
+    ///     reading included, on the thread that calls `start()`).
     public init(directory: String = "/proc/pressure", suffix: String = "", interval: Double = 1,
+                idleTimeout: Double = 10, sysfsRoot: String? = "/sys", triggers: Bool = true, wakeSources: [Int32] = [],
                 thresholds: PressureThresholds = .standard, note: @escaping @Sendable (String) -> Void = { _ in },
                 onChange: (@Sendable (PressureState) -> Void)? = nil) {
-        self.directory = directory; self.suffix = suffix; self.interval = interval; self.thresholds = thresholds
-        self.note = note; self.onChange = onChange
-        state = Mutex(State(tracker: PressureLevelTracker(thresholds: thresholds)))
-        timer = DispatchSource.makeTimerSource(queue: queue)
+        self.directory = directory; self.suffix = suffix; self.interval = interval; self.idleTimeout = idleTimeout
+        self.sysfsRoot = sysfsRoot; self.useTriggers = triggers; self.wakeSources = wakeSources
+        self.thresholds = thresholds; self.note = note; self.onChange = onChange
+        state = Mutex(State(tracker: PressureLevelTracker(thresholds: thresholds), thermal: sysfsRoot.map { ThermalReader(root: $0) }))
     }
 
     /// The monitor of this process's own cgroup when it has PSI files (cgroup v2, not the
-    /// root), else the system's `/proc/pressure`.
-    public static func forThisProcess(note: @escaping @Sendable (String) -> Void = { _ in },
+    /// root), else the system's `/proc/pressure`; thermal zones and cpufreq under `sysfsRoot`.
+    public static func forThisProcess(sysfsRoot: String? = "/sys", note: @escaping @Sendable (String) -> Void = { _ in },
                                       onChange: (@Sendable (PressureState) -> Void)? = nil) -> PressureMonitor {
         if let text = try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8),
            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("0::") }) {
             let path = String(line.dropFirst(3))
             let dir = "/sys/fs/cgroup" + path
             if path != "/", FileManager.default.isReadableFile(atPath: dir + "/cpu.pressure") {
-                return PressureMonitor(directory: dir, suffix: ".pressure", note: note, onChange: onChange)
+                return PressureMonitor(directory: dir, suffix: ".pressure", sysfsRoot: sysfsRoot, note: note, onChange: onChange)
             }
         }
-        return PressureMonitor(note: note, onChange: onChange)
-    }
-
-    deinit {
-        // A dispatch source must not be released suspended: one never started is resumed
-        // after its cancellation (its handler never runs).
-        if !state.withLock({ $0.everStarted }) {
-            timer.cancel()
-            timer.resume()
-        }
+        return PressureMonitor(sysfsRoot: sysfsRoot, note: note, onChange: onChange)
     }
 
     /// One reading of the files now.
@@ -253,36 +289,137 @@ public final class PressureMonitor: Sendable {
         return PressureSample(cpuSome: cpu.some, ioSome: io.some, ioFull: io.full, memorySome: memory.some, memoryFull: memory.full)
     }
 
-    /// Starts sampling: the first reading now (reported before `start()` returns), then every
-    /// `interval` seconds. A monitor runs once: `start()` after `stop()` does nothing.
+    /// What the monitor reads and how it waits: PSI triggers or timed (and why), thermal sources.
+    public var sources: PressureSources { state.withLock { $0.sources } }
+
+    /// Starts sampling: the first reading now (reported before `start()` returns), the PSI
+    /// triggers set (`sources` says whether), then a thread that waits and reads. A monitor
+    /// runs once: `start()` after `stop()` does nothing. Call `stop()` when done: the thread
+    /// holds the monitor until then.
     public func start() {
         let go: Bool = state.withLock { s in
             guard !s.running && !s.stopped else { return false }
             s.running = true
-            s.everStarted = true
             s.started = MonotonicClock.now()
             return true
         }
         guard go else { return }
-        timer.setEventHandler { [weak self] in self?.sample() }
-        // The first reading on the monitor's queue now: a short recording has its level.
-        queue.sync { sample() }
-        timer.schedule(deadline: .now() + interval, repeating: interval)
-        timer.resume()
+        sample()
+        guard state.withLock({ $0.running }) else { return }   // nothing to read
+        var triggers: PSITriggers? = nil
+        let reason: String?
+        if !useTriggers {
+            reason = "triggers not asked for"
+        } else if read().isEmpty {
+            reason = "no pressure stall information at \(directory)"
+        } else {
+            switch PSITriggers.open(directory: directory, suffix: suffix, thresholds: thresholds) {
+            case .success(let t): triggers = t; reason = nil
+            case .failure(let f): reason = f.reason
+            }
+        }
+        var pipeFDs: [Int32] = [-1, -1]
+        // The stop pipe, close-on-exec (a child the recorder starts must not hold it).
+        let made = pipe(&pipeFDs) == 0
+        let failed: SystemError? = !made ? SystemError.last("pipe")
+            : fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC) != 0 ? SystemError.last("fcntl") : nil
+        if let error = failed {
+            // No stop pipe: no thread; the first reading stands, said once.
+            if made { for fd in pipeFDs { FileDescriptor(rawValue: fd, path: "pressure stop pipe").closeQuietly() } }
+            triggers?.close()
+            state.withLock { s in
+                s.running = false
+                s.sources.psiTriggers = false
+                s.sources.psiTriggersReason = "\(error)"
+            }
+            note("system pressure is read once only: \(error)")
+            return
+        }
+        let done = DispatchSemaphore(value: 0)
+        control.withLock { $0 = (pipeFDs[0], pipeFDs[1], done) }
+        state.withLock { s in
+            s.sources.psiTriggers = triggers != nil
+            s.sources.psiTriggersReason = reason
+            s.sources.triggers = triggers?.triggers.map(\.text) ?? []
+        }
+        let stopRead = pipeFDs[0]
+        let opened = triggers
+        let thread = Thread { [self] in
+            loop(triggers: opened, stop: stopRead)
+            done.signal()
+        }
+        thread.name = "reel.pressure"
+        thread.start()
     }
 
-    /// Stops sampling and ends every `states()` stream.
+    private func loop(triggers initial: PSITriggers?, stop: Int32) {
+        state.withLock { $0.loopThread = pthread_self() }
+        var triggers = initial
+        var wake = wakeSources
+        defer {
+            triggers?.close()
+            // The stop pipe's read end stays open until stop() (a write to a pipe without a
+            // reader raises SIGPIPE); stop() called from the loop leaves it to the loop.
+            if state.withLock({ $0.loopClosesStopPipe }) { FileDescriptor(rawValue: stop, path: "pressure stop pipe").closeQuietly() }
+        }
+        while true {
+            let (level, hasThermal) = state.withLock { ($0.tracker.level, $0.hasThermal) }
+            let canWake = triggers != nil || !wake.isEmpty
+            let timeout = canWake && level <= .nominal && !hasThermal ? idleTimeout : interval
+            switch waitForPressure(triggers: triggers, wakeSources: &wake, stop: stop, timeout: timeout) {
+            case .stop:
+                return
+            case .triggersFailed(let reason):
+                let hadTriggers = triggers != nil || !wake.isEmpty
+                triggers?.close()
+                triggers = nil
+                wake = []
+                state.withLock { s in
+                    if s.sources.psiTriggers { s.sources.psiTriggersReason = reason }
+                    s.sources.psiTriggers = false
+                }
+                // poll itself failed with nothing but the stop pipe to wait on: sleep instead.
+                if !hadTriggers { MonotonicClock.sleep(until: MonotonicClock.now() + UInt64(interval * 1e9)) }
+            case .trigger, .timeout:
+                break
+            }
+            guard state.withLock({ $0.running }) else { return }
+            sample()
+            guard state.withLock({ $0.running }) else { return }
+        }
+    }
+
+    /// Stops sampling, closes the triggers and ends every `states()` stream.
     public func stop() {
-        let (wasRunning, continuations) = state.withLock { s in
-            let r = s.running, c = s.continuations
+        let (continuations, fromLoop) = state.withLock { s in
+            let c = s.continuations
             s.running = false
             s.stopped = true
             s.continuations = [:]
-            return (r, c)
+            let fromLoop = s.loopThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+            if fromLoop { s.loopClosesStopPipe = true }
+            return (c, fromLoop)
         }
-        if wasRunning { timer.cancel() }
-        // Wait for a sample in progress, so nothing is reported after stop() returns.
-        queue.sync {}
+        let (stopRead, stopWrite, done) = control.withLock { c in
+            let v = c
+            c = (-1, -1, nil)
+            return v
+        }
+        if let done {
+            var byte: UInt8 = 1
+            // The pipe is empty (only stop() writes it, once) and its read end open: the write
+            // cannot block, be short or raise SIGPIPE. Should it fail, the loop still ends at
+            // its next wake (running is false).
+            do { try retryingInterrupts("write", path: "pressure stop pipe") { write(stopWrite, &byte, 1) } } catch {
+                note("system pressure monitor: \(error); it stops at its next reading")
+            }
+            // Wait for a sample in progress, so nothing is reported after stop() returns —
+            // unless stop() is called from the loop itself (a callback).
+            if !fromLoop { done.wait() }
+            // A pipe's close reports nothing anyone could lose.
+            FileDescriptor(rawValue: stopWrite, path: "pressure stop pipe").closeQuietly()
+            if !fromLoop { FileDescriptor(rawValue: stopRead, path: "pressure stop pipe").closeQuietly() }
+        }
         for c in continuations.values { c.finish() }
     }
 
@@ -312,21 +449,26 @@ public final class PressureMonitor: Sendable {
 
     private func sample() {
         let reading = read()
+        var reader = state.withLock { $0.thermal }
+        let thermal = reader?.read()
         let (change, continuations, sayUnknown): (PressureState?, [AsyncStream<PressureState>.Continuation], Bool) = state.withLock { s in
             guard s.running else { return (nil, [], false) }
+            s.thermal = reader
+            if s.timeline.isEmpty { s.sources.thermal = thermal?.sourcesDescription ?? "none" }
+            s.hasThermal = !(thermal?.isEmpty ?? true)
             let t = Double(MonotonicClock.now() - s.started) / 1e9
-            var change = s.tracker.update(reading, at: t)
-            if reading.isEmpty && s.timeline.isEmpty {
-                // No PSI: one `unknown` state, said once; the timer stops below.
+            var change = s.tracker.update(reading, thermal: thermal, at: t)
+            let nothing = reading.isEmpty && !s.hasThermal
+            if nothing && s.timeline.isEmpty {
+                // Nothing to read: one `unknown` state, said once; the loop stops.
                 change = PressureState(atSeconds: t, level: .unknown, factors: [], cost: 0, sample: reading)
             }
             if let change { s.timeline.append(change) }
-            let say = reading.isEmpty && !s.saidUnknown
+            let say = nothing && !s.saidUnknown
             if say { s.saidUnknown = true; s.running = false }
             return (change, Array(s.continuations.values), say)
         }
         if sayUnknown {
-            timer.cancel()
             note("system pressure unknown: no pressure stall information at \(directory) (a kernel without PSI)")
         }
         guard let change else { return }

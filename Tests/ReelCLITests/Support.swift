@@ -101,6 +101,7 @@ func launch(_ args: [String], in directory: String? = nil, environment: [String:
     env["REEL_POOL"] = testPool
     env["XDG_CACHE_HOME"] = testCache
     env["REEL_PRESSURE_DIR"] = testPressureDirectory   // issue 13: see testPressureDirectory
+    env["REEL_SYSFS_DIR"] = testSysfsDirectory   // issue 13 item 3: see testSysfsDirectory
     for (k, v) in environment { env[k] = v }
     p.environment = env
     if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
@@ -294,3 +295,12 @@ func freePort() throws -> UInt16 {
     try #require(ok)
     return UInt16(bigEndian: a.sin_port)
 }
+
+/// An empty sysfs root (`REEL_SYSFS_DIR`) for the tests' `reel` processes unless a test gives its
+/// own: no thermal zones, no cpufreq — so a hot or capped CI machine does not make the pressure
+/// handler lower every recording's frame rate. Inside `testCache`, removed with it.
+let testSysfsDirectory: String = {
+    let dir = testCache + "/sysfs"
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return dir
+}()
