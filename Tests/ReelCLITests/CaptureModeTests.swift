@@ -174,6 +174,50 @@ struct RealtimeCaptureModeTests {
         #expect(s.markers.isEmpty && s.locks.isEmpty)
     }
 
+    /// A burst cut by the device's removal (`cancelled`) keeps the shots it took — at 10/s
+    /// here, 3 frames apart — and the log marks the `cancelled` with the burst; with
+    /// `--burst-rate 0` a held press is a single photo.
+    @Test(arguments: ["10", "0"])
+    func aCancelledBurstKeepsItsShotsAndRateZeroHasNoBursts(rate: String) throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let script = rate == "0"
+            ? "wait 4000;press KEY_VOLUMEDOWN;wait 1000;release KEY_VOLUMEDOWN"
+            : "wait 4000;press KEY_VOLUMEDOWN;wait 1000;unplug;wait 300;plug"
+        let socket = dir + "/control.sock"
+        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/video", "--codec", "h264", "--source", "synthetic:1280",
+                              "--mode", "photo", "--photo-format", "jpeg", "--burst-rate", rate,
+                              "--input", "/dev/input/event0", "--control-socket", socket] + untilSIGINT,
+                             environment: try evdevEnvironment(script: script))
+        var stopped = false
+        defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
+        #expect(waitForFile(socket))
+        #expect(try waitForEvents(2, socket: socket), "the scripted press was not logged within 60 s")
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        stopped = true
+        #expect(run.status == 0, "\(run.stderr)")
+        let s = try run.decode(CaptureModeSummaryJSON.self)
+        try #require(s.captureEvents.count == 2)
+        if rate == "0" {
+            #expect(s.captureEvents.map(\.burst) == [nil, nil])
+            #expect(s.photos.count == 1 && s.photos.first?.burst == nil, "\(s.photos.map(\.path))")
+            return
+        }
+        #expect(s.captureEvents.map(\.phase) == ["began", "cancelled"])
+        #expect(s.captureEvents.map(\.burst) == [1, 1])
+        let held = s.captureEvents[1].time - s.captureEvents[0].time
+        let expected = Int(((held - 0.5) * 10).rounded(.down)) + 1
+        #expect(abs(s.photos.count - expected) <= 1 && s.photos.allSatisfy { $0.burst == 1 }, "\(s.photos.count) shots for \(held) s")
+        let pressed = s.photos.map(\.pressedFrameIndex)
+        for (a, b) in zip(pressed, pressed.dropFirst()) {
+            #expect((2...4).contains(b - a), "burst pressed frames \(pressed): 3 apart at 10/s and 30 fps")
+        }
+        for shot in s.photos {
+            #expect(try photoBarcode(shot.path).index == shot.frameIndex, "\(shot.path)")
+        }
+    }
+
     /// Secondary presses on the emulated camera (auto exposure, continuous autofocus): the
     /// first volume-up locks (manual exposure at the time the camera had, autofocus off, as
     /// the camera reports them back), the second unlocks (aperture priority and autofocus
