@@ -105,6 +105,19 @@ func cameraAndEvdevEnvironment(camera: String = "", script: String) throws -> [S
         #expect(s.markers.isEmpty, "--secondary none lays no marker")
     }
 
+    /// The emulated camera's continuous autofocus, as v4l2-ctl (an independent client, under
+    /// the preload) sees it: a boolean, on by default, that can be turned off; none with
+    /// `noctrls`.
+    @Test(.enabled(if: haveV4L2Tools && fakeV4L2Library != nil, "needs v4l-utils and the fake V4L2 library"))
+    func theEmulatedCameraHasContinuousAutofocus() throws {
+        let list = try toolWithCamera("v4l2-ctl", ["-d", "/dev/video0", "--list-ctrls"])
+        #expect(list.status == 0 && list.stdout.contains("focus_automatic_continuous 0x009a090c (bool)   : default=1 value=1"), "\(list.stdout)")
+        let set = try toolWithCamera("v4l2-ctl", ["-d", "/dev/video0", "-c", "focus_automatic_continuous=0", "-C", "focus_automatic_continuous,auto_exposure"])
+        #expect(set.status == 0 && set.stdout == "focus_automatic_continuous: 0\nauto_exposure: 3 (Aperture Priority Mode)\n", "\(set.stdout) \(set.stderr)")
+        let none = try toolWithCamera("v4l2-ctl", ["-d", "/dev/video0", "--list-ctrls"], faults: "noctrls")
+        #expect(none.status == 0 && !none.stdout.contains("focus"), "\(none.stdout)")
+    }
+
     /// `--secondary lock` on a camera with neither auto exposure nor autofocus: exit 69,
     /// one line; nothing recorded.
     @Test(.enabled(if: fakeV4L2Library != nil, "the fake V4L2 library is not built (scripts/fake-v4l2 --build)"))
