@@ -36,6 +36,10 @@ public enum CommandTable {
         // Photos during the recording (issue 12).
         .value("--photos", "DIR", "attach a photo output: the preview's shutter and primary presses take photos into DIR (synthetic sensor or V4L2 camera)", sample: "photos"),
         .value("--photo-format", "jpeg|heic|png", "the photos' format with --photos (default heic)", sample: "jpeg"),
+        // Issue 14: what presses do.
+        .value("--mode", "video|photo", "what a primary press does: video starts/stops recording, photo takes a photo (into --photos DIR, default OUT/photos); default video, photo with --photos", sample: "photo"),
+        .value("--burst-rate", "N", "photo mode: photos per second while a primary press is held past 0.5 s, 0–30 (0: no bursts; default 5)", sample: "5"),
+        .value("--secondary", "lock|marker|none", "what a secondary press does: lock/unlock a V4L2 camera's focus and exposure, lay a marker, or nothing (default lock where the camera can, else marker)", sample: "marker"),
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted: clips keep its turned read-out and carry the display matrix (MOV, MP4)", sample: "portrait"),
         // System pressure (issue 13).
         .value("--pressure-handler", "on|off", "act on system pressure: lower the frame rate, thin or pause the preview, stop at shutdown (default on)", sample: "off"),
@@ -78,7 +82,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--pressure-handler"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

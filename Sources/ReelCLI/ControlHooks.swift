@@ -16,6 +16,8 @@ public struct ControlRequest: Sendable, Hashable {
     public var keys: KeyMap = .standard
     /// `--control-socket PATH`.
     public var socket: String? = nil
+    /// `--secondary lock|marker|none` (nil: lock where the camera can, else marker).
+    public var secondary: SecondaryAction? = nil
     /// No devices, no socket, the default key map.
     public init() {}
 

@@ -24,6 +24,7 @@ enum RecordCommand {
         var sawDuration = false, sawFrames = false
         var photoDirectory: String? = nil, photoFormat: PhotoFileFormat? = nil
         var pressureHandler = true
+        var mode: CaptureMode? = nil, burstRate = 5   // issue 14
         for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
@@ -90,6 +91,13 @@ enum RecordCommand {
                     throw UsageError("--photo-format: unknown photo format '\(printable(v))' (use jpeg, heic or png)")
                 }
                 photoFormat = f
+            case "--mode":
+                guard let m = CaptureMode(rawValue: v.lowercased()) else { throw UsageError("--mode: '\(printable(v))' is not video or photo") }
+                mode = m
+            case "--burst-rate": burstRate = try parseInt(v, option: name, range: 0...30)
+            case "--secondary":
+                guard let a = SecondaryAction(rawValue: v.lowercased()) else { throw UsageError("--secondary: '\(printable(v))' is not lock, marker or none") }
+                controls.secondary = a
             case "--sensor-orientation":
                 guard let m = SensorOrientation.allCases.first(where: { $0.rawValue.lowercased() == v.lowercased() }) else {
                     throw UsageError("--sensor-orientation: unknown orientation '\(printable(v))' (use landscape, portrait or landscapeLeft)")
@@ -116,11 +124,21 @@ enum RecordCommand {
         // The pressure handler (on by default) steps the rate live: the session may switch to
         // these rates (the sensor's clock is chosen for them). Empty: the handler is off.
         o.liveFrameRates = pressureHandler ? RecordPressure.liveRates(for: o.rate) : []
-        // --photo-format alone does nothing (README), as --preview-token alone.
-        let photos = photoDirectory.map { d -> RecordPhotoRequest in
-            var r = RecordPhotoRequest(directory: d)
+        if controls.secondary == .lock, case .synthetic = o.source {
+            throw UsageError("--secondary lock: the synthetic sensor has no focus or exposure to lock (use marker or none)")
+        }
+        // Photo mode (--mode photo, or --photos without --mode): primary presses take photos,
+        // into --photos DIR or OUT/photos. --mode video --photos DIR: the page's shutter takes
+        // them, primary presses start and stop. --photo-format and --burst-rate alone do
+        // nothing (README), as --preview-token alone.
+        let photoMode = (mode ?? (photoDirectory != nil ? .photo : .video)) == .photo
+        var photos: RecordPhotoRequest? = nil
+        if photoDirectory != nil || photoMode {
+            var r = RecordPhotoRequest(directory: photoDirectory ?? (o.outputDirectory as NSString).appendingPathComponent("photos"))
             if let photoFormat { r.format = photoFormat }
-            return r
+            r.takesPresses = photoMode
+            r.burstRate = burstRate
+            photos = r
         }
         // --preview-token alone does nothing (README): the token belongs to a preview.
         return (o, json, report, previewAddress.map { PreviewRequest(address: $0, token: previewToken) }, controls, photos)
@@ -162,7 +180,9 @@ enum RecordCommand {
         // before controls.stop() drains the events). With --photos, presses take photos.
         let pendingRecording = PendingRecording()
         defer { pendingRecording.settle(nil) }
-        if photoRequest == nil { controls.dispatcher.setHandler(RecordToggles.events(pendingRecording)) }
+        if !(photoRequest?.takesPresses ?? false) { controls.dispatcher.setHandler(RecordToggles.events(pendingRecording)) }
+        // Secondary presses: markers, nothing, or the camera's focus-exposure lock (issue 14).
+        RecordSecondary.prepare(controlRequest.secondary, source: options.source, dispatcher: controls.dispatcher)
         // [issue 13: capacity] The session's configuration check: refused at its commit (exit
         // 69) when this machine cannot take it — before storage, encoder or preview open —,
         // else registered among the live sessions until the recording ends.
@@ -185,6 +205,7 @@ enum RecordCommand {
         recording.writer.settings.chapterMarks.setSource { [dispatcher = controls.dispatcher] in dispatcher.markers.compactMap(\.frameIndex) }
         // --photos: a photo output after the movie output; primary presses take photos.
         let photos = try photoRequest.map { try RecordPhotos.attach($0, to: recording, controls: controls) }
+        let secondary = try RecordSecondary.attach(controlRequest.secondary, recording: recording, dispatcher: controls.dispatcher)
         // The preview listens before capture starts: a port in use ends the command here.
         let previewGate = request.map { _ in PressurePreviewGate(PreviewOutput()) }
         let pressureHandler = RecordPressureHandler(enabled: !options.liveFrameRates.isEmpty, session: session,
@@ -249,6 +270,7 @@ enum RecordCommand {
         }
         keys.stop()
         controls.stop()  // ReelControl: the event log is final
+        secondary?.finish()   // a lock still held: the camera's auto modes back
         let taken = photos?.finish() ?? (photos: [], errors: [])   // the photos still encoding are saved
         if showProgress { writeStderr("\n") }
 
@@ -262,8 +284,11 @@ enum RecordCommand {
                                                                                          psiTriggersReason: pressure.sources.psiTriggersReason,
                                                                                          thermal: pressure.sources.thermal)),
                                             controls.summary),
-                                 RecordPhotosSummary(photos: taken.photos)))
-        } else { printText(summary); printEvents(controls.summary); printPhotos(taken.photos) }
+                                 MergedJSON(RecordPhotosSummary(photos: taken.photos), secondary?.summary ?? LockSummary(locks: []))))
+        } else {
+            printText(summary); printEvents(controls.summary); RecordPhotos.printPhotos(taken.photos)
+            RecordSecondary.printLocks(secondary?.summary ?? LockSummary(locks: []))
+        }
         if let failure = recording.failure {
             printError(failure.description)
             return failure.exitStatus
@@ -335,13 +360,6 @@ enum RecordCommand {
         try? enc.encode(report).write(to: URL(fileURLWithPath: dir + "/record.json"))
         try? SVGReport.render(report, title: "Storage write latency of the recording (service time of each write)")
             .write(toFile: dir + "/record.svg", atomically: true, encoding: .utf8)
-    }
-
-    /// The text summary's line for each photo taken during the recording.
-    static func printPhotos(_ photos: [Photo]) {
-        for p in photos {
-            print("  photo \(p.path)  \(p.width)x\(p.height) \(p.format.rawValue), frame #\(p.frameIndex) (pressed #\(p.pressedFrameIndex), lag \(p.lagFrames))")
-        }
     }
 
     static func printText(_ s: RecordingSummary) {

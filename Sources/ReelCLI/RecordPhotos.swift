@@ -6,36 +6,89 @@ import ReelCore
 import ReelPhoto
 import ReelWriter
 
-/// `reel record --photos DIR [--photo-format jpeg|heic|png]`, as parsed.
+/// `reel record --mode video|photo`: what a primary press does.
+public enum CaptureMode: String, Sendable, Hashable, CaseIterable {
+    /// A primary `ended` starts or stops the movie output.
+    case video
+    /// A primary `ended` takes a photo of the pressed frame; a held one takes a burst.
+    case photo
+}
+
+/// `reel record --photos DIR [--photo-format jpeg|heic|png] [--mode photo] [--burst-rate N]`,
+/// as parsed: made for `--photos`, and for `--mode photo` (into the default directory).
 public struct RecordPhotoRequest: Sendable, Hashable {
     /// Where the photos go (created if needed).
     public var directory: String
     /// `--photo-format` (default HEIC).
     public var format: PhotoFileFormat = .heic
-    /// Photos into `directory`, as HEIC.
+    /// Photo mode: primary presses take photos (else only the page's shutter does).
+    public var takesPresses = true
+    /// `--burst-rate`: photos per second while a primary press is held past
+    /// `RecordPhotos.holdThreshold` (0: no bursts).
+    public var burstRate = 5
+    /// Photos into `directory`, as HEIC, taken by primary presses, bursts at 5/s.
     public init(directory: String) { self.directory = directory }
 }
 
+/// One photo of the summary: the keys `reel photo --json` lists, and `burst` (the burst it
+/// belongs to, `null` for a single press).
+struct RecordPhoto: Encodable {
+    let photo: Photo
+    let burst: Int?
+    func encode(to encoder: any Encoder) throws {
+        try photo.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(burst, forKey: .burst)
+    }
+    enum CodingKeys: String, CodingKey { case burst }
+}
+
 /// The key `reel record --json` adds to the summary: the photos taken during the recording,
-/// each as `reel photo --json` lists them (none without `--photos`).
+/// each as `reel photo --json` lists them with its `burst` (none without `--photos` or
+/// `--mode photo`).
 struct RecordPhotosSummary: Encodable {
-    var photos: [Photo]
+    var photos: [RecordPhoto]
 }
 
 /// The photo output of one `reel record --photos`: a `PhotoOutput` on the recording's
 /// session (a deferred output under Deferred Start, eager with `--eager-start`), pressed by
 /// the preview page's shutter (`POST /shutter`) and by primary capture events: a primary
 /// `ended` takes the photo with the time of its `began` (zero shutter lag picks the frame
-/// nearest it), a `cancelled` takes none.
-final class RecordPhotos: Sendable {
+/// nearest it), a `cancelled` takes none. A primary press held past `holdThreshold` is a
+/// burst: photos at `burstRate` per second, each at its own time, until its `ended` or
+/// `cancelled`.
+final class RecordPhotos: @unchecked Sendable {
     let output: PhotoOutput
-    /// The time (CLOCK_MONOTONIC, s) of the primary `began` still open, by event source.
-    private let began = Mutex<[String: Double]>([:])
+    /// Photos per second of a burst (0: none).
+    let burstRate: Int
+    /// Where events are logged (bursts are marked on them).
+    private let dispatcher: CaptureEventDispatcher
+    /// How long a primary press is held before it becomes a burst, in seconds.
+    static let holdThreshold = 0.5
+
+    /// A primary press still open: its `began` (CLOCK_MONOTONIC, s), the burst timer, the
+    /// shots taken and the burst's number once it has started.
+    private struct Press {
+        var began: Double
+        var timer: (any DispatchSourceTimer)?
+        var shots = 0
+        var burst: Int? = nil
+    }
+    // The state below belongs to `queue`: presses, bursts and their shots, one at a time.
+    private let queue = DispatchQueue(label: "reel.photo-presses")
+    private var presses: [String: Press] = [:]
+    private var bursts = 0
+    /// Burst number of each burst photo, by its press time (session clock).
+    private let burstOfPress = Mutex<[Double: Int]>([:])
 
     /// How many sensor buffers the output's ring keeps (`RecordOptions.extraSensorBuffers`).
     static let ringSize = PhotoSettings().ringSize
 
-    private init(output: PhotoOutput) { self.output = output }
+    private init(output: PhotoOutput, burstRate: Int, dispatcher: CaptureEventDispatcher) {
+        self.output = output
+        self.burstRate = burstRate
+        self.dispatcher = dispatcher
+    }
 
     /// Checks `--photos` against the options before anything is made: the directory created
     /// and writable (73).
@@ -47,7 +100,7 @@ final class RecordPhotos: Sendable {
 
     /// Adds a photo output for the session's sensor (its full frame, photos cropped to 4x3) to
     /// `recording`'s session, after its movie output (Deferred Start initialises them in that
-    /// order), and makes primary capture events of `controls` take photos. From a V4L2 camera
+    /// order), and in photo mode makes primary capture events of `controls` take photos. From a V4L2 camera
     /// the photos' EXIF `Make` is the driver's name and `Model` the card's (`VIDIOC_QUERYCAP`).
     static func attach(_ request: RecordPhotoRequest, to recording: Recording, controls: ControlHooks) throws -> RecordPhotos {
         let sensor = recording.session.source.format.size
@@ -74,25 +127,93 @@ final class RecordPhotos: Sendable {
         }
         s.ringSize = ringSize
         s.initialisation = recording.options.deferredStart ? .afterFirstFrame : .inPrepare
-        let photos = RecordPhotos(output: try PhotoOutput(settings: s))
+        let photos = RecordPhotos(output: try PhotoOutput(settings: s), burstRate: request.burstRate, dispatcher: controls.dispatcher)
         recording.session.addOutput(photos.output)
-        controls.dispatcher.setHandler { [photos] event, _ in photos.handle(event) }
+        if request.takesPresses { controls.dispatcher.setHandler { [photos] event, _ in photos.handle(event) } }
         return photos
     }
 
-    /// A capture event: primary `began` opens a press, `ended` takes its photo (press time:
-    /// the `began`, else the `ended`), `cancelled` forgets it. Secondary events do nothing here.
+    /// A capture event: primary `began` opens a press (and arms its burst), `ended` takes its
+    /// photo (press time: the `began`, else the `ended`) — or, when the press was a burst,
+    /// takes the burst's shots due before the `ended` that were not taken yet and no other —,
+    /// `cancelled` forgets it (a burst's shots taken stay). Secondary events do nothing here.
     func handle(_ event: CaptureEvent) {
         guard event.action == .primary else { return }
-        switch event.phase {
-        case .began: began.withLock { $0[event.source] = event.time }
-        case .cancelled: began.withLock { $0[event.source] = nil }
-        case .ended:
-            let pressed = began.withLock { $0.removeValue(forKey: event.source) } ?? event.time
-            let pressTime = output.sessionTime(monotonic: UInt64(max(0, pressed) * 1e9))
-            // A refused press is said on stderr at once; the recording goes on.
-            do { _ = try output.capture(pressTime: pressTime) } catch { printError(error.description) }
+        queue.sync {
+            switch event.phase {
+            case .began:
+                if let old = presses[event.source] { old.timer?.cancel() }
+                var press = Press(began: event.time)
+                if burstRate > 0 { press.timer = armBurst(source: event.source, began: event.time) }
+                presses[event.source] = press
+            case .cancelled:
+                guard let press = presses.removeValue(forKey: event.source) else { return }
+                press.timer?.cancel()
+                if let b = press.burst { dispatcher.annotate(source: event.source, time: event.time, phase: .cancelled, burst: b) }
+            case .ended:
+                guard var press = presses.removeValue(forKey: event.source) else {
+                    return take(at: event.time, burst: nil)
+                }
+                press.timer?.cancel()
+                // Shots due before the release that a late timer had not taken yet.
+                while burstRate > 0, shotTime(press, press.shots) < event.time {
+                    shoot(&press, source: event.source)
+                }
+                if let b = press.burst {
+                    dispatcher.annotate(source: event.source, time: event.time, phase: .ended, burst: b)
+                } else {
+                    take(at: press.began, burst: nil)
+                }
+            }
         }
+    }
+
+    /// The time (CLOCK_MONOTONIC, s) of shot `k` of the burst of `press`.
+    private func shotTime(_ press: Press, _ k: Int) -> Double {
+        press.began + Self.holdThreshold + Double(k) / Double(burstRate)
+    }
+
+    /// On `queue`: takes the next shot of `press`'s burst (starting the burst at its first).
+    private func shoot(_ press: inout Press, source: String) {
+        let t = shotTime(press, press.shots)
+        if press.burst == nil {
+            bursts += 1
+            press.burst = bursts
+            dispatcher.annotate(source: source, time: press.began, phase: .began, burst: bursts)
+        }
+        press.shots += 1
+        take(at: t, burst: press.burst)
+    }
+
+    /// A timer on `queue` that takes the burst's shots at their times while the press of
+    /// `source` that began at `began` is held.
+    private func armBurst(source: String, began: Double) -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let now = Double(MonotonicClock.now()) / 1e9
+        let first = max(0, began + Self.holdThreshold - now)
+        timer.schedule(deadline: .now() + first, repeating: 1 / Double(burstRate), leeway: .milliseconds(2))
+        timer.setEventHandler { [weak self] in
+            guard let self, var press = self.presses[source], press.began == began else { return }
+            // Every shot due by now (a timer firing late on a loaded machine catches up).
+            let now = Double(MonotonicClock.now()) / 1e9
+            while self.shotTime(press, press.shots) <= now + 0.002 {
+                self.shoot(&press, source: source)
+            }
+            self.presses[source] = press
+        }
+        timer.resume()
+        return timer
+    }
+
+    /// A capture at `time` (CLOCK_MONOTONIC, s): zero shutter lag picks the frame nearest it.
+    /// A refused press is said on stderr at once; the recording goes on.
+    private func take(at time: Double, burst: Int?) {
+        // nil before the first frame: the capture then waits for it and takes it.
+        let pressTime = output.sessionTime(monotonic: UInt64(max(0, time) * 1e9))
+        do {
+            let request = try output.capture(pressTime: pressTime)
+            if let burst { burstOfPress.withLock { $0[request.pressTime] = burst } }
+        } catch { printError(error.description) }
     }
 
     /// The page's shutter (`POST /shutter`): a press now; waits until the photo is saved and
@@ -106,9 +227,24 @@ final class RecordPhotos: Sendable {
     }
 
     /// Waits for the photos still being encoded (the recording has ended) and lets the ring's
-    /// frames go; returns the photos in press order and the errors of those not saved.
-    func finish() -> (photos: [Photo], errors: [PhotoError]) {
+    /// frames go (a burst still running stops); returns the photos in press order, each with
+    /// its burst, and the errors of those not saved.
+    func finish() -> (photos: [RecordPhoto], errors: [PhotoError]) {
+        queue.sync {
+            for (_, p) in presses { p.timer?.cancel() }
+            presses = [:]
+        }
         output.finish()
-        return (output.photos.sorted { $0.pressTime < $1.pressTime }, output.errors)
+        let bursts = burstOfPress.withLock { $0 }
+        return (output.photos.sorted { $0.pressTime < $1.pressTime }.map { RecordPhoto(photo: $0, burst: bursts[$0.pressTime]) }, output.errors)
+    }
+
+    /// The text summary's line for each photo taken during the recording.
+    static func printPhotos(_ photos: [RecordPhoto]) {
+        for r in photos {
+            let p = r.photo
+            print("  photo \(p.path)  \(p.width)x\(p.height) \(p.format.rawValue), frame #\(p.frameIndex) (pressed #\(p.pressedFrameIndex), lag \(p.lagFrames))"
+                  + (r.burst.map { "  burst \($0)" } ?? ""))
+        }
     }
 }

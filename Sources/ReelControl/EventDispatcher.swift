@@ -14,8 +14,12 @@ public struct CaptureEventRecord: Sendable, Hashable, Codable {
     public var time: Double
     /// The newest frame captured when Reel handled it (nil before the first frame).
     public var frameIndex: Int?
+    /// Photo mode: the burst (1, 2, … in the recording) a held primary press made — on its
+    /// `began` once the burst has started, and on the `ended` or `cancelled` that closed it;
+    /// nil for every other event.
+    public var burst: Int? = nil
 
-    /// Every key written, `frameIndex` as `null` when there is none.
+    /// Every key written, `frameIndex` and `burst` as `null` when there is none.
     /// - Throws: what `encoder` throws.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -24,6 +28,7 @@ public struct CaptureEventRecord: Sendable, Hashable, Codable {
         try c.encode(source, forKey: .source)
         try c.encode(time, forKey: .time)
         try c.encode(frameIndex, forKey: .frameIndex)
+        try c.encode(burst, forKey: .burst)
     }
 }
 
@@ -47,9 +52,10 @@ public struct MarkerRecord: Sendable, Hashable, Codable {
 }
 
 /// Every source's events go through one dispatcher: it logs each event (the JSON summary's
-/// `captureEvents`), lays a marker for each secondary `ended`, and hands the event to the
-/// handler — replaceable, so photo mode can take pictures on primary `ended` — on one serial
-/// queue, in arrival order. `cancelled` never reaches an action as a capture: the handler
+/// `captureEvents`), lays a marker for each secondary `ended` (unless `setSecondaryMarkers(false)`:
+/// `--secondary lock|none`), and hands the event to the handler — replaceable, so photo mode
+/// can take pictures on primary `ended` — and secondary events to the secondary handler when
+/// there is one (the focus-exposure lock), on one serial queue, in arrival order. `cancelled` never reaches an action as a capture: the handler
 /// sees it, and the default handler does nothing with it.
 public final class CaptureEventDispatcher: Sendable {
     /// What an event does: called on the dispatcher's queue with the event and its frame.
@@ -58,6 +64,8 @@ public final class CaptureEventDispatcher: Sendable {
         var log: [CaptureEventRecord] = []
         var markers: [MarkerRecord] = []
         var handler: Handler
+        var secondaryHandler: Handler? = nil
+        var secondaryMarkers = true
     }
     private let state: Mutex<State>
     private let queue = DispatchQueue(label: "reel.capture-events")
@@ -85,15 +93,37 @@ public final class CaptureEventDispatcher: Sendable {
         state.withLock { $0.handler = handler }
     }
 
+    /// Secondary events go to `handler` (nil: to the main handler, as before).
+    public func setSecondaryHandler(_ handler: Handler?) {
+        state.withLock { $0.secondaryHandler = handler }
+    }
+
+    /// Whether a secondary `ended` lays a marker (default true; false with the focus-exposure
+    /// lock or `--secondary none`), from the next event on.
+    public func setSecondaryMarkers(_ on: Bool) {
+        state.withLock { $0.secondaryMarkers = on }
+    }
+
+    /// Marks the logged event of `source` at `time` in `phase` as part of burst `burst` (the
+    /// newest such event; nothing when there is none).
+    public func annotate(source: String, time: Double, phase: CaptureEvent.Phase, burst: Int) {
+        state.withLock { s in
+            if let i = s.log.lastIndex(where: { $0.source == source && $0.time == time && $0.phase == phase && $0.action == .primary }) {
+                s.log[i].burst = burst
+            }
+        }
+    }
+
     /// Takes one event from any source: logged at once with the current frame, then handled
     /// on the dispatcher's queue.
     public func send(_ event: CaptureEvent) {
         let frame = currentFrame()
         let handler = state.withLock { s -> Handler in
             s.log.append(CaptureEventRecord(phase: event.phase, action: event.action, source: event.source, time: event.time, frameIndex: frame))
-            if event.action == .secondary && event.phase == .ended {
+            if event.action == .secondary && event.phase == .ended && s.secondaryMarkers {
                 s.markers.append(MarkerRecord(frameIndex: frame, time: event.time, source: event.source))
             }
+            if event.action == .secondary, let h = s.secondaryHandler { return h }
             return s.handler
         }
         queue.async { handler(event, frame) }

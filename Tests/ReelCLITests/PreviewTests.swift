@@ -817,7 +817,9 @@ extension RealtimeShutterTests {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let path = dir + "/control.sock"
-        let rec = try launch(["record", "--control-socket", path, "--photos", dir + "/photos", "--photo-format", "jpeg",
+        // --burst-rate 0: the held press below must stay one press even when the two `reel
+        // control` launches take longer than the 0.5 s burst threshold on a loaded machine.
+        let rec = try launch(["record", "--control-socket", path, "--photos", dir + "/photos", "--photo-format", "jpeg", "--burst-rate", "0",
                               "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"] + untilSIGINT)
         #expect(waitForFile(path))
         // Capture has begun (its first clip is there); then a moment for the photo output,

@@ -13,8 +13,8 @@
  *   read(): EINVAL (streaming only: read I/O is not advertised in the capabilities)
  *   ioctls: QUERYCAP, ENUM_FMT, G/S/TRY_FMT, ENUM_FRAMESIZES, ENUM_FRAMEINTERVALS,
  *     G/S_PARM, ENUMINPUT, G/S_INPUT, G/S_PRIORITY, QUERYCTRL, QUERY_EXT_CTRL, QUERYMENU,
- *     G/S_CTRL, G/S/TRY_EXT_CTRLS (brightness, contrast, exposure_auto, exposure_absolute and
- *     their class controls; the picture's background follows brightness and, in manual
+ *     G/S_CTRL, G/S/TRY_EXT_CTRLS (brightness, contrast, exposure_auto, exposure_absolute,
+ *     focus_automatic_continuous and their class controls; the picture's background follows brightness and, in manual
  *     exposure, the exposure time; none with noctrls, no brightness with nobrightness), REQBUFS, CREATE_BUFS, QUERYBUF, QBUF, DQBUF, STREAMON,
  *     STREAMOFF; the queue belongs to the open file that allocated buffers (others: EBUSY).
  *     SUBSCRIBE_EVENT/UNSUBSCRIBE_EVENT/DQEVENT (control events).
@@ -106,7 +106,7 @@ struct file {
     uint32_t ev_sequence;
 };
 
-enum { CTRL_USER_CLASS, CTRL_BRIGHTNESS, CTRL_CONTRAST, CTRL_CAMERA_CLASS, CTRL_EXPOSURE_AUTO, CTRL_EXPOSURE_ABSOLUTE, NCTRLS };
+enum { CTRL_USER_CLASS, CTRL_BRIGHTNESS, CTRL_CONTRAST, CTRL_CAMERA_CLASS, CTRL_EXPOSURE_AUTO, CTRL_EXPOSURE_ABSOLUTE, CTRL_FOCUS_AUTO, NCTRLS };
 struct control { uint32_t id, type; const char *name; int32_t min, max, step, def; uint32_t flags; uint64_t skip_mask; };
 static const struct control controls[NCTRLS] = {
     { V4L2_CID_USER_CLASS, V4L2_CTRL_TYPE_CTRL_CLASS, "User Controls", 0, 0, 0, 0, V4L2_CTRL_FLAG_READ_ONLY | V4L2_CTRL_FLAG_WRITE_ONLY, 0 },
@@ -116,6 +116,8 @@ static const struct control controls[NCTRLS] = {
     /* As uvcvideo maps it: only Manual (1) and Aperture Priority (3) offered. */
     { V4L2_CID_EXPOSURE_AUTO, V4L2_CTRL_TYPE_MENU, "Auto Exposure", 0, 3, 1, V4L2_EXPOSURE_APERTURE_PRIORITY, 0, (1u << 0) | (1u << 2) },
     { V4L2_CID_EXPOSURE_ABSOLUTE, V4L2_CTRL_TYPE_INTEGER, "Exposure Time, Absolute", 3, 2047, 1, 250, 0, 0 },
+    /* Continuous autofocus, on (the kernel's name since 5.x; v4l2-ctl: focus_automatic_continuous). */
+    { V4L2_CID_FOCUS_AUTO, V4L2_CTRL_TYPE_BOOLEAN, "Focus, Automatic Continuous", 0, 1, 1, 1, 0, 0 },
 };
 static const char *exposure_menu[] = { "Auto Mode", "Manual Mode", "Shutter Priority Mode", "Aperture Priority Mode" };
 
