@@ -122,9 +122,8 @@ public final class ColorLUT: Sendable, Hashable, CustomStringConvertible {
                 }
                 lmin = (a, a, a); lmax = (b, b, b)
             default:
-                guard let n = size else {
-                    throw bad(line, Float(first) != nil ? "colour values before LUT_3D_SIZE" : "unknown keyword '\(first.prefix(40))'")
-                }
+                guard Float(first) != nil else { throw bad(line, "unknown keyword '\(oneLine(String(first.prefix(40))))'") }
+                guard let n = size else { throw bad(line, "colour values before LUT_3D_SIZE") }
                 let rgb = try numbers(words[...], line, "a colour line")
                 guard lattice.count < n * n * n * 3 else { throw bad(line, "more than \(n * n * n) colour lines (LUT_3D_SIZE \(n))") }
                 lattice += [rgb.0, rgb.1, rgb.2]
@@ -213,12 +212,13 @@ public enum BT709 {
     }
 }
 
-/// A LUT as a YUV→YUV table: for each luma 0…255 and each of 33×33 chroma lattice points
-/// (0, 8, …, 256), the output luma and the output chroma pair.
+/// A LUT as a YUV→YUV table: for each of 33×33 chroma lattice points (U, V = 0, 8, …, 256)
+/// and each luma 0…255, the output luma and the output chroma pair (luma fastest, so the
+/// pixels of one chroma cell read four runs of 256 bytes).
 public struct YUVTable: Sendable {
     /// Chroma lattice points per axis.
     static let points = 33
-    /// Output luma, indexed [y][u point][v point].
+    /// Output luma, indexed [u point][v point][y].
     let luma: [UInt8]
     /// Output U (low byte) and V (high byte), indexed as `luma`.
     let chroma: [UInt16]
@@ -228,11 +228,11 @@ public struct YUVTable: Sendable {
         var luma = [UInt8](repeating: 0, count: 256 * p * p)
         var chroma = [UInt16](repeating: 0, count: 256 * p * p)
         func byte(_ v: Double) -> UInt8 { UInt8(min(255, max(0, v.rounded()))) }
-        for y in 0..<256 { for ui in 0..<p { for vi in 0..<p {
+        for ui in 0..<p { for vi in 0..<p { for y in 0..<256 {
             let (r, g, b) = BT709.rgb(y: Double(y), u: Double(ui * 8), v: Double(vi * 8))
             let o = lut.lookup(r, g, b)
             let (yy, uu, vv) = BT709.yuv(r: o.0, g: o.1, b: o.2)
-            let k = (y * p + ui) * p + vi
+            let k = (ui * p + vi) * 256 + y
             luma[k] = byte(yy)
             chroma[k] = UInt16(byte(uu)) | UInt16(byte(vv)) << 8
         } } }
@@ -244,23 +244,11 @@ public struct YUVTable: Sendable {
     public func apply(to buffer: PixelBuffer) {
         let p = Self.points
         let width = buffer.size.width, height = buffer.size.height
-        luma.withUnsafeBufferPointer { lt in
-        chroma.withUnsafeBufferPointer { ct in
-            /// Output luma of `y` at chroma cell `base` (index of [0][ui][vi]) with weights.
-            @inline(__always) func mapY(_ y: UInt8, _ cell: Int, _ fu: Int, _ fv: Int) -> UInt8 {
-                let k = Int(y) * p * p + cell
-                let a = Int(lt[k]), b = Int(lt[k + 1]), c = Int(lt[k + p]), d = Int(lt[k + p + 1])
-                let top = a * (8 - fv) + b * fv, bottom = c * (8 - fv) + d * fv
-                return UInt8(truncatingIfNeeded: (top * (8 - fu) + bottom * fu + 32) >> 6)
-            }
-            @inline(__always) func mapUV(_ meanY: Int, _ cell: Int, _ fu: Int, _ fv: Int) -> (UInt8, UInt8) {
-                let k = meanY * p * p + cell
-                let a = Int(ct[k]), b = Int(ct[k + 1]), c = Int(ct[k + p]), d = Int(ct[k + p + 1])
-                let wa = (8 - fu) * (8 - fv), wb = (8 - fu) * fv, wc = fu * (8 - fv), wd = fu * fv
-                let u = ((a & 255) * wa + (b & 255) * wb + (c & 255) * wc + (d & 255) * wd + 32) >> 6
-                let v = ((a >> 8) * wa + (b >> 8) * wb + (c >> 8) * wc + (d >> 8) * wd + 32) >> 6
-                return (UInt8(truncatingIfNeeded: u), UInt8(truncatingIfNeeded: v))
-            }
+        // Row offsets of the four lattice corners around (u, v): (u, v), (u, v+8), (u+8, v), (u+8, v+8).
+        let ob = 256, oc = p * 256, od = (p + 1) * 256
+        luma.withUnsafeBufferPointer { ltBuffer in
+        chroma.withUnsafeBufferPointer { ctBuffer in
+            let lt = ltBuffer.baseAddress!, ct = ctBuffer.baseAddress!
             switch buffer.format {
             case .yuyv422:
                 let (s, stride) = buffer.plane(0)
@@ -270,11 +258,17 @@ public struct YUVTable: Sendable {
                     while x + 1 < width {
                         let o = 2 * x
                         let u = Int(r[o + 1]), v = Int(r[o + 3])
-                        let cell = (u >> 3) * p + (v >> 3), fu = u & 7, fv = v & 7
-                        let y0 = r[o], y1 = r[o + 2]
-                        let (nu, nv) = mapUV((Int(y0) + Int(y1) + 1) >> 1, cell, fu, fv)
-                        r[o] = mapY(y0, cell, fu, fv); r[o + 2] = mapY(y1, cell, fu, fv)
-                        r[o + 1] = nu; r[o + 3] = nv
+                        let fu = u & 7, fv = v & 7
+                        let wa = (8 - fu) * (8 - fv), wb = (8 - fu) * fv, wc = fu * (8 - fv), wd = fu * fv
+                        let cell = ((u >> 3) * p + (v >> 3)) * 256
+                        let l = lt + cell, c = ct + cell
+                        let y0 = Int(r[o]), y1 = Int(r[o + 2])
+                        r[o] = UInt8(truncatingIfNeeded: (Int(l[y0]) * wa + Int(l[y0 + ob]) * wb + Int(l[y0 + oc]) * wc + Int(l[y0 + od]) * wd + 32) >> 6)
+                        r[o + 2] = UInt8(truncatingIfNeeded: (Int(l[y1]) * wa + Int(l[y1 + ob]) * wb + Int(l[y1 + oc]) * wc + Int(l[y1 + od]) * wd + 32) >> 6)
+                        let m = (y0 + y1 + 1) >> 1
+                        let a = Int(c[m]), b = Int(c[m + ob]), cc = Int(c[m + oc]), d = Int(c[m + od])
+                        r[o + 1] = UInt8(truncatingIfNeeded: ((a & 255) * wa + (b & 255) * wb + (cc & 255) * wc + (d & 255) * wd + 32) >> 6)
+                        r[o + 3] = UInt8(truncatingIfNeeded: ((a >> 8) * wa + (b >> 8) * wb + (cc >> 8) * wc + (d >> 8) * wd + 32) >> 6)
                         x += 2
                     }
                 }
@@ -283,19 +277,27 @@ public struct YUVTable: Sendable {
                 let nv12 = buffer.format == .nv12
                 let (us, uStride) = buffer.plane(1)
                 let (vs, vStride) = nv12 ? buffer.plane(1) : buffer.plane(2)
+                let step = nv12 ? 2 : 1, vOffset = nv12 ? 1 : 0
                 for crow in 0..<(height / 2) {
-                    let y0 = ys + 2 * crow * yStride, y1 = y0 + yStride
-                    let ur = us + crow * uStride, vr = vs + crow * vStride
+                    let r0 = ys + 2 * crow * yStride, r1 = r0 + yStride
+                    let ur = us + crow * uStride, vr = vs + crow * vStride + vOffset
                     for cx in 0..<(width / 2) {
-                        let ui = nv12 ? 2 * cx : cx, vi = nv12 ? 2 * cx + 1 : cx
-                        let u = Int(ur[ui]), v = Int(vr[vi])
-                        let cell = (u >> 3) * p + (v >> 3), fu = u & 7, fv = v & 7
+                        let ci = cx * step
+                        let u = Int(ur[ci]), v = Int(vr[ci])
+                        let fu = u & 7, fv = v & 7
+                        let wa = (8 - fu) * (8 - fv), wb = (8 - fu) * fv, wc = fu * (8 - fv), wd = fu * fv
+                        let cell = ((u >> 3) * p + (v >> 3)) * 256
+                        let l = lt + cell, c = ct + cell
                         let x = 2 * cx
-                        let a = y0[x], b = y0[x + 1], c = y1[x], d = y1[x + 1]
-                        let (nu, nv) = mapUV((Int(a) + Int(b) + Int(c) + Int(d) + 2) >> 2, cell, fu, fv)
-                        y0[x] = mapY(a, cell, fu, fv); y0[x + 1] = mapY(b, cell, fu, fv)
-                        y1[x] = mapY(c, cell, fu, fv); y1[x + 1] = mapY(d, cell, fu, fv)
-                        ur[ui] = nu; vr[vi] = nv
+                        let y0 = Int(r0[x]), y1 = Int(r0[x + 1]), y2 = Int(r1[x]), y3 = Int(r1[x + 1])
+                        r0[x] = UInt8(truncatingIfNeeded: (Int(l[y0]) * wa + Int(l[y0 + ob]) * wb + Int(l[y0 + oc]) * wc + Int(l[y0 + od]) * wd + 32) >> 6)
+                        r0[x + 1] = UInt8(truncatingIfNeeded: (Int(l[y1]) * wa + Int(l[y1 + ob]) * wb + Int(l[y1 + oc]) * wc + Int(l[y1 + od]) * wd + 32) >> 6)
+                        r1[x] = UInt8(truncatingIfNeeded: (Int(l[y2]) * wa + Int(l[y2 + ob]) * wb + Int(l[y2 + oc]) * wc + Int(l[y2 + od]) * wd + 32) >> 6)
+                        r1[x + 1] = UInt8(truncatingIfNeeded: (Int(l[y3]) * wa + Int(l[y3 + ob]) * wb + Int(l[y3 + oc]) * wc + Int(l[y3 + od]) * wd + 32) >> 6)
+                        let m = (y0 + y1 + y2 + y3 + 2) >> 2
+                        let a = Int(c[m]), b = Int(c[m + ob]), cc = Int(c[m + oc]), d = Int(c[m + od])
+                        ur[ci] = UInt8(truncatingIfNeeded: ((a & 255) * wa + (b & 255) * wb + (cc & 255) * wc + (d & 255) * wd + 32) >> 6)
+                        vr[ci] = UInt8(truncatingIfNeeded: ((a >> 8) * wa + (b >> 8) * wb + (cc >> 8) * wc + (d >> 8) * wd + 32) >> 6)
                     }
                 }
             default: break

@@ -22,7 +22,7 @@ private final class SilentSource: VideoSource {
 struct RealtimeRatioTimeoutTests {
     /// A running session whose source sends no frame: `POST /ratio?to=9x16` waits the 5 s
     /// the README states for the frame the change would land on, then answers 503 with a JSON
-    /// `error` saying so (not a hang, not 200); a ratio the format lacks is still 422 at once.
+    /// `error` saying so (not a hang, not 200).
     @Test func aRatioChangeNoFrameCarriesAnswers503() throws {
         let session = try CaptureSession(source: SilentSource(), ratio: .landscape16x9)
         let server = try PreviewServer(address: PreviewAddress(host: "127.0.0.1", port: 0), token: nil, output: PreviewOutput(),
@@ -47,15 +47,5 @@ struct RealtimeRatioTimeoutTests {
         #expect(lines.last == "503", "\(text) after \(took) s")
         #expect(lines.first == "{\"error\":\"no frame came within 5 s to carry the ratio change\"}", "\(text)")
         #expect(took > 4.5 && took < 20, "answered after \(took) s (the wait is 5 s)")
-
-        let q = Process()
-        q.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        q.arguments = ["-s", "-m", "30", "-X", "POST", "-o", "/dev/null", "-w", "%{http_code}", url + "4x3"]
-        let qout = Pipe()
-        q.standardOutput = qout
-        try q.run()
-        let code = String(decoding: qout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        q.waitUntilExit()
-        #expect(code == "422", "a ratio the format lacks: \(code)")
     }
 }
