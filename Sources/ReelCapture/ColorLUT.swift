@@ -81,7 +81,15 @@ public final class ColorLUT: Sendable, Hashable, CustomStringConvertible {
         guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
             throw LUTFileError("--lut: no file \(path)", exitStatus: ExitStatus.noInput)
         }
-        guard !isDirectory.boolValue, let data = FileManager.default.contents(atPath: file) else {
+        // A regular file only: a device such as /dev/zero would be read forever.
+        let attributes = try? FileManager.default.attributesOfItem(atPath: file)
+        guard !isDirectory.boolValue, attributes?[.type] as? FileAttributeType == .typeRegular else {
+            throw LUTFileError("--lut: \(path) is not a regular file", exitStatus: ExitStatus.noInput)
+        }
+        guard ((attributes?[.size] as? NSNumber)?.int64Value ?? 0) <= 64 << 20 else {
+            throw LUTFileError("--lut: \(path) is over 64 MB: not a .cube LUT", exitStatus: ExitStatus.dataError)
+        }
+        guard let data = FileManager.default.contents(atPath: file) else {
             throw LUTFileError("--lut: cannot read \(path)", exitStatus: ExitStatus.noInput)
         }
         guard data.count <= 64 << 20 else { throw LUTFileError("--lut: \(path) is over 64 MB: not a .cube LUT", exitStatus: ExitStatus.dataError) }

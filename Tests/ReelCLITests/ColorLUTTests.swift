@@ -153,7 +153,7 @@ extension DecodedYUV {
         for phase in ["none"] + order { #expect(checked[phase, default: 0] >= 5, "only \(checked[phase, default: 0]) frames show \(phase)") }
     }
 
-    /// A `.cube` file that is missing ends `reel record` with 66, a malformed one with 65, each
+    /// A `.cube` file that is missing (or a device, a directory) ends `reel record` with 66, a malformed one with 65, each
     /// with one `reel: ` line naming the file (and the line), before anything is recorded.
     @Test func missingAndMalformedCubeFilesAreRefused() throws {
         let dir = temporaryDirectory()
@@ -162,6 +162,11 @@ extension DecodedYUV {
         let missing = try reel(base + ["--lut", dir + "/nothing.cube"])
         #expect(missing.status == 66, "\(missing.stderr)")
         #expect(missing.stderr == "reel: --lut: no file \(dir)/nothing.cube\n", "\(missing.stderr)")
+        // A device or a directory is no LUT: refused at once (a device is never read from).
+        for path in ["/dev/zero", dir] {
+            let r = try reel(base + ["--lut", path])
+            #expect(r.status == 66 && r.stderr == "reel: --lut: \(path) is not a regular file\n", "\(path): \(r.status) \(r.stderr)")
+        }
 
         let cases: [(name: String, text: String, line: Int, says: String)] = [
             ("short", "LUT_3D_SIZE 2\n0 0 0\n1 0 0\n0 1\n", 4, "a colour line needs three numbers"),
