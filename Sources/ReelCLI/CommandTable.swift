@@ -33,6 +33,8 @@ public enum CommandTable {
         .flag("--grab", "grab the --input devices (EVIOCGRAB) so no other program sees their keys"),
         .value("--keys", "MAP", "KEY_NAME=primary|secondary|none,... over the default key map", sample: "KEY_ENTER=primary"),
         .value("--control-socket", "PATH", "accept capture events and control changes as JSON lines on a UNIX socket at PATH (mode 0600)", sample: "/tmp/reel.sock"),
+        // Colour LUTs for the effect picker (issue 14).
+        .value("--lut", "FILE.cube", "add a 3D colour LUT (.cube) to the effect picker, titled by the file's name; repeatable", sample: "film.cube"),
         // Photos during the recording (issue 12).
         .value("--photos", "DIR", "attach a photo output: the preview's shutter and primary presses take photos into DIR (synthetic sensor or V4L2 camera)", sample: "photos"),
         .value("--photo-format", "jpeg|heic|png", "the photos' format with --photos (default heic)", sample: "jpeg"),
@@ -82,7 +84,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -18,6 +18,8 @@ public struct ControlRequest: Sendable, Hashable {
     public var socket: String? = nil
     /// `--secondary lock|marker|none` (nil: lock where the camera can, else marker).
     public var secondary: SecondaryAction? = nil
+    /// `--lut FILE.cube` paths, in the order given: the effect picker offers them after the built-in effects.
+    public var luts: [String] = []
     /// No devices, no socket, the default key map.
     public init() {}
 
@@ -32,6 +34,9 @@ public struct ControlRequest: Sendable, Hashable {
         case "--control-socket":
             guard !value.isEmpty else { throw UsageError("--control-socket needs a path") }
             socket = value
+        case "--lut":
+            guard !value.isEmpty else { throw UsageError("--lut needs a .cube file") }
+            luts.append(value)
         default: return false
         }
         return true
@@ -52,7 +57,25 @@ final class ControlHooks: Sendable {
     private let changes = Mutex<[ControlChangeRecord]>([])
     private let frame = Mutex<@Sendable () -> Int?>({ nil })
 
-    private init(sources: [EvdevSource]) { self.sources = sources }
+    /// What the effect picker offers, by index: `none`, `grayscale`, the built-in LUTs, then the `--lut` files.
+    let effects: [PictureEffect]
+
+    private init(sources: [EvdevSource], effects: [PictureEffect]) { self.sources = sources; self.effects = effects }
+
+    /// The effect picker's choices: the built-in effects, then each `--lut` file (read here:
+    /// missing 66, malformed 65), titled by its name without `.cube` (`-2`, `-3`… added to a
+    /// title already taken).
+    static func effects(luts: [String]) throws -> [PictureEffect] {
+        var effects = PictureEffect.builtIn
+        for path in luts {
+            let base = try ColorLUT.load(cubeFile: path)
+            var title = base.title.isEmpty ? "lut" : base.title
+            var n = 1
+            while effects.contains(where: { $0.title == title }) { n += 1; title = "\(base.title)-\(n)" }
+            effects.append(.lut(title == base.title ? base : try ColorLUT.load(cubeFile: path, title: title)))
+        }
+        return effects
+    }
 
     /// Where zoom, exposure and the effect go once the session exists (`attachPicture`).
     private let picture = Mutex<PictureTarget?>(nil)
@@ -79,8 +102,9 @@ final class ControlHooks: Sendable {
     /// Opens every `--input` device and starts reading it (before anything is recorded: a
     /// device that cannot be opened ends the command with its exit status, 77 for permission).
     static func open(_ request: ControlRequest) throws -> ControlHooks {
+        let effects = try Self.effects(luts: request.luts)
         let sources = request.inputs.map { EvdevSource(path: $0, keys: request.keys, grab: request.grab) }
-        let hooks = ControlHooks(sources: sources)
+        let hooks = ControlHooks(sources: sources, effects: effects)
         var started: [EvdevSource] = []
         do {
             for s in sources {
@@ -91,8 +115,8 @@ final class ControlHooks: Sendable {
             hooks.controls.beginConfiguration()
             try hooks.controls.addControl(SystemSlider.zoom { [weak hooks] v in hooks?.applyPicture("zoom", v) })
             try hooks.controls.addControl(SystemSlider.exposureBias { [weak hooks] v in hooks?.applyPicture("exposure", v) })
-            try hooks.controls.addControl(IndexPicker(identifier: "effect", titles: PictureEffect.allCases.map(\.rawValue)) { [weak hooks] i in
-                hooks?.applyPicture("effect", Double(i), title: PictureEffect.allCases[i].rawValue)
+            try hooks.controls.addControl(IndexPicker(identifier: "effect", titles: effects.map(\.title)) { [weak hooks] i in
+                hooks?.applyPicture("effect", Double(i), title: effects[i].title)
             })
             hooks.controls.commitConfiguration()
             if let path = request.socket {
@@ -155,7 +179,7 @@ final class ControlHooks: Sendable {
             case .failure(let why): (controls.control("exposure") as? SystemSlider)?.disable(why.description)
             }
         }
-        let target = PictureTarget(session: session, cameraExposure: camera)
+        let target = PictureTarget(session: session, cameraExposure: camera, effects: effects)
         picture.withLock { $0 = target }
         let zoom = (controls.control("zoom") as? SystemSlider)?.value.value ?? 1
         let bias = (controls.control("exposure") as? SystemSlider)?.value.value ?? 0
@@ -209,6 +233,8 @@ struct PictureTarget: Sendable {
     let session: CaptureSession
     /// Sets the camera's exposure for a bias in stops (V4L2); nil: exposure is brightness.
     let cameraExposure: (@Sendable (Double) throws -> Void)?
+    /// The effect picker's choices, by index.
+    let effects: [PictureEffect]
 
     /// Applies `control` = `value` and returns the first frame showing it (nil: no frame came
     /// within `timeout` seconds); for the camera's exposure, the newest frame before it was set.
@@ -230,8 +256,8 @@ struct PictureTarget: Sendable {
             }
             return try adjustments.change(format: format, timeout: timeout) { $0.exposureBias = value }
         case "effect":
-            let i = min(max(Int(value), 0), PictureEffect.allCases.count - 1)
-            return try adjustments.change(format: format, timeout: timeout) { $0.effect = PictureEffect.allCases[i] }
+            let i = min(max(Int(value), 0), effects.count - 1)
+            return try adjustments.change(format: format, timeout: timeout) { $0.effect = effects[i] }
         default: return nil
         }
     }

@@ -255,7 +255,8 @@ enum RecordCommand {
         let progress: @Sendable (RecordingProgress) -> Void = { p in
             // [issue 13] the system-pressure level and what the handler did, before the ratio (the last word)
             let line = "\(fixed(p.elapsed)) s  \(p.framesCaptured) frames  \(fixed(p.fps)) fps  "
-                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  \(pressureHandler.progressText)  \(p.ratio)"
+                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  \(recordingStateWord(recording.writer))  "   // issue 11
+                + "\(pressureHandler.progressText)  \(p.ratio)"
             writeStderr("\r\u{1B}[K" + line)
         }
         var summary = recording.run(progress: showProgress ? progress : nil)

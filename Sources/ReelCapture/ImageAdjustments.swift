@@ -4,11 +4,25 @@ import ReelMedia
 import Synchronization
 
 /// A picture effect, as a custom index picker offers it.
-public enum PictureEffect: String, Sendable, Hashable, CaseIterable {
+public enum PictureEffect: Sendable, Hashable {
     /// The picture as the sensor gives it.
     case none
     /// Chroma made neutral (U = V = 128): a black-and-white picture.
     case grayscale
+    /// A colour LUT (``ColorLUT``): built in (`sepia`, `cool`, `warm`) or a `.cube` file's.
+    case lut(ColorLUT)
+
+    /// The picker's title: `none`, `grayscale`, or the LUT's title.
+    public var title: String {
+        switch self {
+        case .none: return "none"
+        case .grayscale: return "grayscale"
+        case .lut(let l): return l.title
+        }
+    }
+
+    /// `none`, `grayscale` and the built-in LUTs, in the picker's order (`.cube` files follow).
+    public static let builtIn: [PictureEffect] = [.none, .grayscale] + ColorLUT.builtIn.map { .lut($0) }
 }
 
 /// What the session does to each frame before its outputs see it.
@@ -36,8 +50,9 @@ public struct PictureSettings: Sendable, Hashable {
 /// the picture shows the change. The work is done into buffers of a pool of its own (the
 /// sensor's buffers keep their drawn background): digital zoom crops the centre of the
 /// picture and scales it back to the full size by nearest neighbour (no seam: the track size
-/// stays), brightness adds to luma within video range (16…235), grayscale sets chroma to 128.
-/// Formats: planar 4:2:0 (`yuv420p`), NV12 and YUYV.
+/// stays), brightness adds to luma within video range (16…235), grayscale sets chroma to 128,
+/// and a colour LUT maps each pixel through its YUV table (``ColorLUT``) — in that order: zoom,
+/// then exposure, then the effect. Formats: planar 4:2:0 (`yuv420p`), NV12 and YUYV.
 public final class ImageAdjustments: Sendable {
     /// Luma steps per stop of exposure bias on a source without its own exposure (the
     /// synthetic sensor): ±2 stops move luma by ±48, which keeps the frame barcode readable.
@@ -102,6 +117,10 @@ public final class ImageAdjustments: Sendable {
                 w.poolFormat = format.pixelFormat
             }
         }
+        // A LUT's YUV table is made here, off the capture thread, before the frame that uses it.
+        var next = settings
+        edit(&next)
+        if case .lut(let lut) = next.effect { _ = lut.yuvTable }
         let waiter = Waiter()
         state.withLock { s in
             edit(&s.wanted)
@@ -132,6 +151,7 @@ public final class ImageAdjustments: Sendable {
             guard let out = pool.lease() else { return nil }
             prepareMaps(&w, zoom: settings.zoom, size: format.size)
             render(frame.lease.buffer, into: out.buffer, settings: settings, work: w)
+            if case .lut(let lut) = settings.effect { lut.yuvTable.apply(to: out.buffer) }
             return SourceFrame(lease: out, index: frame.index, pts: frame.pts, rate: frame.rate)
         }
     }

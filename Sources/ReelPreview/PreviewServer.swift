@@ -33,7 +33,7 @@ public struct PreviewStatus: Codable, Sendable {
     @EncodedNull public var zoom: Double? = nil
     /// The exposure bias last applied, in stops (−2…+2); null for `reel preview`.
     @EncodedNull public var exposure: Double? = nil
-    /// The picture effect last applied (`none`, `grayscale`); null for `reel preview`.
+    /// The picture effect last applied (`none`, `grayscale`, a colour LUT's title); null for `reel preview`.
     @EncodedNull public var effect: String? = nil
 
     /// The session's part of the status; the server fills in the preview's own counters.

@@ -233,8 +233,8 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
         let rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--duration", "3600", "--codec", "h264", "--source", "synthetic:1280",
                               "--control-socket", socket])
         #expect(try waitUntilListening(socket))
-        let bad = try reel(["control", "--socket", socket, "effect", "sepia"])
-        #expect(bad.status == 65 && bad.stdout.contains("is not one of none, grayscale"), "\(bad.stdout)")
+        let bad = try reel(["control", "--socket", socket, "effect", "vivid"])
+        #expect(bad.status == 65 && bad.stdout.contains("is not one of none, grayscale, sepia, cool, warm"), "\(bad.stdout)")
         let byIndex = try reel(["control", "--socket", socket, "effect", "1", "effect", "none"])
         #expect(byIndex.status == 0 && byIndex.stdout.contains("\"title\":\"grayscale\"") && byIndex.stdout.contains("\"title\":\"none\""), "\(byIndex.stdout)")
         rec.signal(SIGINT)
