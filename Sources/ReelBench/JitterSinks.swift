@@ -16,24 +16,17 @@ public protocol PacedSink {
     func complete() throws -> [UInt64]?
 }
 
-/// The open-loop paced writer: write `i` is due at `start + i × blockSize / rate`, and its
-/// latency is measured from when it was due, so a stall counts against every write it delays.
+/// The open-loop paced writer (`pacedWrites`, which the write-mode calibration shares): write
+/// `i` is due at `start + i × blockSize / rate`, and its latency is measured from when it was
+/// due, so a stall counts against every write it delays. A write is done when `sink.write`
+/// returns, or when `sink.complete()` says.
 /// - Throws: what `sink.write` or `sink.complete` throws.
 public func pacedRun(_ sink: any PacedSink, options: JitterOptions) throws -> (due: [UInt64], done: [UInt64]) {
     let count = Int(saturating: Double(options.bytesPerSecond) * options.seconds / Double(options.blockSize))
-    let interval = Double(options.blockSize) / Double(options.bytesPerSecond) * 1e9
-    let block = UnsafeMutableRawPointer.allocate(byteCount: options.blockSize, alignment: 4096)
-    defer { block.deallocate() }
-    memset(block, 0xa5, options.blockSize)
-    var due = [UInt64](), done = [UInt64]()
-    due.reserveCapacity(count); done.reserveCapacity(count)
-    let start = MonotonicClock.now() + 10_000_000
-    for i in 0..<count {
-        let t = start + UInt64(saturating: Double(i) * interval)
-        if MonotonicClock.now() < t { MonotonicClock.sleep(until: t) }
-        block.storeBytes(of: UInt64(i), as: UInt64.self)   // every block differs
-        try sink.write(block, count: options.blockSize)
-        due.append(t)
+    var done = [UInt64]()
+    done.reserveCapacity(count)
+    let due = try pacedWrites(count: count, blockSize: options.blockSize, bytesPerSecond: options.bytesPerSecond) { block in
+        try sink.write(block.baseAddress!, count: block.count)
         done.append(MonotonicClock.now())
     }
     if let completions = try sink.complete() { done = completions }

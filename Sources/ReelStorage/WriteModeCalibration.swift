@@ -86,7 +86,8 @@ public enum WriteModeCalibration {
     }
 
     /// One mode: a zero-filled scratch slot written through the pool's write path at the
-    /// paced rate; each write's latency counts from when it was due (open loop).
+    /// paced rate (`pacedWrites`, the loop `reel jitter` paces with); each write's latency
+    /// counts from when it was due (open loop) to when the writer thread finished it.
     private static func measure(_ mode: WriteMode, in work: String, seconds: Double, bytesPerSecond: Int64,
                                 load: Load?) throws -> WriteModeMeasurement.Mode {
         let block = StoragePool.blockSize
@@ -102,20 +103,7 @@ public enum WriteModeCalibration {
         if stop != nil { usleep(500_000) }   // the load gets going first
         let finished = WriteCompletions(capacity: count + 4)
         let file = try PoolSlotFile(preallocatedFile: scratch, allocated: total, mode: mode, ringBytes: Int(ringBytes), observer: finished)
-        let buffer = Sys.alignedAlloc(block)
-        defer { free(buffer) }
-        memset(buffer, 0xa5, block)
-        let interval = Double(block) / Double(bytesPerSecond) * 1e9
-        var due: [UInt64] = []
-        due.reserveCapacity(count)
-        let start = MonotonicClock.now() + 10_000_000
-        for i in 0..<count {
-            let t = start + UInt64(saturating: Double(i) * interval)
-            if MonotonicClock.now() < t { MonotonicClock.sleep(until: t) }
-            buffer.storeBytes(of: UInt64(i), as: UInt64.self)   // every block differs
-            try file.write(UnsafeRawBufferPointer(start: buffer, count: block))
-            due.append(t)
-        }
+        let due = try pacedWrites(count: count, blockSize: block, bytesPerSecond: bytesPerSecond) { try file.write($0) }
         try file.finishInPlace()
         let done = finished.completions(writeSize: block, writes: count)
         var h = LatencyHistogram()

@@ -38,28 +38,8 @@ struct PhotoPreparationTests {
     @Test func aMountedSensorsPhotosAreTurnedUpright() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let socket = dir + "/control.sock"
-        let photos = dir + "/photos"
-        let rec = try launch(["record", "--sensor-orientation", "portrait", "--source", "synthetic:1280", "--codec", "h264", "--plain",
-                              "--duration", "600", "--control-socket", socket, "--photos", photos, "--photo-format", "jpeg",
-                              "--json", "--out", dir + "/video", "--name", "mounted"])
-        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
-        #expect(waitForFile(socket), "the recording never listened on its control socket")
-        let deadline = Date(timeIntervalSinceNow: 90)
-        var saved: [String] = []
-        var lastPress = Date.distantPast
-        while saved.isEmpty && Date() < deadline && rec.process.isRunning {
-            if Date().timeIntervalSince(lastPress) > 5 {
-                #expect(try reel(["control", "--socket", socket, "shutter"]).status == 0)
-                lastPress = Date()
-            }
-            usleep(100_000)
-            saved = ((try? FileManager.default.contentsOfDirectory(atPath: photos)) ?? []).filter { !$0.hasPrefix(".") }
-        }
-        #expect(!saved.isEmpty, "no photo within 90 s")
-        rec.signal(SIGINT)
-        let run = rec.wait()
-        #expect(run.status == 0, "\(run.stderr)")
+        let run = try recordPressingTheShutter(in: dir, source: ["--sensor-orientation", "portrait", "--source", "synthetic:1280"],
+                                               format: "jpeg", name: "mounted")
         let shot = try #require(try run.decode(MountedRecording.self).photos.first)
         #expect(shot.width == 960 && shot.height == 1280 && shot.exifOrientation == 1)
         let decoded = try photoBarcode(shot.path)

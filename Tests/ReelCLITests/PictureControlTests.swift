@@ -4,21 +4,6 @@ import ReelWriter
 import Testing
 
 
-/// The preview's `/status` as JSON (nil while it does not answer).
-private func previewStatus(_ port: UInt16) -> [String: Any]? {
-    guard let tool = installedTool("curl") else { return nil }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: tool)
-    p.arguments = ["-s", "-m", "5", "http://127.0.0.1:\(port)/status"]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    guard (try? p.run()) != nil else { return nil }
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-}
-
 /// The newest frame the recording behind `socket` has captured (its status's `frame`).
 func newestFrame(_ socket: String) -> Int? {
     guard let r = try? reel(["control", "--socket", socket, "status"]), r.status == 0,
@@ -157,7 +142,7 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
             #expect(r.status == 0 && r.stdout.contains("\"ok\":true"), "\(request): \(r.stdout) \(r.stderr)")
             seen = try #require(waitForFrame(socket, atLeast: seen + 15), "the recording stalled after \(request)")
         }
-        let page = try #require(previewStatus(port))
+        let page = try #require(previewStatus(previewBase(port), seconds: 5))
         #expect(page["zoom"] as? Double == 2 && page["exposure"] as? Double == 1 && page["effect"] as? String == "grayscale", "\(page)")
         let status = try reel(["control", "--socket", socket, "status"])
         #expect(status.stdout.contains("\"identifier\":\"effect\"") && status.stdout.contains("\"title\":\"grayscale\""), "\(status.stdout)")
@@ -214,7 +199,7 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
         let run = try launch(["preview", "--preview", "127.0.0.1:\(port)", "--source", "synthetic:1280"], in: dir)
         var status: [String: Any]? = nil
         for _ in 0..<200 where status == nil {
-            status = previewStatus(port)
+            status = previewStatus(previewBase(port), seconds: 5)
             if status == nil { usleep(100_000) }
         }
         run.signal(SIGINT)

@@ -14,32 +14,6 @@ private func writePSI(_ dir: String, cpuSome: Double = 1, memoryFull: Double = 0
 }
 
 
-/// The preview's `/status` (frames, pressure), read with curl; nil while it does not answer.
-private func previewStatus(_ port: UInt16) -> (frames: Int, pressure: String?)? {
-    guard let curl = installedTool("curl") else { return nil }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: curl)
-    p.arguments = ["-s", "-m", "2", "http://127.0.0.1:\(port)/status"]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    guard (try? p.run()) != nil else { return nil }
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    guard let j = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let frames = j["frames"] as? Int else { return nil }
-    return (frames, j["pressure"] as? String)
-}
-
-/// Polls `/status` (generous deadline: CI is a loaded 2-core machine) until `condition` holds.
-private func waitForStatus(_ port: UInt16, seconds: Double = 90, _ condition: (Int, String?) -> Bool) -> (frames: Int, pressure: String?)? {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if let s = previewStatus(port), condition(s.frames, s.pressure) { return s }
-        usleep(100_000)
-    }
-    return nil
-}
-
 /// The summary's pressure part, as the README documents it.
 private struct PressureJSON: Decodable {
     struct Action: Decodable { var framesPerSecond: Double; var previewPaused: Bool; var stop: Bool }
@@ -63,40 +37,90 @@ private struct VerifyJSON: Decodable {
     var cadenceChanges: [Change]
 }
 
+/// One `reel record --json` (H.264, 1280 sensor, a preview on a free port) whose pressure
+/// monitor reads PSI files this test writes (`REEL_PRESSURE_DIR`), in a fresh directory:
+/// started at nominal figures, it runs until SIGINT (or its handler stops it). `remove()`
+/// kills it if it still runs and removes the directory.
+private struct PressureRecording {
+    let dir: String
+    let psi: String
+    let port: UInt16
+    let rec: Launched
+
+    init(extra: [String] = []) throws {
+        let dir = temporaryDirectory("reel-pressure")
+        do {
+            let psi = dir + "/psi"
+            try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
+            try writePSI(psi)
+            let port = try freePort()
+            rec = try launch(["record", "--plain", "--json", "--out", dir + "/out", "--duration", "600", "--codec", "h264",
+                              "--source", "synthetic:1280", "--preview", "127.0.0.1:\(port)"] + extra,
+                             environment: ["REEL_PRESSURE_DIR": psi])
+            (self.dir, self.psi, self.port) = (dir, psi, port)
+        } catch {
+            removeTree(dir)
+            throw error
+        }
+    }
+
+    /// Kills the recording if it still runs; removes the directory.
+    func remove() {
+        if rec.process.isRunning { rec.signal(SIGKILL) }
+        removeTree(dir)
+    }
+
+    /// Replaces the PSI files with these figures.
+    func writeFigures(cpuSome: Double = 1, memoryFull: Double = 0) throws {
+        try writePSI(psi, cpuSome: cpuSome, memoryFull: memoryFull)
+    }
+
+    /// Polls the preview's `/status` every 100 ms (generous deadline: CI is a loaded 2-core
+    /// machine) until `condition` holds of its frames and pressure level; those, or nil.
+    func waitForStatus(seconds: Double = 90, _ condition: (Int, String?) -> Bool) -> (frames: Int, pressure: String?)? {
+        var found: (frames: Int, pressure: String?)? = nil
+        waitUntil(seconds, every: 0.1) {
+            guard let j = previewStatus(previewBase(port)), let frames = j["frames"] as? Int else { return false }
+            let level = j["pressure"] as? String
+            if condition(frames, level) { found = (frames, level) }
+            return found != nil
+        }
+        return found
+    }
+
+    /// The outcome of a finished recording: exit 0 expected; its summary and the summary's
+    /// pressure part.
+    func summary(of run: Run, sourceLocation: SourceLocation = #_sourceLocation) throws -> (RecordingSummary, PressureJSON) {
+        #expect(run.status == 0, "\(run.stderr)", sourceLocation: sourceLocation)
+        return (try run.decode(RecordingSummary.self), try run.decode(SummaryWithPressure.self).pressure)
+    }
+
+    /// SIGINT (the session finishes cleanly), then `summary(of:)` of what it printed.
+    func stop(sourceLocation: SourceLocation = #_sourceLocation) throws -> (RecordingSummary, PressureJSON) {
+        rec.signal(SIGINT)
+        return try summary(of: rec.wait(), sourceLocation: sourceLocation)
+    }
+
+    /// `reel verify --json` of the recording's directory.
+    func verify() throws -> Run { try reel(["verify", "--json", dir + "/out"]) }
+}
+
 /// The pressure handler with real `reel record` processes: the monitor reads PSI files the
 /// test writes (`REEL_PRESSURE_DIR`), the handler acts on the running session.
 @Suite(.serialized) struct RealtimePressureHandlerTests {
-    static let curlMissing = installedTool("curl") == nil
-
-    private func launchRecording(_ dir: String, psi: String, port: UInt16, extra: [String] = []) throws -> Launched {
-        try launch(["record", "--plain", "--json", "--out", dir + "/out", "--duration", "600", "--codec", "h264",
-                    "--source", "synthetic:1280", "--preview", "127.0.0.1:\(port)"] + extra,
-                   environment: ["REEL_PRESSURE_DIR": psi])
-    }
-
     /// `serious` figures while recording: the rate steps 30 → 24 at a frame the summary states
     /// (in `frameRateChanges` and the timeline's entry), the preview is thinned and `/status`
     /// says `serious`; the clip's timestamps follow the new cadence from that frame, `verify`
     /// accepts it and names the change; nothing is dropped.
-    @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))
+    @Test(.enabled(if: haveCurl, "curl reads the preview's status"))
     func seriousStepsTheFrameRateAtAFrame() throws {
-        let dir = temporaryDirectory("reel-pressure")
-        defer { removeTree(dir) }
-        let psi = dir + "/psi"
-        try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
-        try writePSI(psi)
-        let port = try freePort()
-        let rec = try launchRecording(dir, psi: psi, port: port)
-        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
-        try #require(waitForStatus(port) { frames, level in frames >= 30 && level == "nominal" } != nil, "never recorded at nominal")
-        try writePSI(psi, cpuSome: 60)
-        let serious = try #require(waitForStatus(port) { _, level in level == "serious" }, "/status never said serious")
-        #expect(waitForStatus(port) { frames, _ in frames >= serious.frames + 45 } != nil)
-        rec.signal(SIGINT)
-        let run = rec.wait()
-        #expect(run.status == 0, "\(run.stderr)")
-        let summary = try run.decode(RecordingSummary.self)
-        let pressure = try run.decode(SummaryWithPressure.self).pressure
+        let session = try PressureRecording()
+        defer { session.remove() }
+        try #require(session.waitForStatus { frames, level in frames >= 30 && level == "nominal" } != nil, "never recorded at nominal")
+        try session.writeFigures(cpuSome: 60)
+        let serious = try #require(session.waitForStatus { _, level in level == "serious" }, "/status never said serious")
+        #expect(session.waitForStatus { frames, _ in frames >= serious.frames + 45 } != nil)
+        let (summary, pressure) = try session.stop()
         #expect(summary.stopReason == "interrupted" && summary.framesDropped == 0, "\(summary.dropReasons)")
         #expect(summary.fps == "30")
         try #require(summary.frameRateChanges.count == 1, "\(summary.frameRateChanges)")
@@ -116,7 +140,7 @@ private struct VerifyJSON: Decodable {
         try #require(n + 1 < pts.count)
         #expect(abs(pts[n] - pts[n - 1] - 1.0 / 30) < 1e-3 && abs(pts[n + 1] - pts[n] - 1.0 / 24) < 1e-3, "\(pts[(n - 2)...(n + 2)])")
         #expect(abs(pts[n] - change.pts) < 1e-3)
-        let verify = try reel(["verify", "--json", dir + "/out"])
+        let verify = try session.verify()
         let report = try verify.decode(VerifyJSON.self)
         #expect(verify.status == 0 && report.ok, "\(report.violation ?? "")")
         #expect(report.cadenceChanges.map(\.frameIndex) == [n] && report.cadenceChanges.map(\.framesPerSecond) == [24])
@@ -125,28 +149,18 @@ private struct VerifyJSON: Decodable {
     /// `critical` goes straight to the lowest rate with the preview paused; figures back under
     /// the thresholds (for the 5 s hold-down) restore the configured rate and the preview. The
     /// clip has both changes at the frames stated, and verifies.
-    @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))
+    @Test(.enabled(if: haveCurl, "curl reads the preview's status"))
     func criticalPausesThePreviewAndNominalRestores() throws {
-        let dir = temporaryDirectory("reel-pressure")
-        defer { removeTree(dir) }
-        let psi = dir + "/psi"
-        try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
-        try writePSI(psi)
-        let port = try freePort()
-        let rec = try launchRecording(dir, psi: psi, port: port)
-        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
-        try #require(waitForStatus(port) { frames, level in frames >= 30 && level == "nominal" } != nil)
-        try writePSI(psi, cpuSome: 90)
-        let critical = try #require(waitForStatus(port) { _, level in level == "critical" })
-        #expect(waitForStatus(port) { frames, _ in frames >= critical.frames + 15 } != nil)
-        try writePSI(psi, cpuSome: 1)
-        let back = try #require(waitForStatus(port) { _, level in level == "nominal" }, "never back to nominal")
-        #expect(waitForStatus(port) { frames, _ in frames >= back.frames + 30 } != nil)
-        rec.signal(SIGINT)
-        let run = rec.wait()
-        #expect(run.status == 0, "\(run.stderr)")
-        let summary = try run.decode(RecordingSummary.self)
-        let pressure = try run.decode(SummaryWithPressure.self).pressure
+        let session = try PressureRecording()
+        defer { session.remove() }
+        try #require(session.waitForStatus { frames, level in frames >= 30 && level == "nominal" } != nil)
+        try session.writeFigures(cpuSome: 90)
+        let critical = try #require(session.waitForStatus { _, level in level == "critical" })
+        #expect(session.waitForStatus { frames, _ in frames >= critical.frames + 15 } != nil)
+        try session.writeFigures(cpuSome: 1)
+        let back = try #require(session.waitForStatus { _, level in level == "nominal" }, "never back to nominal")
+        #expect(session.waitForStatus { frames, _ in frames >= back.frames + 30 } != nil)
+        let (summary, pressure) = try session.stop()
         #expect(summary.framesDropped == 0, "\(summary.dropReasons)")
         let changes = summary.frameRateChanges
         try #require(changes.count == 2, "\(changes)")
@@ -155,7 +169,7 @@ private struct VerifyJSON: Decodable {
         #expect(pressure.timeline.map { $0.action?.framesPerSecond } == [30, 15, 30])
         #expect(pressure.timeline.map(\.preview) == ["full", "paused", "full"])
         #expect(pressure.timeline.map(\.frameIndex) == [nil, changes[0].frameIndex, changes[1].frameIndex])
-        let verify = try reel(["verify", "--json", dir + "/out"])
+        let verify = try session.verify()
         let report = try verify.decode(VerifyJSON.self)
         #expect(verify.status == 0 && report.ok, "\(report.violation ?? "")")
         #expect(report.cadenceChanges.map(\.frameIndex) == changes.map(\.frameIndex))
@@ -164,60 +178,40 @@ private struct VerifyJSON: Decodable {
 
     /// `shutdown` figures: the handler finishes the clip and stops; `stopReason: "pressure"`,
     /// exit 0, and the clip is whole.
-    @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))
+    @Test(.enabled(if: haveCurl, "curl reads the preview's status"))
     func shutdownFinishesTheClipAndStops() throws {
-        let dir = temporaryDirectory("reel-pressure")
-        defer { removeTree(dir) }
-        let psi = dir + "/psi"
-        try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
-        try writePSI(psi)
-        let port = try freePort()
-        let rec = try launchRecording(dir, psi: psi, port: port)
-        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
-        try #require(waitForStatus(port) { frames, _ in frames >= 30 } != nil)
-        try writePSI(psi, memoryFull: 70)
+        let session = try PressureRecording()
+        defer { session.remove() }
+        try #require(session.waitForStatus { frames, _ in frames >= 30 } != nil)
+        try session.writeFigures(memoryFull: 70)
         // It stops by itself; a SIGINT after a generous deadline only keeps a failure from hanging.
-        let deadline = Date().addingTimeInterval(60)
-        while rec.process.isRunning && Date() < deadline { usleep(100_000) }
-        let stoppedByItself = !rec.process.isRunning
-        if !stoppedByItself { rec.signal(SIGINT) }
-        let run = rec.wait()
+        let stoppedByItself = waitUntil(60, every: 0.1) { !session.rec.process.isRunning }
+        if !stoppedByItself { session.rec.signal(SIGINT) }
+        let run = session.rec.wait()
         #expect(stoppedByItself, "the recording did not stop at shutdown")
-        #expect(run.status == 0, "\(run.stderr)")
-        let summary = try run.decode(RecordingSummary.self)
-        let pressure = try run.decode(SummaryWithPressure.self).pressure
+        let (summary, pressure) = try session.summary(of: run)
         #expect(summary.stopReason == "pressure" && summary.error == nil)
         #expect(pressure.timeline.last?.level == "shutdown" && pressure.timeline.last?.action?.stop == true)
         #expect(summary.clips.count == 1 && summary.framesWritten >= 30 && summary.clips.allSatisfy { !$0.salvaged })
-        let verify = try reel(["verify", "--json", dir + "/out"])
+        let verify = try session.verify()
         #expect(verify.status == 0, "\(verify.stderr)")
     }
 
     /// `--pressure-handler off`: the levels are recorded, nothing is done (no action, the rate
     /// stays, no cadence change).
-    @Test(.enabled(if: !curlMissing, "curl reads the preview's status"))
+    @Test(.enabled(if: haveCurl, "curl reads the preview's status"))
     func handlerOffOnlyRecordsTheLevels() throws {
-        let dir = temporaryDirectory("reel-pressure")
-        defer { removeTree(dir) }
-        let psi = dir + "/psi"
-        try FileManager.default.createDirectory(atPath: psi, withIntermediateDirectories: true)
-        try writePSI(psi)
-        let port = try freePort()
-        let rec = try launchRecording(dir, psi: psi, port: port, extra: ["--pressure-handler", "off"])
-        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
-        try #require(waitForStatus(port) { frames, level in frames >= 15 && level == "nominal" } != nil)
-        try writePSI(psi, cpuSome: 90)
-        let critical = try #require(waitForStatus(port) { _, level in level == "critical" })
-        #expect(waitForStatus(port) { frames, _ in frames >= critical.frames + 15 } != nil)
-        rec.signal(SIGINT)
-        let run = rec.wait()
-        #expect(run.status == 0, "\(run.stderr)")
-        let summary = try run.decode(RecordingSummary.self)
-        let pressure = try run.decode(SummaryWithPressure.self).pressure
+        let session = try PressureRecording(extra: ["--pressure-handler", "off"])
+        defer { session.remove() }
+        try #require(session.waitForStatus { frames, level in frames >= 15 && level == "nominal" } != nil)
+        try session.writeFigures(cpuSome: 90)
+        let critical = try #require(session.waitForStatus { _, level in level == "critical" })
+        #expect(session.waitForStatus { frames, _ in frames >= critical.frames + 15 } != nil)
+        let (summary, pressure) = try session.stop()
         #expect(pressure.handler == "off" && pressure.timeline.map(\.level) == ["nominal", "critical"])
         #expect(pressure.timeline.allSatisfy { $0.action == nil })
         #expect(summary.frameRateChanges.isEmpty && summary.stopReason == "interrupted")
-        let report = try reel(["verify", "--json", dir + "/out"]).decode(VerifyJSON.self)
+        let report = try session.verify().decode(VerifyJSON.self)
         #expect(report.ok && report.cadenceChanges.isEmpty)
     }
 

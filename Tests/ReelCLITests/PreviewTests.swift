@@ -4,29 +4,6 @@ import ReelWriter
 import Testing
 
 
-/// `curl` on `url`: status code, response headers (lower-cased names) and body.
-private func curl(_ url: String, extra: [String] = [], seconds: Double = 10) throws -> (status: Int, headers: [String: String], body: Data) {
-    let dir = temporaryDirectory("reel-curl")
-    defer { removeTree(dir) }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: try #require(installedTool("curl")))
-    p.arguments = ["-s", "-m", String(seconds), "-D", dir + "/h", "-o", dir + "/b", "-w", "%{http_code}"] + extra + [url]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let code = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    var headers: [String: String] = [:]
-    for line in (try? String(contentsOfFile: dir + "/h", encoding: .utf8))?.split(separator: "\r\n") ?? [] {
-        if let colon = line.firstIndex(of: ":") {
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-    }
-    return (Int(String(decoding: code, as: UTF8.self)) ?? 0, headers,
-            (try? Data(contentsOf: URL(fileURLWithPath: dir + "/b"))) ?? Data())
-}
-
 /// A `reel` process serving the preview at `base` (`http://127.0.0.1:PORT/`), started by
 /// `serve` once its `/status` answers.
 private struct Served {
@@ -36,7 +13,7 @@ private struct Served {
 
     /// `/status` as JSON (`query` carries a token).
     func status(query: String = "") throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: try curl(base + "status" + query).body) as? [String: Any])
+        try #require(try curl(base + "status" + query).object)
     }
 
     /// Waits (at most 60 s) until the session has captured at least `frames` frames.
@@ -61,7 +38,7 @@ private func serve(_ args: [String], host: String = "127.0.0.1", query: String =
     for _ in 0..<5 {
         let port = try freePort()
         let process = try launch([args[0], "--preview", "\(host):\(port)"] + args.dropFirst(), in: directory, environment: environment)
-        let served = Served(process: process, port: port, base: "http://127.0.0.1:\(port)/")
+        let served = Served(process: process, port: port, base: previewBase(port))
         let up = waitUntil(60) { !process.process.isRunning || (try? curl(served.base + "status" + query, seconds: 2))?.status == 200 }
         if process.process.isRunning {
             if !up { process.signal(SIGKILL); _ = process.wait() }
@@ -145,7 +122,7 @@ private func parts(of body: Data, boundary: String) -> [(headers: [String: Strin
     return result
 }
 
-private let haveTools = installedTool("curl") != nil && installedTool("ffmpeg") != nil && installedTool("ffprobe") != nil
+private let haveTools = haveCurl && installedTool("ffmpeg") != nil && installedTool("ffprobe") != nil
 
 @Suite("RealtimePreviewTests", .serialized, .enabled(if: haveTools, "needs curl, ffmpeg and ffprobe"))
 struct RealtimePreviewTests {
@@ -163,10 +140,10 @@ struct RealtimePreviewTests {
 
         let page = try curl(base)
         #expect(page.status == 200)
-        #expect(String(decoding: page.body, as: UTF8.self).contains("<img id=\"p\" src=\"/stream.mjpg\""))
-        #expect(String(decoding: page.body, as: UTF8.self).contains("EventSource('/events')"))
+        #expect(page.text.contains("<img id=\"p\" src=\"/stream.mjpg\""))
+        #expect(page.text.contains("EventSource('/events')"))
 
-        #expect(try curl(base + "status", extra: ["-X", "POST"]).status == 405)
+        #expect(try curl(base + "status", post: true).status == 405)
         #expect(try curl(base + "ratio").status == 405, "controls take POST only")
         #expect(try curl(base + "nothing-here").status == 404)
 
@@ -182,7 +159,7 @@ struct RealtimePreviewTests {
         #expect(stream.headers["content-type"] == "multipart/x-mixed-replace;boundary=reelframe")
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
-        let json = try #require(try JSONSerialization.jsonObject(with: status.body) as? [String: Any])
+        let json = try #require(status.object)
         #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "pressure", "zoom", "exposure", "effect"])
         #expect(json["poolRemainingCapacity"] is NSNull, "--plain records through no pool")
         #expect(json["recording"] as? Bool == true)
@@ -190,7 +167,7 @@ struct RealtimePreviewTests {
         #expect((json["frames"] as? Int ?? 0) > 0)
 
         let events = try curl(base + "events", seconds: 0.8)
-        let text = String(decoding: events.body, as: UTF8.self)
+        let text = events.text
         #expect(events.headers["content-type"] == "text/event-stream")
         #expect(text.hasPrefix("data: {"), "\(text.prefix(80))")
 
@@ -226,7 +203,7 @@ struct RealtimePreviewTests {
             #expect(try curl(base + path + "?token=wrong", seconds: 2).status == 401, "/\(path) with a wrong token")
         }
         for path in ["ratio?to=9x16", "shutter"] {
-            #expect(try curl(base + path, extra: ["-X", "POST"], seconds: 2).status == 401, "POST /\(path) without a token")
+            #expect(try curl(base + path, post: true, seconds: 2).status == 401, "POST /\(path) without a token")
         }
         // With a token, the Host header is not what guards the preview: any name works.
         #expect(try curl(base + "status?token=s3cret", extra: ["-H", "Host: camera.lan:\(port)"]).status == 200)
@@ -241,20 +218,8 @@ struct RealtimePreviewTests {
     @Test func portInUseAndBadAddress() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0)
+        let (fd, port) = try loopbackSocket(listening: true)
         defer { close(fd) }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &a) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = UInt16(bigEndian: a.sin_port)
         let run = try reel(["record", "--preview", "127.0.0.1:\(port)", "--duration", "1", "--plain", "--out", dir])
         #expect(run.status == 75)
         #expect(run.stderr == "reel: preview: 127.0.0.1:\(port) is in use (choose another port with --preview)\n")
@@ -278,20 +243,7 @@ struct RealtimePreviewTests {
         let started = Date()
         var sockets: [Int32] = []
         defer { for fd in sockets { close(fd) } }
-        func connectOne() -> Int32? {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { return nil }
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_port = port.bigEndian
-            a.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let ok = withUnsafePointer(to: &a) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            if !ok { close(fd); return nil }
-            return fd
-        }
-        let huge = try #require(connectOne())
+        let huge = try #require(connectLoopback(port: port))
         sockets.append(huge)
         let request = Array(("GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n" + String(repeating: "X-Filler: " + String(repeating: "a", count: 1000) + "\r\n", count: 64) + "\r\n").utf8)
         var sent = 0
@@ -304,7 +256,7 @@ struct RealtimePreviewTests {
         let got = recv(huge, &reply, reply.count, 0)
         let text = got > 0 ? String(decoding: reply[..<got], as: UTF8.self) : ""
         #expect(got <= 0 || text.hasPrefix("HTTP/1.1 431"), "huge headers: \(text.prefix(40))")
-        for _ in 0..<200 { if let fd = connectOne() { sockets.append(fd) } }
+        for _ in 0..<200 { if let fd = connectLoopback(port: port) { sockets.append(fd) } }
         let run = rec.process.wait()
         let took = Date().timeIntervalSince(started)
         #expect(run.status == 0, "\(run.stderr)")
@@ -331,19 +283,9 @@ struct RealtimePreviewTests {
         defer { removeTree(dir) }
         let rec = try serve(["record", "--source", "synthetic:1280", "--plain", "--json", "--out", dir] + untilSIGINT)
         let port = rec.port
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0)
+        // A 4 KiB receive buffer, set before connecting (the window is agreed then).
+        let fd = try #require(connectLoopback(port: port, receiveBuffer: 4096), "connect to the preview with a 4 KiB receive buffer")
         defer { close(fd) }
-        var small: Int32 = 4096
-        #expect(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size)) == 0)
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_port = port.bigEndian
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &a) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        try #require(connected)
         let request = Array("GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
         #expect(write(fd, request, request.count) == request.count)
         // 1.5 s of frames (45) later, its buffers long full, another client still gets fresh
@@ -377,16 +319,8 @@ struct RealtimePreviewTests {
         let rec = try serve(["record", "--source", "synthetic:1280", "--plain", "--json", "--out", dir] + untilSIGINT)
         let base = rec.base
         @discardableResult func chromium(_ args: [String]) throws -> String {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: try #require(installedTool("chromium")))
-            p.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900",
-                           "--timeout=2500", "--user-data-dir=\(shots)/profile"] + args + [base]
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            let text = out.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
+            let text = try runTool("chromium", ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900",
+                                                "--timeout=2500", "--user-data-dir=\(shots)/profile"] + args + [base]).stdout
             return String(decoding: text, as: UTF8.self)
         }
         let shot = shots + "/page.png"
@@ -406,10 +340,16 @@ struct RealtimePreviewTests {
     }
 }
 
-/// A connected TCP socket to `port` from `source` (a loopback address of this machine), or nil.
-private func connectLoopback(port: UInt16, from source: String = "127.0.0.1") -> Int32? {
+/// A connected TCP socket to `port` from `source` (a loopback address of this machine), with
+/// a receive buffer of `receiveBuffer` bytes (`SO_RCVBUF`, set before connecting) when given;
+/// nil when any of socket, setsockopt, bind or connect fails.
+private func connectLoopback(port: UInt16, from source: String = "127.0.0.1", receiveBuffer: Int32? = nil) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
+    if var size = receiveBuffer, setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+        close(fd)
+        return nil
+    }
     var local = sockaddr_in()
     local.sin_family = sa_family_t(AF_INET)
     local.sin_addr.s_addr = inet_addr(source)
@@ -453,7 +393,7 @@ extension RealtimePreviewTests {
                 let r = try curl(base + path, extra: ["-H", "Host: \(host)"], seconds: 3)
                 #expect(r.status == 403, "Host: \(host) /\(path)")
             }
-            #expect(try curl(base + "ratio?to=9x16", extra: ["-X", "POST", "-H", "Host: \(host)"]).status == 403)
+            #expect(try curl(base + "ratio?to=9x16", post: true, extra: ["-H", "Host: \(host)"]).status == 403)
         }
         for host in ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"] {
             #expect(try curl(base + "status", extra: ["-H", "Host: \(host)"]).status == 200, "Host: \(host)")
@@ -503,23 +443,23 @@ extension RealtimePreviewTests {
         let base = rec.base
         // The first clip has frames (0.8 s of them) before the change.
         try rec.waitForFrames(24)
-        let change = try curl(base + "ratio?to=9x16", extra: ["-X", "POST"])
+        let change = try curl(base + "ratio?to=9x16", post: true)
         #expect(change.status == 200)
         #expect(change.headers["content-type"] == "application/json")
-        let answer = try #require(try JSONSerialization.jsonObject(with: change.body) as? [String: Any])
-        let seamFrame = try #require(answer["frameIndex"] as? Int, "\(String(decoding: change.body, as: UTF8.self))")
+        let answer = try #require(change.object)
+        let seamFrame = try #require(answer["frameIndex"] as? Int, "\(change.text)")
         #expect(answer["ratio"] as? String == "9x16")
         #expect(abs((answer["pts"] as? Double ?? -1) - Double(seamFrame) / 30) < 1e-6)
-        let status = try #require(try JSONSerialization.jsonObject(with: try curl(base + "status").body) as? [String: Any])
+        let status = try #require(try curl(base + "status").object)
         #expect(status["ratio"] as? String == "9x16", "the status follows")
 
-        let shutter = try curl(base + "shutter", extra: ["-X", "POST"])
+        let shutter = try curl(base + "shutter", post: true)
         #expect(shutter.status == 501)
-        #expect(String(decoding: shutter.body, as: UTF8.self) == #"{"error":"no photo output is attached to this session"}"#)
+        #expect(shutter.text == #"{"error":"no photo output is attached to this session"}"#)
         for bad in ["ratio?to=5x4", "ratio"] {
-            let r = try curl(base + bad, extra: ["-X", "POST"])
+            let r = try curl(base + bad, post: true)
             #expect(r.status == 400, "\(bad)")
-            #expect(String(decoding: r.body, as: UTF8.self).contains("1x1, 4x3, 3x4, 16x9, 9x16"))
+            #expect(r.text.contains("1x1, 4x3, 3x4, 16x9, 9x16"))
         }
 
         let run = rec.stop()
@@ -716,10 +656,10 @@ struct RealtimeShutterTests {
         try rec.waitForFrames(30)
         var answers: [[String: Any]] = []
         for _ in 0..<2 {
-            let shot = try curl(base + "shutter", extra: ["-X", "POST"])
-            #expect(shot.status == 200, "\(String(decoding: shot.body, as: UTF8.self))")
+            let shot = try curl(base + "shutter", post: true)
+            #expect(shot.status == 200, "\(shot.text)")
             #expect(shot.headers["content-type"] == "application/json")
-            let answer = try #require(try JSONSerialization.jsonObject(with: shot.body) as? [String: Any])
+            let answer = try #require(shot.object)
             answers.append(answer)
             try rec.waitForFrames((answer["frameIndex"] as? Int ?? 0) + 21)
         }
@@ -760,9 +700,9 @@ struct RecordPhotoTests {
         defer { removeTree(dir) }
         let rec = try serve(["record", "--photos", photos, "--photo-format", "png", "--source", "synthetic:1280", "--codec", "h264",
                              "--plain", "--json", "--out", dir] + untilSIGINT)
-        let shot = try curl(rec.base + "shutter", extra: ["-X", "POST"], seconds: 60)
+        let shot = try curl(rec.base + "shutter", post: true, seconds: 60)
         #expect(shot.status == 409)
-        #expect(String(decoding: shot.body, as: UTF8.self).contains("No space left on device"))
+        #expect(shot.text.contains("No space left on device"))
         let run = rec.stop()
         #expect(run.status == 74, "\(run.stderr)")
         #expect(run.stderr.contains("reel: photo: saving failed: "), "\(run.stderr)")
@@ -982,8 +922,8 @@ extension RealtimePreviewTests {
         #expect((result["stateFollowed"] as? String)?.contains("zoom 2×") == true, "\(result)")
         #expect(try rec.status()["zoom"] as? Double == 2)
         // A ratio that is not one of the five: 400, and the recording goes on.
-        let bad = try curl(rec.base + "ratio?to=2x1", extra: ["-X", "POST"])
-        #expect(bad.status == 400, "\(String(decoding: bad.body, as: UTF8.self))")
+        let bad = try curl(rec.base + "ratio?to=2x1", post: true)
+        #expect(bad.status == 400, "\(bad.text)")
         rec.process.signal(SIGINT)
         #expect(rec.process.wait().status == 0)
     }

@@ -4,50 +4,18 @@ import ReelWriter
 import Testing
 
 
-/// `curl` on `url` (`-X POST` with `post`): status code and body.
-private func curl(_ url: String, post: Bool = false, seconds: Double = 10) throws -> (status: Int, body: Data) {
-    let dir = temporaryDirectory("reel-curl")
-    defer { removeTree(dir) }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: try #require(installedTool("curl")))
-    p.arguments = ["-s", "-m", String(seconds), "-o", dir + "/b", "-w", "%{http_code}"] + (post ? ["-X", "POST"] : []) + [url]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let code = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (Int(String(decoding: code, as: UTF8.self)) ?? 0, (try? Data(contentsOf: URL(fileURLWithPath: dir + "/b"))) ?? Data())
-}
-
 /// The JSON object of a body (empty when it is not one).
 private func object(_ data: Data) -> [String: Any] {
     ((try? JSONSerialization.jsonObject(with: data)) as? [String: Any]) ?? [:]
 }
 
-/// Polls `condition` every 50 ms until it holds or `seconds` pass (generous: the machine is loaded).
-private func eventually(_ seconds: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        usleep(50_000)
-    }
-    return try condition()
-}
-
-/// `/status` of the preview at `base` (empty until it answers).
-private func status(_ base: String) -> [String: Any] {
-    guard let r = try? curl(base + "status", seconds: 2), r.status == 200 else { return [:] }
-    return object(r.body)
-}
-
 /// Frames the session has captured, from `/status` (-1 until it answers).
-private func framesCaptured(_ base: String) -> Int { status(base)["frames"] as? Int ?? -1 }
+private func framesCaptured(_ base: String) -> Int { previewStatus(base)?["frames"] as? Int ?? -1 }
 
 /// Waits until the session captured `count` more frames than it has now: the session runs on.
 private func waitForMoreFrames(_ base: String, _ count: Int) -> Bool {
     let now = framesCaptured(base)
-    return eventually { framesCaptured(base) >= now + count }
+    return waitUntil(every: 0.05) { framesCaptured(base) >= now + count }
 }
 
 /// One answer line of `reel control` as an object.
@@ -59,8 +27,6 @@ private func answers(_ run: Run) -> [[String: Any]] {
 private func barcodes(_ path: String) throws -> [Int] {
     try #require(try probeFrames(path).frameIndices)
 }
-
-private let haveCurl = installedTool("curl") != nil
 
 /// Start and stop on a running session (`reel record --standby`): the page's `POST /record`,
 /// the control socket's `record`, `reel control record`, primary capture events. Real
@@ -79,14 +45,14 @@ struct RealtimeRecordToggleTests {
         let out = dir + "/out"
         let sock = dir + "/c.sock"
         let port = try freePort()
-        let base = "http://127.0.0.1:\(port)/"
+        let base = previewBase(port)
         let rec = try launch(["record", "--standby", "--preview", "127.0.0.1:\(port)", "--control-socket", sock,
                               "--duration", "86400", "--source", "synthetic:1280", "--codec", "prores:proxy", "--no-realtime",
                               "--pool", testPool, "--name", "take", "--json", "--out", out])
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
-        #expect(eventually { framesCaptured(base) >= 10 }, "the session never ran")
+        #expect(waitUntil(every: 0.05) { framesCaptured(base) >= 10 }, "the session never ran")
         // Standby: the session runs, nothing records, and a stop is refused.
-        #expect(status(base)["recording"] as? Bool == false)
+        #expect(previewStatus(base)?["recording"] as? Bool == false)
         let early = try curl(base + "record?action=stop", post: true)
         #expect(early.status == 409 && object(early.body)["error"] as? String == "not recording")
         #expect(try curl(base + "record?action=dance", post: true).status == 400)
@@ -95,12 +61,12 @@ struct RealtimeRecordToggleTests {
         // Take 1: the page starts it.
         let before1 = framesCaptured(base)
         let start1 = try curl(base + "record?action=start", post: true)
-        #expect(start1.status == 200, "\(String(decoding: start1.body, as: UTF8.self))")
+        #expect(start1.status == 200, "\(start1.text)")
         #expect(object(start1.body)["recording"] as? Bool == true && object(start1.body)["action"] as? String == "start")
         #expect(object(start1.body)["take"] as? Int == 1 && object(start1.body)["source"] as? String == "page")
         let again = try curl(base + "record?action=start", post: true)
         #expect(again.status == 409 && object(again.body)["error"] as? String == "already recording")
-        #expect(status(base)["recording"] as? Bool == true)
+        #expect(previewStatus(base)?["recording"] as? Bool == true)
         #expect(waitForMoreFrames(base, 30))
         // The socket stops it: `reel control record stop` prints the answer.
         let stop1 = try reel(["control", "--socket", sock, "record", "stop"])
@@ -112,10 +78,10 @@ struct RealtimeRecordToggleTests {
         #expect(refused.status == 65 && refused.stdout.contains("\"error\":\"not recording\""))
         // The clip is published while the session runs on, and verifies on its own.
         let first = out + "/take-0001-16x9.mov"
-        #expect(eventually { FileManager.default.fileExists(atPath: first) }, "take 1 was not published after the stop")
+        #expect(waitUntil(every: 0.05) { FileManager.default.fileExists(atPath: first) }, "take 1 was not published after the stop")
         let verify1 = try reel(["verify", first])
         #expect(verify1.status == 0, "\(verify1.stdout)\(verify1.stderr)")
-        #expect(status(base)["recording"] as? Bool == false)
+        #expect(previewStatus(base)?["recording"] as? Bool == false)
         #expect(waitForMoreFrames(base, 30), "the session stopped with the recording")
         let bad = try talk(sock, "{\"record\": \"dance\"}\n", lines: 1)
         #expect(bad.first?.contains("record: use start, stop or toggle") == true, "\(bad)")
@@ -172,13 +138,13 @@ struct RealtimeRecordToggleTests {
         defer { removeTree(dir) }
         let sock = dir + "/c.sock"
         let port = try freePort()
-        let base = "http://127.0.0.1:\(port)/"
+        let base = previewBase(port)
         let rec = try launch(["record", "--preview", "127.0.0.1:\(port)", "--control-socket", sock,
                               "--duration", "86400", "--source", "synthetic:1280", "--codec", "prores:proxy", "--no-realtime",
                               "--plain", "--json", "--out", dir + "/out"])
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
-        #expect(eventually { framesCaptured(base) >= 30 }, "the session never ran")
-        #expect(status(base)["recording"] as? Bool == true)
+        #expect(waitUntil(every: 0.05) { framesCaptured(base) >= 30 }, "the session never ran")
+        #expect(previewStatus(base)?["recording"] as? Bool == true)
         #expect(try reel(["control", "--socket", sock, "record"]).status == 64)
         #expect(try reel(["control", "--socket", sock, "record", "pause"]).status == 64)
         let stop = try reel(["control", "--socket", sock, "record", "toggle"])
@@ -219,7 +185,7 @@ struct RealtimeRecordToggleTests {
             guard let r = try? reel(["control", "--socket", sock, "status"]), r.status == 0 else { return -1 }
             return object(Data(r.stdout.utf8))["events"] as? Int ?? -1
         }
-        #expect(eventually(90) { eventsHandled() >= 6 }, "the script's presses never all came")
+        #expect(waitUntil(90, every: 0.05) { eventsHandled() >= 6 }, "the script's presses never all came")
         #expect(eventsHandled() == 6)
         rec.signal(SIGINT)
         let run = rec.wait()
@@ -259,12 +225,12 @@ extension RealtimeRecordToggleTests {
         let shots = temporaryDirectory("reel-preview-browser")
         defer { removeTree(shots) }
         let port = try freePort()
-        let base = "http://127.0.0.1:\(port)/"
+        let base = previewBase(port)
         let rec = try launch(["record", "--standby", "--preview", "127.0.0.1:\(port)", "--duration", "86400",
                               "--source", "synthetic:1280", "--codec", "prores:proxy", "--no-realtime",
                               "--plain", "--json", "--out", dir + "/out"])
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
-        #expect(eventually { framesCaptured(base) >= 1 }, "the preview never answered")
+        #expect(waitUntil(every: 0.05) { framesCaptured(base) >= 1 }, "the preview never answered")
         let (code, text, why) = try runPreviewBrowser(base, shots: shots, click: "record")
         rec.signal(SIGINT)
         #expect(code == 0, "\(String(decoding: why, as: UTF8.self))")
@@ -292,13 +258,13 @@ extension RealtimeRecordToggleTests {
     /// `/status` says `recording: false`.
     @Test func previewWithoutRecordingAnswers501() throws {
         let port = try freePort()
-        let base = "http://127.0.0.1:\(port)/"
+        let base = previewBase(port)
         let run = try launch(["preview", "--preview", "127.0.0.1:\(port)", "--source", "synthetic:1280"])
         defer { if run.process.isRunning { run.signal(SIGKILL) } }
-        #expect(eventually { framesCaptured(base) >= 1 }, "the preview never answered")
-        #expect(status(base)["recording"] as? Bool == false)
+        #expect(waitUntil(every: 0.05) { framesCaptured(base) >= 1 }, "the preview never answered")
+        #expect(previewStatus(base)?["recording"] as? Bool == false)
         let r = try curl(base + "record?action=start", post: true)
-        #expect(r.status == 501 && String(decoding: r.body, as: UTF8.self) == #"{"error":"this session has no movie output to start or stop"}"#)
+        #expect(r.status == 501 && r.text == #"{"error":"this session has no movie output to start or stop"}"#)
         run.signal(SIGINT)
         #expect(run.wait().status == 0)
     }
@@ -311,18 +277,18 @@ extension RealtimeRecordToggleTests {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let port = try freePort()
-        let base = "http://127.0.0.1:\(port)/"
+        let base = previewBase(port)
         let term = try TerminalRun(["record", "--standby", "--preview", "127.0.0.1:\(port)", "--duration", "86400",
                                     "--source", "synthetic:1280", "--codec", "prores:proxy", "--no-realtime",
                                     "--plain", "--out", dir, "--json"])
         defer { term.finish() }
-        #expect(eventually { framesCaptured(base) >= 10 }, "the session never ran: \(term.screen.suffix(300))")
-        #expect(status(base)["recording"] as? Bool == false)
+        #expect(waitUntil(every: 0.05) { framesCaptured(base) >= 10 }, "the session never ran: \(term.screen.suffix(300))")
+        #expect(previewStatus(base)?["recording"] as? Bool == false)
         term.type(" ")
-        #expect(eventually { status(base)["recording"] as? Bool == true }, "the space did not start recording")
+        #expect(waitUntil(every: 0.05) { previewStatus(base)?["recording"] as? Bool == true }, "the space did not start recording")
         #expect(waitForMoreFrames(base, 30))
         term.type(" ")
-        #expect(eventually { status(base)["recording"] as? Bool == false }, "the space did not stop recording")
+        #expect(waitUntil(every: 0.05) { previewStatus(base)?["recording"] as? Bool == false }, "the space did not stop recording")
         term.type("q")
         let end = term.waitForExit(60)
         #expect(end.status == 0, "\(term.screen.suffix(300))")

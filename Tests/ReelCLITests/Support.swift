@@ -139,17 +139,10 @@ struct ProbeFailed: Error { let message: String }
 
 /// ffprobe's view of a file, when ffprobe is installed: codec name, width, height, frames.
 func ffprobe(_ path: String) -> (codec: String, width: Int, height: Int, frames: Int)? {
-    guard let tool = installedTool("ffprobe") else { return nil }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: tool)
-    p.arguments = ["-v", "error", "-count_packets", "-select_streams", "v:0",
-                   "-show_entries", "stream=codec_name,width,height,nb_read_packets", "-of", "csv=p=0", path]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    guard (try? p.run()) != nil else { return nil }
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
+    guard installedTool("ffprobe") != nil,
+          let data = try? runTool("ffprobe", ["-v", "error", "-count_packets", "-select_streams", "v:0",
+                                              "-show_entries", "stream=codec_name,width,height,nb_read_packets", "-of", "csv=p=0", path]).stdout
+    else { return nil }
     let f = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
     guard f.count == 4, let w = Int(f[1]), let h = Int(f[2]), let n = Int(f[3]) else { return nil }
     return (String(f[0]), w, h, n)
@@ -230,14 +223,15 @@ func installedTool(_ name: String) -> String? {
 /// the test sends SIGINT (86400 s is the longest `--duration`; no test waits that long).
 let untilSIGINT = ["--duration", "86400"]
 
-/// Polls `condition` every 20 ms until it holds (true) or `seconds` have passed (false).
+/// Polls `condition` every `interval` seconds (20 ms unless told) until it holds (true) or
+/// `seconds` have passed (false).
 @discardableResult
-func waitUntil(_ seconds: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
+func waitUntil(_ seconds: Double = 60, every interval: Double = 0.02, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while true {
         if try condition() { return true }
         if Date() >= deadline { return false }
-        usleep(20_000)
+        usleep(UInt32(interval * 1e6))
     }
 }
 
@@ -282,18 +276,28 @@ let testPressureDirectory: String = {
 /// A TCP port on loopback that was free a moment ago (bound to port 0, read back, closed);
 /// a test that launches a server on it retries when another took it meanwhile.
 func freePort() throws -> UInt16 {
+    let (fd, port) = try loopbackSocket(listening: false)
+    close(fd)
+    return port
+}
+
+/// A TCP socket bound to a free port of 127.0.0.1 (port 0, read back with getsockname), and
+/// listening (backlog 1) when `listening`; the caller closes it.
+func loopbackSocket(listening: Bool) throws -> (fd: Int32, port: UInt16) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     try #require(fd >= 0)
-    defer { close(fd) }
     var a = sockaddr_in()
     a.sin_family = sa_family_t(AF_INET)
     a.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let ok = withUnsafeMutablePointer(to: &a) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && (!listening || listen(fd, 1) == 0) && getsockname(fd, $0, &length) == 0
+        }
     }
+    if !ok { close(fd) }
     try #require(ok)
-    return UInt16(bigEndian: a.sin_port)
+    return (fd, UInt16(bigEndian: a.sin_port))
 }
 
 /// An empty sysfs root (`REEL_SYSFS_DIR`) for the tests' `reel` processes unless a test gives its

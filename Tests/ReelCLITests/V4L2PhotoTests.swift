@@ -20,32 +20,9 @@ struct RealtimeV4L2PhotoTests {
         let lib = try #require(fakeV4L2Library)
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let socket = dir + "/control.sock"
         let photos = dir + "/photos"
-        // Runs until SIGINT: the shutter is pressed once the recording listens.
-        let rec = try launch(["record", "--source", "v4l2:/dev/video0:1280x720@30:\(fourcc)", "--codec", "h264", "--plain",
-                              "--duration", "600", "--control-socket", socket, "--photos", photos, "--photo-format", format,
-                              "--json", "--out", dir + "/video", "--name", "cam"],
-                             environment: ["LD_PRELOAD": lib, "FAKE_V4L2": "card=Bench Cam 4K"])
-        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
-        #expect(waitForFile(socket), "the recording never listened on its control socket")
-        // Press until a photo is saved (a press before the first frame waits for one; poll
-        // with a generous deadline, pressing again every 5 s).
-        let deadline = Date(timeIntervalSinceNow: 90)
-        var saved: [String] = []
-        var lastPress = Date.distantPast
-        while saved.isEmpty && Date() < deadline && rec.process.isRunning {
-            if Date().timeIntervalSince(lastPress) > 5 {
-                #expect(try reel(["control", "--socket", socket, "shutter"]).status == 0)
-                lastPress = Date()
-            }
-            usleep(100_000)
-            saved = ((try? FileManager.default.contentsOfDirectory(atPath: photos)) ?? []).filter { !$0.hasPrefix(".") }
-        }
-        #expect(!saved.isEmpty, "no photo within 90 s")
-        rec.signal(SIGINT)
-        let run = rec.wait()
-        #expect(run.status == 0, "\(run.stderr)")
+        let run = try recordPressingTheShutter(in: dir, source: ["--source", "v4l2:/dev/video0:1280x720@30:\(fourcc)"], format: format,
+                                               name: "cam", environment: ["LD_PRELOAD": lib, "FAKE_V4L2": "card=Bench Cam 4K"])
         let summary = try run.decode(CameraPhotoRecording.self)
         let shot = try #require(summary.photos.first, "no photo in the summary: \(run.stderr)")
         #expect(shot.format == format && shot.path.hasPrefix(photos + "/cam-0001."))

@@ -5,40 +5,12 @@ import ReelMedia
 import ReelPhoto
 import Testing
 
-/// A 1280×1280 sensor's frames, offered by hand: index `i` at `i/30` s, its barcode drawn.
-private final class Frames {
-    let pool: PixelBufferPool
-    let format = SensorPhotoFormat(size: Size(width: 1280, height: 1280), supportedRatios: [.landscape4x3, .portrait3x4])
-    init() throws { pool = try PixelBufferPool(count: 8, size: Size(width: 1280, height: 1280), format: .yuv420p) { b in
-        for p in 0..<3 { let (base, stride) = b.plane(p); base.update(repeating: 128, count: stride * (p == 0 ? 1280 : 640)) }
-    } }
-    func offer(_ index: Int, to output: PhotoOutput) throws {
-        let lease = try #require(pool.lease())
-        let (y, ys) = lease.buffer.plane(0)
-        FrameBarcode.draw(index: index, luma: y, stride: ys, centerX: 640, centerY: 640)
-        let frame = CapturedFrame(lease: lease, index: index, pts: Timestamp(value: Int64(index), timescale: 30), duration: 1,
-                                  ratio: .landscape4x3, crop: AspectRatio.landscape4x3.crop(in: Size(width: 1280, height: 1280)))
-        #expect(output.offer(frame, waiting: false) == .taken)
-    }
-}
-
-private func settings(_ dir: String, format: SensorPhotoFormat, ring: Int = 3) -> PhotoSettings {
-    var s = PhotoSettings()
-    s.format = .jpeg
-    s.ringSize = ring
-    s.photoFormat = format
-    s.directory = dir
-    s.initialisation = .byCaller
-    return s
-}
-
 @Suite struct PhotoOutputTests {
     @Test func aPressTakesTheRingFrameNearestItsTime() throws {
-        let dir = NSTemporaryDirectory() + "reel-photo-unit-\(getpid())-1"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let dir = try photoDirectory("reel-photo-unit-1")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let frames = try Frames()
-        let output = try PhotoOutput(settings: settings(dir, format: frames.format))
+        let frames = try HandFrames()
+        let output = try PhotoOutput(settings: handPhotoSettings(dir, format: frames.format))
         for i in 0..<10 { try frames.offer(i, to: output) }
         let a = try output.capture(pressTime: 9.4 / 30)
         #expect(a.frameIndex == 9 && a.pressedFrameIndex == 9 && a.lagFrames == 0)
@@ -62,11 +34,10 @@ private func settings(_ dir: String, format: SensorPhotoFormat, ring: Int = 3) -
 
     /// A press is refused only when the copies waiting for the encoder exceed the budget.
     @Test func pressesBeyondTheMemoryBudgetAreRefusedAndTheRestDelivered() throws {
-        let dir = NSTemporaryDirectory() + "reel-photo-unit-\(getpid())-2"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let dir = try photoDirectory("reel-photo-unit-2")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let frames = try Frames()
-        var s = settings(dir, format: frames.format)
+        let frames = try HandFrames()
+        var s = handPhotoSettings(dir, format: frames.format)
         s.memoryBudget = 2 * (1280 * 960 * 3 / 2)
         let output = try PhotoOutput(settings: s)
         for i in 0..<3 { try frames.offer(i, to: output) }
@@ -105,10 +76,9 @@ private func settings(_ dir: String, format: SensorPhotoFormat, ring: Int = 3) -
     }
 
     func run(_ initialisation: PhotoInitialisation, tag: String) throws -> (output: PhotoOutput, session: CaptureSession, watch: Watch, readyAtFirstFrame: Bool) {
-        let dir = NSTemporaryDirectory() + "reel-photo-deferred-\(getpid())-\(tag)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let dir = try photoDirectory("reel-photo-deferred-\(tag)")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var s = settings(dir, format: SensorPhotoFormat(size: Size(width: 1280, height: 1280), supportedRatios: [.landscape4x3, .portrait3x4]))
+        var s = handPhotoSettings(dir, format: SensorPhotoFormat(size: Size(width: 1280, height: 1280), supportedRatios: [.landscape4x3, .portrait3x4]))
         s.initialisation = initialisation
         let output = try PhotoOutput(settings: s)
         let source = try SyntheticSource(size: 1280, rate: FrameRate(frames: 30)!, realtime: true, buffers: 12)

@@ -5,23 +5,6 @@ import ReelMedia
 import ReelPhoto
 import Testing
 
-/// A 1280×1280 sensor's frames offered by hand: index `i` at `i/30` s, its barcode drawn.
-private final class HandFrames {
-    let pool: PixelBufferPool
-    let format = SensorPhotoFormat(size: Size(width: 1280, height: 1280), supportedRatios: [.landscape4x3, .portrait3x4])
-    init() throws { pool = try PixelBufferPool(count: 8, size: Size(width: 1280, height: 1280), format: .yuv420p) { b in
-        for p in 0..<3 { let (base, stride) = b.plane(p); base.update(repeating: 128, count: stride * (p == 0 ? 1280 : 640)) }
-    } }
-    func offer(_ index: Int, to output: PhotoOutput) throws {
-        let lease = try #require(pool.lease())
-        let (y, ys) = lease.buffer.plane(0)
-        FrameBarcode.draw(index: index, luma: y, stride: ys, centerX: 640, centerY: 640)
-        let frame = CapturedFrame(lease: lease, index: index, pts: Timestamp(value: Int64(index), timescale: 30), duration: 1,
-                                  ratio: .landscape4x3, crop: AspectRatio.landscape4x3.crop(in: Size(width: 1280, height: 1280)))
-        #expect(output.offer(frame, waiting: false) == .taken)
-    }
-}
-
 /// The barcode of a saved 1280×960 JPEG photo, decoded by libavcodec's MJPEG decoder
 /// (`JPEGDecoder`, as a camera's MJPEG frames are).
 private func barcode(_ path: String) throws -> Int? {
@@ -35,11 +18,7 @@ private func barcode(_ path: String) throws -> Int? {
 @Suite struct PreparedPhotoSettingsTests {
     private func output(_ dir: String, prepared: PreparedPhotoSettings?) throws -> (PhotoOutput, HandFrames) {
         let frames = try HandFrames()
-        var s = PhotoSettings()
-        s.format = .jpeg
-        s.photoFormat = frames.format
-        s.directory = dir
-        s.initialisation = .byCaller
+        var s = handPhotoSettings(dir, format: frames.format)
         s.prepared = prepared
         return (try PhotoOutput(settings: s), frames)
     }
@@ -47,8 +26,7 @@ private func barcode(_ path: String) throws -> Int? {
     /// `setPreparedPhotoSettings` takes effect at initialisation, and is refused after it;
     /// the prepared copies are reused press after press, each photo still its own frame.
     @Test func preparedSettingsAreSetBeforeInitialisingAndTheirCopiesAreReused() throws {
-        let dir = NSTemporaryDirectory() + "reel-prepared-\(getpid())-1"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let dir = try photoDirectory("reel-prepared-1")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (out, frames) = try output(dir, prepared: PreparedPhotoSettings())
         #expect(out.preparedPhotoSettings == PreparedPhotoSettings())
@@ -73,8 +51,7 @@ private func barcode(_ path: String) throws -> Int? {
     /// Without prepared settings nothing is made ahead: the first press makes the encoder and
     /// its copy, and its photo is as good.
     @Test func anUnpreparedOutputMakesItsEncoderAtTheFirstPress() throws {
-        let dir = NSTemporaryDirectory() + "reel-prepared-\(getpid())-2"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let dir = try photoDirectory("reel-prepared-2")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (out, frames) = try output(dir, prepared: nil)
         #expect(out.preparedPhotoSettings == nil)
