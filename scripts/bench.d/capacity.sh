@@ -225,7 +225,18 @@ print("dropped: barcodes (V4L2 sequence numbers, from 0 at STREAMON) missing fro
 print("  frames short of %d; read from the decoded files, not from the tools' reports." % frames)
 print("cpu s/rec: user+sys CPU of one recording process (its camera's drawing included), median and range over the N.")
 print("gst prores: avenc_prores_ks profile=hq (GStreamer cannot set prores_aw's profile); reel and ffmpeg: prores_aw HQ.")
-R.write("capacity", title="Concurrent 1080p30 recordings sustained with no dropped frame (%d s each)" % dur,
+heads = []
+for s in summary:
+    if "reel" not in tools:
+        break
+    for t in tools:
+        if t == "reel":
+            continue
+        heads.append(R.headline("%s: concurrent 1080p30 recordings with 0 dropped frames for %d s (N = 1..%d%s)" % (
+                                    s["codec"], dur, maxn, "; Reel sustained every N tried" if s["capped"]["reel"] else ""), s["reel"], unit="recordings",
+                                reel_name="reel", peer=s[t], peer_name=t, ratio=[s["reel"] / s[t]] if s[t] else [],
+                                target=(">=", 1.0) if s[t] else (">=", 1, "reel")))
+R.write("capacity", headlines=heads, title="Concurrent 1080p30 recordings sustained with no dropped frame (%d s each)" % dur,
         columns=["codec", "tool", "n", "dropped", "failed", "cpuMedian", "cpuMin", "cpuMax", "wallMax", "peakRssMiB", "duplicates"],
         rows=rows, summary=summary,
         plot=dict(unit="concurrent recordings with 0 dropped frames",
