@@ -310,9 +310,10 @@ def _fig(s, unit=None, ratio=False):
     """`median (min–max)` of a stat, or `median` for one run; with the unit."""
     if not s:
         return "—"
-    out = _num(s["median"]) + ("×" if ratio else "")
+    f = (lambda v: "%.2f" % v) if ratio else _num
+    out = f(s["median"]) + ("×" if ratio else "")
     if s.get("runs", 1) > 1 and s["min"] != s["max"]:
-        out += " (%s–%s)" % (_num(s["min"]), _num(s["max"]))
+        out += " (%s–%s)" % (f(s["min"]), f(s["max"]))
     if unit and not ratio:
         out += " " + unit
     return out
