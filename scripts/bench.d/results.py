@@ -283,11 +283,13 @@ def index(directory):
     """DIR/index.md: for every NAME.json, its title, command, date, load, machine and table."""
     docs = []
     for f in sorted(os.listdir(directory)):
-        if f.endswith(".json"):
+        if f.endswith(".json") and f != "summary.json":
             try:
-                docs.append(json.load(open(os.path.join(directory, f))))
+                d = json.load(open(os.path.join(directory, f)))
             except (OSError, ValueError):
                 continue
+            if isinstance(d, dict) and "benchmark" in d:
+                docs.append(d)
     out = ["# Benchmark results", ""]
     if docs:
         m = docs[0]["machine"]
