@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/env.sh
-SECONDS_PER_RUN="${1:-60}"
+SECONDS_PER_RUN="${1:-${DURATION:-60}}"   # the argument, or DURATION (as `scripts/bench all` passes it)
 ROUNDS="${ROUNDS:-1}"
 QUIET="${QUIET:-0}"
 GRID_SECONDS="${GRID_SECONDS:-5}"
