@@ -47,9 +47,13 @@ trap 'rm -rf "$shm" "$disk"' EXIT
 load_before=$(cat /proc/loadavg)
 echo "load before: $load_before   cpus: $(nproc)   $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"
 echo "preparing $frames frames of the synthetic sensor at 1920x1080 (raw yuv420p in $shm)"
-"$reel" record --no-realtime --frames "$frames" --codec ffv1 --container mkv --plain --out "$shm/src" --name src >/dev/null
-ffmpeg -nostdin -v error -i "$shm/src/src-0001-16x9.mkv" -f rawvideo -pix_fmt yuv420p "$shm/frames.yuv"
+# --pressure-handler off: on a loaded machine the handler would start the sensor at 15 fps, and
+# the decoded raw file would hold every frame twice (ffmpeg fills the 30 fps grid).
+"$reel" record --no-realtime --pressure-handler off --frames "$frames" --codec ffv1 --container mkv --plain --out "$shm/src" --name src >/dev/null
+ffmpeg -nostdin -v error -i "$shm/src/src-0001-16x9.mkv" -fps_mode passthrough -f rawvideo -pix_fmt yuv420p "$shm/frames.yuv"
 rm -rf "$shm/src"
+got=$(( $(stat -c %s "$shm/frames.yuv") / (1920 * 1080 * 3 / 2) ))
+[ "$got" = "$frames" ] || { echo "scripts/bench record: the prepared input holds $got frames, not $frames" >&2; exit 1; }
 if [[ " $modes " == *" durable "* ]]; then
     "$reel" pool create "$disk/pool" --capacity 2G --slot 1G --write-mode buffered >/dev/null
 fi
