@@ -73,9 +73,11 @@ for burst in ("burst10", "burst30"):
                             of(burst, "on", "pressedFrame"), unit="photos", reel_name="on", peer=of(burst, "off", "pressedFrame"),
                             peer_name="off", ratio=[], target=("==", n, "reel")))
 if of("first", "deferred", "pressToFileMs"):
-    heads.append(R.headline("first photo after launch: frame index taken for a press with frame 0, deferred start (peer: --eager)",
-                            of("first", "deferred", "frameIndex"), unit="", reel_name="deferred", peer=of("first", "eager", "frameIndex"),
-                            peer_name="eager", ratio=[], target=("==", 0, "reel")))
+    late = lambda arm: [abs(r["frameIndex"] - r["pressedFrameIndex"]) for r in rows if r["section"] == "first" and r["arm"] == arm]
+    heads.append(R.headline("first photo after launch (a press with the first frame): frames between the pressed and the taken one, deferred start (peer: --eager)",
+                            late("deferred"), unit="frames", reel_name="deferred", peer=late("eager"), peer_name="eager", ratio=[], target=("==", 0, "reel")))
+    heads.append(R.headline("first photo after launch: press to file, deferred start (peer: --eager)", of("first", "deferred", "pressToFileMs"), unit="ms",
+                            reel_name="deferred", peer=of("first", "eager", "pressToFileMs"), peer_name="eager", ratio_of="peer/reel"))
 for ring in (3, 5):
     if of("nr", "ring%d" % ring, "psnrFinal"):
         heads.append(R.headline("noise reduction sigma 8, ring %d: luma PSNR of the final (peer: the proxy)" % ring, of("nr", "ring%d" % ring, "psnrFinal"),
