@@ -136,7 +136,8 @@ def launch(codec, eager, n):
 
 def spread(xs):
     xs = sorted(xs)
-    return f"{statistics.median(xs):8.1f} ms  (min {xs[0]:.1f}, max {xs[-1]:.1f}, IQR {statistics.quantiles(xs, n=4)[2] - statistics.quantiles(xs, n=4)[0]:.1f})"
+    iqr = statistics.quantiles(xs, n=4)[2] - statistics.quantiles(xs, n=4)[0] if len(xs) > 1 else 0.0   # LAUNCHES=1: no spread
+    return f"{statistics.median(xs):8.1f} ms  (min {xs[0]:.1f}, max {xs[-1]:.1f}, IQR {iqr:.1f})"
 
 all_ok = True
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
