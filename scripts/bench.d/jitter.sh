@@ -108,7 +108,8 @@ for contention in dict.fromkeys(r["contention"] for r in rows if r["source"] == 
     for src, name in [("reel", "buffered"), ("fio", "fio-pool-like")]:
         other = arm(src, name, contention) or next((r for r in rows if r["source"] == src and r["arm"].startswith(name) and r["contention"] == contention), None)
         if other:
-            heads.append(R.headline("p99.9 write latency under %s: the pool (peer: %s %s)" % (contention, src, other["arm"]), pool["p999Ms"], unit="ms",
+            note = "; fio times each write from its submission, Reel from when it was due" if src == "fio" else ""
+            heads.append(R.headline("p99.9 write latency under %s: the pool (peer: %s %s%s)" % (contention, src, other["arm"], note), pool["p999Ms"], unit="ms",
                                     reel_name="pool", peer=other["p999Ms"], peer_name="%s %s" % (src, other["arm"]), target=(">=", 1.0)))
     heads.append(R.headline("ring drops under %s: the pool" % contention, pool["ringDrops"], unit="frames", reel_name="pool", target=("==", 0, "reel")))
 R.write("jitter", headlines=heads, title="Write latency at 150 MB/s in 1 MiB writes, %s s per arm: p99.9 (whiskers p99-max)" % sys.argv[3],
