@@ -110,7 +110,7 @@ for contention in dict.fromkeys(r["contention"] for r in rows if r["source"] == 
         if other:
             note = "; fio times each write from its submission, Reel from when it was due" if src == "fio" else ""
             heads.append(R.headline("p99.9 write latency under %s: the pool (peer: %s %s%s)" % (contention, src, other["arm"], note), pool["p999Ms"], unit="ms",
-                                    reel_name="pool", peer=other["p999Ms"], peer_name="%s %s" % (src, other["arm"]), target=(">=", 1.0)))
+                                    reel_name="pool", peer=other["p999Ms"], peer_name="%s %s" % (src, other["arm"]), target=(">=", 1.0), key=src == "reel"))
     heads.append(R.headline("ring drops under %s: the pool" % contention, pool["ringDrops"], unit="frames", reel_name="pool", target=("==", 0, "reel")))
 R.write("jitter", headlines=heads, title="Write latency at 150 MB/s in 1 MiB writes, %s s per arm: p99.9 (whiskers p99-max)" % sys.argv[3],
         columns=["source", "arm", "contention", "throughputMBps", "p50Ms", "p99Ms", "p999Ms", "maxMs", "ringDrops"], rows=rows,

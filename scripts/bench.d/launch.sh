@@ -178,7 +178,7 @@ for codec in codecs:
                             ratio=[e["jpeg"] / d["jpeg"] for d, e in zip(runs[False], runs[True])], target=(">=", 2.0)))
     heads.append(R.headline(f"{codec}: exec to first frame written, Deferred Start (peer: --eager-start)", [x["written"] for x in runs[False]], unit="ms",
                             reel_name="deferred", peer=[x["written"] for x in runs[True]], peer_name="eager",
-                            ratio=[e["written"] / d["written"] for d, e in zip(runs[False], runs[True])]))
+                            ratio=[e["written"] / d["written"] for d, e in zip(runs[False], runs[True])], key=False))
     heads.append(R.headline(f"{codec}: frames lost at start (frame 0 not in the clip), deferred (peer: eager)", [x["lostAtStart"] for x in runs[False]],
                             unit="frames", reel_name="deferred", peer=[x["lostAtStart"] for x in runs[True]], peer_name="eager", ratio=[],
                             target=("==", 0, "reel"), met=all(x["frame0"] for x in runs[False] + runs[True])))

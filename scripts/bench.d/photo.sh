@@ -65,7 +65,7 @@ if of("lag", "zsl", "late"):
     heads.append(R.headline("shutter lag: presses a frame late of 20, ZSL (peer: next frame)", of("lag", "zsl", "late"), unit="presses",
                             reel_name="zsl", peer=of("lag", "next-frame", "late"), peer_name="next-frame", ratio=[], target=("==", 0, "reel")))
     heads.append(R.headline("shutter lag: mean lag, ZSL (peer: next frame)", of("lag", "zsl", "lagMsMean"), unit="ms",
-                            reel_name="zsl", peer=of("lag", "next-frame", "lagMsMean"), peer_name="next-frame", ratio=[]))
+                            reel_name="zsl", peer=of("lag", "next-frame", "lagMsMean"), peer_name="next-frame", ratio=[], key=False))
 for burst in ("burst10", "burst30"):
     if not of(burst, "on", "pressedFrame"): continue
     n = of(burst, "on", "presses")[0]
@@ -77,17 +77,17 @@ if of("first", "deferred", "pressToFileMs"):
     heads.append(R.headline("first photo after launch (a press with the first frame): frames between the pressed and the taken one, deferred start (peer: --eager)",
                             late("deferred"), unit="frames", reel_name="deferred", peer=late("eager"), peer_name="eager", ratio=[], target=("==", 0, "reel")))
     heads.append(R.headline("first photo after launch: press to file, deferred start (peer: --eager)", of("first", "deferred", "pressToFileMs"), unit="ms",
-                            reel_name="deferred", peer=of("first", "eager", "pressToFileMs"), peer_name="eager", ratio_of="peer/reel"))
+                            reel_name="deferred", peer=of("first", "eager", "pressToFileMs"), peer_name="eager", ratio_of="peer/reel", key=False))
 for ring in (3, 5):
     if of("nr", "ring%d" % ring, "psnrFinal"):
         heads.append(R.headline("noise reduction sigma 8, ring %d: luma PSNR of the final (peer: the proxy)" % ring, of("nr", "ring%d" % ring, "psnrFinal"),
                                 unit="dB", reel_name="final", peer=of("nr", "ring%d" % ring, "psnrProxy"), peer_name="proxy", ratio_of="reel/peer",
-                                target=(">", 1.0)))
+                                target=(">", 1.0), key=ring == 5))
 for fmt in ("jpeg", "heic"):
     pre, un = of("prepared-" + fmt, "prepared", "pressToFileMs"), of("prepared-" + fmt, "unprepared", "pressToFileMs")
     if pre:
         heads.append(R.headline("%s first capture of an --eager output, prepared (peer: --unprepared)" % fmt.upper(), pre, unit="ms",
-                                reel_name="prepared", peer=un, peer_name="unprepared", ratio=[u / p for p, u in zip(pre, un)], target=(">=", 1.0)))
+                                reel_name="prepared", peer=un, peer_name="unprepared", ratio=[u / p for p, u in zip(pre, un)], target=(">=", 1.0), key=fmt == "jpeg"))
 for h in heads:
     if h["reel"] and h["unit"] in ("presses", "photos"):
         bars.append(dict(label=h["row"][:60], value=h["reel"]["median"], low=h["reel"]["min"], high=h["reel"]["max"], series="reel"))

@@ -196,18 +196,20 @@ for codec in dict.fromkeys(c for c, _ in rows):
         if not r or not p: continue
         for i, what in [(1, "CPU"), (0, "wall")]:
             heads.append(R.headline("%s %s time, %s" % (cn, what, where), [v[i] for v in r.values()], unit="s", reel_name=me,
-                                    peer=[v[i] for v in p.values()], peer_name=them, ratio=paired(r, p, i), target=(">=", 1.0)))
+                                    peer=[v[i] for v in p.values()], peer_name=them, ratio=paired(r, p, i), target=(">=", 1.0),
+                                    key=what == "CPU" and me != "reel-plain-disk"))
         ring = RINGS[me]
         heads.append(R.headline("%s peak RSS, %s (peer: ffmpeg's + Reel's %d MiB of rings)" % (cn, where, ring),
                                 [v[2] for v in r.values()], unit="MiB", reel_name=me,
-                                peer=[v[2] + ring for v in p.values()], peer_name=them + " + rings", target=(">=", 1.0)))
+                                peer=[v[2] + ring for v in p.values()], peer_name=them + " + rings", target=(">=", 1.0), key=me == "reel-tmpfs"))
     r = rows.get((codec, "reel-tmpfs"))
     for ceiling, what in [("bare-encoder", "bare encoder (ffmpeg -f null)"), ("encoder-only", "encoder alone (frames in its pixel format)")]:
         c = rows.get((codec, ceiling))
         if not r or not c: continue
         for i, kind in [(1, "CPU"), (0, "wall")]:
             h = R.headline("%s %s time against the %s, /dev/shm" % (cn, kind, what), [v[i] for v in r.values()], unit="s", reel_name="reel-tmpfs",
-                           peer=[v[i] for v in c.values()], peer_name=ceiling, ratio=paired(r, c, i), target=(">=", 0.95))
+                           peer=[v[i] for v in c.values()], peer_name=ceiling, ratio=paired(r, c, i), target=(">=", 0.95),
+                           key=kind == "CPU" and (ceiling == "encoder-only" or (codec, "encoder-only") not in rows))
             heads.append(h)
             print("  %-9s Reel %-4s %.2f s, %s %.2f s: %s/Reel %.2fx (%.2f-%.2fx), within 5 %% (>= 0.95x): %s" % (
                 cn, kind, h["reel"]["median"], ceiling, h["peer"]["median"], ceiling, h["ratio"]["median"], h["ratio"]["min"], h["ratio"]["max"],

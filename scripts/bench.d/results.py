@@ -20,7 +20,8 @@ From the shell:
     results.py index DIR                 DIR/index.md: every benchmark's table, command, machine
     results.py summary DIR               DIR/summary.json + DIR/summary.md: every benchmark's
                                          headlines (below) in one table
-    results.py table [DIR|summary.json]  the README's "Latest results" table, made from summary.json
+    results.py table [--all] [DIR|summary.json]  the README's "Latest results" table, made from
+                                         summary.json: the key headlines (--all: every one)
 
 Headlines: every benchmark also gives `headlines`, the same shape everywhere (`headline()`):
     {"row": what is compared, "unit": of the values,
@@ -28,7 +29,8 @@ Headlines: every benchmark also gives `headlines`, the same shape everywhere (`h
      "peer": {"name", "median", "min", "max", "runs"} | null, what it is compared with
      "ratio": {"median", "min", "max", "runs", "of": "peer/reel" | "reel/peer"} | null,
      "target": {"of": "ratio" | "reel", "op": ">=" | "<=" | "==", "value", "text"} | null,
-     "met": true | false | null}
+     "met": true | false | null,
+     "key": true | false}                                    false: supporting, not in the README table
 """
 import datetime
 import html
@@ -115,12 +117,13 @@ def stat(values, name=None):
 
 
 def headline(row, reel, unit=None, reel_name="reel", peer=None, peer_name=None, ratio=None, ratio_of="peer/reel",
-             target=None, met=None):
+             target=None, met=None, key=True):
     """One headline: Reel's figure (a number or a list of runs), optionally a peer's and the
     ratio between them (a list of paired ratios; None: computed from the medians as ratio_of
     says; [] or False: no ratio, the two are shown side by side),
     and a target (op, value[, "reel"]) checked against the ratio's median, or Reel's median
-    when the target says "reel" or there is no ratio; `met` may be given instead (True/False)."""
+    when the target says "reel" or there is no ratio; `met` may be given instead (True/False).
+    key=False: a supporting figure, in summary.md but left out of the README table."""
     r = stat(reel, reel_name)
     p = stat(peer, peer_name) if peer is not None else None
     q = stat(ratio) if ratio else None   # [] or False: no ratio
@@ -141,7 +144,7 @@ def headline(row, reel, unit=None, reel_name="reel", peer=None, peer_name=None, 
             if x is not None:
                 met = {">=": x >= value, "<=": x <= value, "==": x == value, ">": x > value, "<": x < value}[op]
     return {"row": row, "unit": unit, "reel": r, "peer": p, "ratio": q, "target": t,
-            "met": None if met is None else bool(met)}
+            "met": None if met is None else bool(met), "key": bool(key)}
 
 
 def _num(v):
@@ -372,10 +375,10 @@ def _load3(l):
     return " ".join((l or "?").split()[:1])
 
 
-def _table_rows(doc, with_command):
+def _table_rows(doc, with_command, key_only=False):
     lines = []
     for b in doc["benchmarks"]:
-        for i, h in enumerate(b["headlines"]):
+        for i, h in enumerate([h for h in b["headlines"] if h.get("key", True) or not key_only]):
             peer = h.get("peer")
             cells = [b["benchmark"] if i == 0 else ""]
             if with_command:
@@ -410,9 +413,10 @@ def _summary_md(doc):
     return "\n".join(out) + "\n"
 
 
-def table(path):
+def table(path, every=False):
     """The README's "Latest results" table from summary.json (a file, or the directory
-    holding it): a line naming the machine and the command, then one row a headline."""
+    holding it): a line naming the machine and the command, then one row a key headline
+    (every headline with every=True)."""
     if os.path.isdir(path):
         path = os.path.join(path, "summary.json")
     doc = json.load(open(path))
@@ -426,7 +430,9 @@ def table(path):
            "",
            "| benchmark | command | row | Reel | peer | ratio (spread) | target | met? |",
            "|---|---|---|---|---|---|---|---|"]
-    out += _table_rows(doc, with_command=True)
+    out += _table_rows(doc, with_command=True, key_only=not every)
+    if not every:
+        out += ["", "Key figures; every figure, with its target: `bench-results/summary.md` (`scripts/bench table --all`)."]
     return "\n".join(out) + "\n"
 
 
@@ -448,9 +454,11 @@ def main(argv):
     elif len(argv) >= 2 and argv[0] == "summary":
         summary(argv[1])
     elif len(argv) >= 1 and argv[0] == "table":
-        path = argv[1] if len(argv) >= 2 else os.path.join(os.environ.get("RESULTS_DIR") or "bench-results")
+        every = "--all" in argv[1:]
+        rest = [a for a in argv[1:] if a != "--all"]
+        path = rest[0] if rest else (os.environ.get("RESULTS_DIR") or "bench-results")
         try:
-            sys.stdout.write(table(path))
+            sys.stdout.write(table(path, every=every))
         except (OSError, ValueError, KeyError) as e:
             print("results.py table: %s: %s" % (path, e), file=sys.stderr)
             return 66
