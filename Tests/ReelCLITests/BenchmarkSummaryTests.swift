@@ -43,7 +43,9 @@ private func jsonObject(_ path: String) throws -> [String: Any] {
        {"row": "ProRes HQ CPU time against the encoder alone, /dev/shm", "reel": [12.0, 11.8, 12.3], "unit": "s", "reel_name": "reel-tmpfs",
         "peer": [10.9, 10.8, 11.0], "peer_name": "encoder-only", "ratio": [0.91, 0.90, 0.92], "target": [">=", 0.95]},
        {"row": "ProRes HQ peak RSS", "reel": [350, 360], "unit": "MiB", "reel_name": "reel-tmpfs",
-        "peer": [349, 349], "peer_name": "ffmpeg-tmpfs + rings", "target": [">=", 1.0]}]}
+        "peer": [349, 349], "peer_name": "ffmpeg-tmpfs + rings", "target": [">=", 1.0]},
+       {"row": "ProRes HQ wall time, /dev/shm", "reel": [5.0, 5.2, 5.1], "unit": "s", "reel_name": "reel-tmpfs",
+        "peer": [5.5, 5.4, 5.6], "peer_name": "ffmpeg-tmpfs", "ratio": [1.1, 1.04, 1.12], "target": [">=", 1.0], "key": false}]}
     """
     static let launchSpec = """
     {"title": "launch", "rows": [], "load_before": "2.00 0.40 0.30 1/100 42",
@@ -80,7 +82,8 @@ private func jsonObject(_ path: String) throws -> [String: Any] {
         #expect(benches.map { $0["benchmark"] as? String } == ["record", "photo", "launch"])
         #expect(benches[0]["command"] as? String == "FRAMES=600 RUNS=3 scripts/bench record" && benches[0]["loadBefore"] as? String == "1.50 0.40 0.30 1/100 42")
         let heads = try #require(benches[0]["headlines"] as? [[String: Any]])
-        #expect(heads.map { $0["met"] as? Bool } == [true, false, false])
+        #expect(heads.map { $0["met"] as? Bool } == [true, false, false, true])
+        #expect(heads.map { $0["key"] as? Bool } == [true, true, true, false])
         let reel = try #require(heads[0]["reel"] as? [String: Any])
         #expect(reel["name"] as? String == "reel-tmpfs" && reel["median"] as? Double == 12.0 && reel["min"] as? Double == 11.8
                 && reel["max"] as? Double == 12.3 && reel["runs"] as? Int == 3)
@@ -117,6 +120,11 @@ private func jsonObject(_ path: String) throws -> [String: Any] {
         #expect(lines.contains("| record | `FRAMES=600 RUNS=3 scripts/bench record` | ProRes HQ CPU time, /dev/shm | 12 (11.8–12.3) s | ffmpeg-tmpfs 13.4 (13.2–13.4) s | 1.08× (1.07–1.09), peer/Reel | ratio ≥ 1 | yes |"), "\(table.stdout)")
         #expect(lines.contains("|  |  | ProRes HQ CPU time against the encoder alone, /dev/shm | 12 (11.8–12.3) s | encoder-only 10.9 (10.8–11) s | 0.91× (0.90–0.92), peer/Reel | ratio ≥ 0.95 | NO |"), "\(table.stdout)")
         #expect(lines.contains("| launch | `LAUNCHES=10 scripts/bench launch` | prores:hq: frames lost at start | 0 frames | — | — | Reel = 0 frames | yes |"), "\(table.stdout)")
+        // A supporting figure (key: false) is in summary.md and `table --all`, not in the README table.
+        let wall = "|  | ProRes HQ wall time, /dev/shm | 5.1 (5–5.2) s | ffmpeg-tmpfs 5.5 (5.4–5.6) s | 1.10× (1.04–1.12), peer/Reel | ratio ≥ 1 | yes |"
+        #expect(md.contains(wall) && !table.stdout.contains("ProRes HQ wall time"), "\(md)")
+        let every = try runScript(["scripts/bench", "table", "--all", dir])
+        #expect(every.status == 0 && every.stdout.contains("|  |  | ProRes HQ wall time, /dev/shm | 5.1 (5–5.2) s |"), "\(every.stdout)")
 
         let missing = try runScript(["scripts/bench", "table", dir + "/nothing-here"])
         #expect(missing.status == 66 && missing.stdout.isEmpty && missing.stderr.split(separator: "\n").count == 1, "\(missing)")
