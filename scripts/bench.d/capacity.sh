@@ -119,15 +119,18 @@ level() {
     done
     for i in $(seq 1 "$n"); do
         local f; f=$(shopt -s nullglob; for x in "$work/out/$i"/*.mov "$work/out/$i"/*.mp4; do echo "$x"; break; done)
-        local probe='{}'
-        [ -n "$f" ] && probe=$("$reel" probe --frames --json "$f" 2>/dev/null || echo '{}')
+        # The probe goes through a file: at DURATION=60 its JSON (every frame's index and PTS,
+        # ~35 bytes a frame) is ~63 KB, and an environment string over 128 KiB cannot be passed.
+        local probe=$work/out/$i/probe.json
+        echo '{}' >"$probe"
+        if [ -n "$f" ]; then "$reel" probe --frames --json "$f" >"$probe" 2>/dev/null || echo '{}' >"$probe"; fi
         local line
         line=$(PROBE="$probe" python3 - "$tool" "$codec" "$n" "$i" "$frames" "$(cat "$work/out/$i/status")" \
                "$(cat "$work/out/$i/time" 2>/dev/null | tail -1)" <<'PY'
 import json, os, sys
 tool, codec, n, i, frames, status, tm = sys.argv[1:8]
 frames = int(frames)
-d = json.loads(os.environ["PROBE"] or "{}")
+d = json.load(open(os.environ["PROBE"]))
 idx = d.get("frameIndices") or []
 read = [k for k in idx if k is not None and k >= 0]   # -1: a frame whose barcode could not be read
 uniq = sorted(set(read))
