@@ -237,7 +237,7 @@ for s in summary:
             continue
         heads.append(R.headline("%s: concurrent 1080p30 recordings with 0 dropped frames for %d s, against %s (N = 1..%d%s)" % (
                                     s["codec"], dur, t, maxn, "; Reel sustained every N tried" if s["capped"]["reel"] else ""), s["reel"], unit="recordings",
-                                reel_name="reel", peer=s[t], peer_name=t, ratio=[s["reel"] / s[t]] if s[t] else [],
+                                reel_name="reel", peer=s[t], peer_name=t, ratio=[s["reel"] / s[t]] if s[t] else [], ratio_of="reel/peer",
                                 target=(">=", 1.0) if s[t] else (">=", 1, "reel")))
 R.write("capacity", headlines=heads, title="Concurrent 1080p30 recordings sustained with no dropped frame (%d s each)" % dur,
         columns=["codec", "tool", "n", "dropped", "failed", "cpuMedian", "cpuMin", "cpuMax", "wallMax", "peakRssMiB", "duplicates"],
