@@ -119,15 +119,18 @@ level() {
     done
     for i in $(seq 1 "$n"); do
         local f; f=$(shopt -s nullglob; for x in "$work/out/$i"/*.mov "$work/out/$i"/*.mp4; do echo "$x"; break; done)
-        local probe='{}'
-        [ -n "$f" ] && probe=$("$reel" probe --frames --json "$f" 2>/dev/null || echo '{}')
+        # The probe goes through a file: at DURATION=60 its JSON (every frame's index and PTS,
+        # ~35 bytes a frame) is ~63 KB, and an environment string over 128 KiB cannot be passed.
+        local probe=$work/out/$i/probe.json
+        echo '{}' >"$probe"
+        if [ -n "$f" ]; then "$reel" probe --frames --json "$f" >"$probe" 2>/dev/null || echo '{}' >"$probe"; fi
         local line
         line=$(PROBE="$probe" python3 - "$tool" "$codec" "$n" "$i" "$frames" "$(cat "$work/out/$i/status")" \
                "$(cat "$work/out/$i/time" 2>/dev/null | tail -1)" <<'PY'
 import json, os, sys
 tool, codec, n, i, frames, status, tm = sys.argv[1:8]
 frames = int(frames)
-d = json.loads(os.environ["PROBE"] or "{}")
+d = json.load(open(os.environ["PROBE"]))
 idx = d.get("frameIndices") or []
 read = [k for k in idx if k is not None and k >= 0]   # -1: a frame whose barcode could not be read
 uniq = sorted(set(read))
@@ -225,7 +228,18 @@ print("dropped: barcodes (V4L2 sequence numbers, from 0 at STREAMON) missing fro
 print("  frames short of %d; read from the decoded files, not from the tools' reports." % frames)
 print("cpu s/rec: user+sys CPU of one recording process (its camera's drawing included), median and range over the N.")
 print("gst prores: avenc_prores_ks profile=hq (GStreamer cannot set prores_aw's profile); reel and ffmpeg: prores_aw HQ.")
-R.write("capacity", title="Concurrent 1080p30 recordings sustained with no dropped frame (%d s each)" % dur,
+heads = []
+for s in summary:
+    if "reel" not in tools:
+        break
+    for t in tools:
+        if t == "reel":
+            continue
+        heads.append(R.headline("%s: concurrent 1080p30 recordings with 0 dropped frames for %d s, against %s (N = 1..%d%s)" % (
+                                    s["codec"], dur, t, maxn, "; Reel sustained every N tried" if s["capped"]["reel"] else ""), s["reel"], unit="recordings",
+                                reel_name="reel", peer=s[t], peer_name=t, ratio=[s["reel"] / s[t]] if s[t] else [], ratio_of="reel/peer",
+                                target=(">=", 1.0) if s[t] else (">=", 1, "reel")))
+R.write("capacity", headlines=heads, title="Concurrent 1080p30 recordings sustained with no dropped frame (%d s each)" % dur,
         columns=["codec", "tool", "n", "dropped", "failed", "cpuMedian", "cpuMin", "cpuMax", "wallMax", "peakRssMiB", "duplicates"],
         rows=rows, summary=summary,
         plot=dict(unit="concurrent recordings with 0 dropped frames",

@@ -98,7 +98,21 @@ try:
 except (OSError, ValueError, KeyError):
     pass   # FIO_ONLY=1, or no report
 rows += [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
-R.write("jitter", title="Write latency at 150 MB/s in 1 MiB writes, %s s per arm: p99.9 (whiskers p99-max)" % sys.argv[3],
+heads = []
+def arm(source, name, contention):
+    return next((r for r in rows if r["source"] == source and r["arm"] == name and r["contention"] == contention), None)
+for contention in dict.fromkeys(r["contention"] for r in rows if r["source"] == "reel"):
+    pool = arm("reel", "pool", contention)
+    if not pool:
+        continue
+    for src, name in [("reel", "buffered"), ("fio", "fio-pool-like")]:
+        other = arm(src, name, contention) or next((r for r in rows if r["source"] == src and r["arm"].startswith(name) and r["contention"] == contention), None)
+        if other:
+            note = "; fio times each write from its submission, Reel from when it was due" if src == "fio" else ""
+            heads.append(R.headline("p99.9 write latency under %s: the pool (peer: %s %s%s)" % (contention, src, other["arm"], note), pool["p999Ms"], unit="ms",
+                                    reel_name="pool", peer=other["p999Ms"], peer_name="%s %s" % (src, other["arm"]), target=(">=", 1.0), key=src == "reel"))
+    heads.append(R.headline("ring drops under %s: the pool" % contention, pool["ringDrops"], unit="frames", reel_name="pool", target=("==", 0, "reel")))
+R.write("jitter", headlines=heads, title="Write latency at 150 MB/s in 1 MiB writes, %s s per arm: p99.9 (whiskers p99-max)" % sys.argv[3],
         columns=["source", "arm", "contention", "throughputMBps", "p50Ms", "p99Ms", "p999Ms", "maxMs", "ringDrops"], rows=rows,
         plot=dict(unit="ms (bar: p99.9 write latency; whisker: p99 to max)",
                   bars=[dict(label="%s %s / %s" % (r["source"], r["arm"], r["contention"]), value=r["p999Ms"], low=r["p99Ms"], high=r["maxMs"],

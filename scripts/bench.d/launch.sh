@@ -28,8 +28,9 @@ work=$(mktemp -d /tmp/reel-launch-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 pool=$work/pool
 "$reel" pool create "$pool" --capacity 1G --slot 256M --write-mode buffered >/dev/null
-echo "load before: $(cat /proc/loadavg)"
-python3 - "$reel" "$pool" "$work" "${LAUNCHES:-10}" "${CODECS:-prores:hq ffv1}" "${SOURCE:-synthetic:1920}" "${PHOTOS:-heic}" "${RECOVERY:-1}" <<'PY'
+load_before=$(cat /proc/loadavg)
+echo "load before: $load_before"
+LOAD_BEFORE="$load_before" python3 - "$reel" "$pool" "$work" "${LAUNCHES:-10}" "${CODECS:-prores:hq ffv1}" "${SOURCE:-synthetic:1920}" "${PHOTOS:-heic}" "${RECOVERY:-1}" <<'PY'
 import http.client, json, os, re, signal, statistics, subprocess, sys, time
 reel, pool, work, launches, codecs, source, photos = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split(), sys.argv[6], sys.argv[7]
 photos = "" if photos == "none" else photos
@@ -135,9 +136,13 @@ def launch(codec, eager, n):
 
 def spread(xs):
     xs = sorted(xs)
-    return f"{statistics.median(xs):8.1f} ms  (min {xs[0]:.1f}, max {xs[-1]:.1f}, IQR {statistics.quantiles(xs, n=4)[2] - statistics.quantiles(xs, n=4)[0]:.1f})"
+    iqr = statistics.quantiles(xs, n=4)[2] - statistics.quantiles(xs, n=4)[0] if len(xs) > 1 else 0.0   # LAUNCHES=1: no spread
+    return f"{statistics.median(xs):8.1f} ms  (min {xs[0]:.1f}, max {xs[-1]:.1f}, IQR {iqr:.1f})"
 
 all_ok = True
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
+import results as R
+rows, heads = [], []
 for codec in codecs:
     runs = {False: [], True: []}
     for n in range(launches):
@@ -162,7 +167,30 @@ for codec in codecs:
     dw = statistics.median([x["written"] for x in runs[False]]); ew = statistics.median([x["written"] for x in runs[True]])
     print(f"  time to first preview frame, eager/deferred: {e / d:.2f}x (target >= 2x)")
     print(f"  time to first frame written, eager/deferred: {ew / dw:.2f}x")
+    for eager in (False, True):
+        for n, x in enumerate(runs[eager]):
+            rows.append(dict(codec=codec, arm="eager" if eager else "deferred", launch=n + 1, firstJpegMs=x["jpeg"], firstFrameWrittenMs=x["written"],
+                             frame0=x["frame0"], lostAtStart=x["lostAtStart"], held=x["held"], longestHoldMs=x["hold"], dropped=x["dropped"],
+                             recovered=x["recovered"]))
+    # Paired per launch (deferred n and eager n ran one after the other).
+    heads.append(R.headline(f"{codec}: exec to first preview JPEG, Deferred Start (peer: --eager-start)", [x["jpeg"] for x in runs[False]], unit="ms",
+                            reel_name="deferred", peer=[x["jpeg"] for x in runs[True]], peer_name="eager",
+                            ratio=[e["jpeg"] / d["jpeg"] for d, e in zip(runs[False], runs[True])], target=(">=", 2.0)))
+    heads.append(R.headline(f"{codec}: exec to first frame written, Deferred Start (peer: --eager-start)", [x["written"] for x in runs[False]], unit="ms",
+                            reel_name="deferred", peer=[x["written"] for x in runs[True]], peer_name="eager",
+                            ratio=[e["written"] / d["written"] for d, e in zip(runs[False], runs[True])], key=False))
+    heads.append(R.headline(f"{codec}: frames lost at start (frame 0 not in the clip), deferred (peer: eager)", [x["lostAtStart"] for x in runs[False]],
+                            unit="frames", reel_name="deferred", peer=[x["lostAtStart"] for x in runs[True]], peer_name="eager", ratio=[],
+                            target=("==", 0, "reel"), met=all(x["frame0"] for x in runs[False] + runs[True])))
 print("\nframe 0 present in every launch" if all_ok else "\nFRAME 0 MISSING in some launch")
+R.write("launch", title="exec of reel record --preview 0 to the first preview JPEG: eager / deferred (paired launches; target >= 2x)",
+        columns=["codec", "arm", "launch", "firstJpegMs", "firstFrameWrittenMs", "frame0", "lostAtStart", "held", "longestHoldMs", "dropped", "recovered"],
+        rows=rows, headlines=heads,
+        plot=dict(unit="eager / deferred time (above 1: Deferred Start is faster); median and range of paired launches", reference=2.0,
+                  bars=[dict(label=h["row"].split(",")[0], value=h["ratio"]["median"], low=h["ratio"]["min"], high=h["ratio"]["max"])
+                        for h in heads if h["ratio"]]),
+        parameters=dict(launches=launches, codecs=codecs, source=source, photos=photos or "none", recovery=recovery),
+        load_before=os.environ["LOAD_BEFORE"])
 sys.exit(0 if all_ok else 1)
 PY
 echo "load after: $(cat /proc/loadavg)"

@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/env.sh
-SECONDS_PER_RUN="${1:-60}"
+SECONDS_PER_RUN="${1:-${DURATION:-60}}"   # the argument, or DURATION (as `scripts/bench all` passes it)
 ROUNDS="${ROUNDS:-1}"
 QUIET="${QUIET:-0}"
 GRID_SECONDS="${GRID_SECONDS:-5}"
@@ -40,9 +40,12 @@ export REEL_POOL="$WORK/pool"
 RECENV=(env XDG_CACHE_HOME="$WORK/cache" XDG_RUNTIME_DIR="$WORK/run")
 if [ "$PART" != pressure ]; then "$REEL" calibrate >/dev/null; fi
 
-echo "load before: $(cat /proc/loadavg)"
-summarise() {  # $1: label, $2: summary JSON
-    python3 - "$1" "$2" <<'PY'
+LOAD_BEFORE=$(cat /proc/loadavg)
+echo "load before: $LOAD_BEFORE"
+ROWS="$WORK/rows.jsonl"   # one JSON object a run or grid cell, for RESULTS_DIR/pressure.json
+: > "$ROWS"
+summarise() {  # $1: label, $2: summary JSON, $3: round, $4: handler (on/off), $5: loaded (1/0)
+    python3 - "$1" "$2" "$3" "$4" "$5" "$ROWS" <<'PY'
 import json, sys
 label, path = sys.argv[1], sys.argv[2]
 s = json.load(open(path))
@@ -62,6 +65,47 @@ print(f"{label:<24} frames {s['framesWritten']:>5}/{s['framesCaptured']:<5} late
       f"outOfBuffers {s['dropReasons']['outOfBuffers']:>3}  levels {'>'.join(levels)}  highest {top}  "
       f"transitions/min {max(len(levels) - 1, 0) / minutes:.1f}  fps {'>'.join(rates)}  live steps {steps}  "
       f"stop {s['stopReason']}  media {sum(c['durationSeconds'] for c in s['clips']):.1f} s in {s['elapsedSeconds']:.1f} s")
+with open(sys.argv[6], "a") as f:
+    f.write(json.dumps(dict(part="handler", label=label, round=int(sys.argv[3]), handler=sys.argv[4], stress=sys.argv[5] == "1",
+                            framesWritten=s["framesWritten"], framesCaptured=s["framesCaptured"], late=s["dropReasons"]["late"],
+                            outOfBuffers=s["dropReasons"]["outOfBuffers"], highestLevel=top,
+                            transitionsPerMinute=max(len(levels) - 1, 0) / minutes, rates=rates, liveSteps=steps)) + "\n")
+PY
+}
+# write_results: RESULTS_DIR/pressure.json and pressure.svg (with RESULTS_DIR set) from $ROWS.
+write_results() {
+    LOAD_BEFORE="$LOAD_BEFORE" python3 - "$ROWS" "$SECONDS_PER_RUN" "$GRID_SECONDS" "$GRID_SCHED" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
+import results as R
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+runs = [r for r in rows if r["part"] == "handler"]
+grid = [r for r in rows if r["part"] == "grid"]
+heads = []
+on = [r for r in runs if r["stress"] and r["handler"] == "on"]
+off = [r for r in runs if r["stress"] and r["handler"] == "off"]
+if on:
+    heads.append(R.headline("late drops under stress-ng, 1080p30 ProRes HQ %s s, handler on (peer: off)" % sys.argv[2],
+                            [r["late"] for r in on], unit="frames", reel_name="handler on",
+                            peer=[r["late"] for r in off] if off else None, peer_name="handler off", ratio=[], target=("==", 0, "reel")))
+    heads.append(R.headline("level transitions per minute under stress-ng, handler on", [r["transitionsPerMinute"] for r in on],
+                            unit="/min", reel_name="handler on", peer=[r["transitionsPerMinute"] for r in off] if off else None,
+                            peer_name="handler off", ratio=[]))
+if grid:
+    safe = [g for g in grid if g["cost"] <= 0.9]
+    bad = [g for g in safe if g["drops"] != 0]
+    heads.append(R.headline("cost model: grid cells of predicted cost <= 0.9 that dropped frames (of %d; %s s each, scheduling %s)"
+                            % (len(safe), sys.argv[3], sys.argv[4]), len(bad), unit="cells", reel_name="reel cost", target=("==", 0, "reel")))
+bars = [dict(label=r["label"], value=r["late"], series="handler " + r["handler"]) for r in runs]
+bars += [dict(label="%s %s %sfps x%d (cost %.2f)" % (g["codec"], g["size"], g["fps"], g["n"], g["cost"]),
+              value=g["drops"] if isinstance(g["drops"], int) else 0, series="grid") for g in grid]
+R.write("pressure", title="Late drops: pressure handler on vs off under stress-ng, and the cost model's grid",
+        columns=["part", "label", "round", "handler", "stress", "framesWritten", "framesCaptured", "late", "outOfBuffers",
+                 "highestLevel", "transitionsPerMinute", "rates", "liveSteps", "codec", "size", "fps", "n", "cost", "psiCpuSome", "drops", "verdict"],
+        rows=rows, headlines=heads, plot=dict(unit="frames dropped late", bars=bars),
+        parameters=dict(seconds=int(sys.argv[2]), gridSeconds=int(sys.argv[3]), gridScheduling=sys.argv[4],
+                        rounds=int(os.environ.get("ROUNDS", "1")), part=os.environ.get("PART", "all")),
+        load_before=os.environ["LOAD_BEFORE"])
 PY
 }
 
@@ -69,7 +113,7 @@ if [ "$PART" != grid ]; then
 echo "== 1. 1080p30 ProRes HQ, ${SECONDS_PER_RUN} s, pressure handler on vs off under stress-ng (cpu 2, io 1, vm 1 x 512M), ${ROUNDS} round(s)"
 if [ "$QUIET" = 1 ]; then
   "${RECENV[@]}" "$REEL" record --duration "$SECONDS_PER_RUN" --out "$WORK/quiet" --json > "$WORK/quiet.json"
-  summarise "quiet, handler on" "$WORK/quiet.json"
+  summarise "quiet, handler on" "$WORK/quiet.json" 0 on 0
   rm -rf "$WORK/quiet"
 fi
 # One stress-ng for every loaded run (the same load for both sides), started 5 s ahead so
@@ -83,7 +127,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for mode in $ORDER; do
     "${RECENV[@]}" "$REEL" record --duration "$SECONDS_PER_RUN" --pressure-handler "$mode" \
         --out "$WORK/loaded-$mode" --json > "$WORK/loaded-$mode.json"
-    summarise "round $round, handler $mode" "$WORK/loaded-$mode.json"
+    summarise "round $round, handler $mode" "$WORK/loaded-$mode.json" "$round" "$mode" 1
     "$REEL" verify "$WORK/loaded-$mode" > /dev/null || echo "  verify FAILED for handler $mode"
     rm -rf "$WORK/loaded-$mode"
   done
@@ -92,7 +136,7 @@ done
 kill "$STRESS" 2>/dev/null || true
 wait "$STRESS" 2>/dev/null || true
 fi
-[ "$PART" = pressure ] && exit 0
+if [ "$PART" = pressure ]; then write_results; exit 0; fi
 
 echo
 echo "== 2. predicted cost vs late drops, ${GRID_SECONDS} s per cell, scheduling ${GRID_SCHED} (load $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -112,7 +156,7 @@ for codec in prores:hq h264 ffv1; do
       done
       for p in "${pids[@]}"; do wait "$p" || true; done
       psi=$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null || echo "?")
-      python3 - "$codec" "$side" "$fps" "$n" "$one" "$WORK" "$psi" <<'PY'
+      python3 - "$codec" "$side" "$fps" "$n" "$one" "$WORK" "$psi" "$ROWS" <<'PY'
 import json, sys
 codec, side, fps, n, one, work, psi = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7]
 cpu, disk = map(float, one.split())
@@ -125,9 +169,14 @@ ok = all(d == 0 for d in drops)
 verdict = ("ok" if ok else "FAIL: drops at cost <= 0.9") if cost <= 0.9 else ("above 1: reel record refuses" if cost > 1 else "0.9-1: no promise")
 size = {1280: "1280x720", 1920: "1920x1080"}[side]
 print(f"{codec:<10} {size:<10} {fps:>4} {n:>2} {cost:8.2f} {psi + '%':<9} {','.join(map(str, drops)):<16} {verdict}")
+with open(sys.argv[8], "a") as f:
+    f.write(json.dumps(dict(part="grid", codec=codec, size=size, fps=int(fps), n=n, cost=cost, psiCpuSome=psi,
+                            drops=sum(drops) if all(isinstance(d, int) for d in drops) else "err",
+                            verdict=verdict)) + "\n")
 PY
       rm -rf "$WORK"/grid-*
     done
   done
 done
 echo "load after: $(cat /proc/loadavg)"
+write_results

@@ -147,7 +147,16 @@ print(f"preview JPEG thread: {min(encode_ms):.2f}–{max(encode_ms):.2f} ms a pi
       f"{min(encode_ms) * 3:.1f}–{max(encode_ms) * 3:.1f} % of one core at 30 fps")
 print(f"preview CPU with 1 client: {results['preview, 1 client'] - base:.1f} % of one core "
       f"(8 clients: {results['preview, 8 clients'] - base:.1f} %); the two runs without preview differ by {spread:.1f} %")
-R.write("preview", title="Live preview latency while recording 1080p30 ProRes HQ: capture to client (p50, p95-p99 whiskers)",
+heads = []
+for r in rows:
+    if r["parts"] and r["p95Ms"] is not None:
+        heads.append(R.headline("%s: p95 latency from capture" % r["case"], r["p95Ms"], unit="ms", reel_name="reel --preview",
+                                target=("<=", 50.0, "reel")))
+        heads.append(R.headline("%s: frames dropped by the recording" % r["case"], r["dropped"], unit="frames", reel_name="reel --preview",
+                                target=("==", 0, "reel"), key=r["case"].startswith("preview, 8 clients")))
+heads.append(R.headline("preview CPU with 1 client (percent of one core; peer: the spread of the two runs without preview)",
+                        results['preview, 1 client'] - base, unit="%", reel_name="preview", peer=spread, peer_name="no-preview spread", ratio=[]))
+R.write("preview", headlines=heads, title="Live preview latency while recording 1080p30 ProRes HQ: capture to client (p50, p95-p99 whiskers)",
         columns=["case", "parts", "p50Ms", "p95Ms", "p99Ms", "dropped", "reelCpuPercent"], rows=rows,
         plot=dict(unit="ms from capture (bar: p50, whisker: p95-p99)",
                   bars=[dict(label=r["case"], value=r["p50Ms"], low=r["p95Ms"], high=r["p99Ms"]) for r in rows if r["parts"]]),

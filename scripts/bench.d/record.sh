@@ -47,9 +47,13 @@ trap 'rm -rf "$shm" "$disk"' EXIT
 load_before=$(cat /proc/loadavg)
 echo "load before: $load_before   cpus: $(nproc)   $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"
 echo "preparing $frames frames of the synthetic sensor at 1920x1080 (raw yuv420p in $shm)"
-"$reel" record --no-realtime --frames "$frames" --codec ffv1 --container mkv --plain --out "$shm/src" --name src >/dev/null
-ffmpeg -nostdin -v error -i "$shm/src/src-0001-16x9.mkv" -f rawvideo -pix_fmt yuv420p "$shm/frames.yuv"
+# --pressure-handler off: on a loaded machine the handler would start the sensor at 15 fps, and
+# the decoded raw file would hold every frame twice (ffmpeg fills the 30 fps grid).
+"$reel" record --no-realtime --pressure-handler off --frames "$frames" --codec ffv1 --container mkv --plain --out "$shm/src" --name src >/dev/null
+ffmpeg -nostdin -v error -i "$shm/src/src-0001-16x9.mkv" -fps_mode passthrough -f rawvideo -pix_fmt yuv420p "$shm/frames.yuv"
 rm -rf "$shm/src"
+got=$(( $(stat -c %s "$shm/frames.yuv") / (1920 * 1080 * 3 / 2) ))
+[ "$got" = "$frames" ] || { echo "scripts/bench record: the prepared input holds $got frames, not $frames" >&2; exit 1; }
 if [[ " $modes " == *" durable "* ]]; then
     "$reel" pool create "$disk/pool" --capacity 2G --slot 1G --write-mode buffered >/dev/null
 fi
@@ -173,13 +177,55 @@ for codec in dict.fromkeys(c for c, _ in rows):
                           ffmpegOverThisCpu=stat(cratios), bareOverThisCpu=stat(bare), encoderOnlyOverThisCpu=stat(eonly)))
         if cratios and name != peer[name]:
             bars.append(dict(label="%s %s" % (codec, name), value=st.median(cratios), low=min(cratios), high=max(cratios), series=name))
+# Headlines: per codec, Reel against the ffmpeg CLI (CPU and wall, paired per round), against
+# the bare encoder and the encoder alone (CPU: "within 5 % of the bare encoder" is ratio >= 0.95),
+# and Reel's peak RSS against ffmpeg's + Reel's rings.
+CODEC_NAME = {"prores": "ProRes HQ", "h264": "H.264", "hevc": "HEVC", "ffv1": "FFV1"}
+RINGS = {"reel-tmpfs": 192, "reel-plain-disk": 192, "reel-pool-disk": 192 + 64}   # MiB: the sensor's frame ring (+ the pool's)
+heads = []
+print()
+print("verdicts (targets of issue 15: Reel >= 1.0x the ffmpeg CLI on the same work; within 5 % of the bare encoder;")
+print("  peak RSS <= ffmpeg's + Reel's rings):")
+def paired(a, b, i):   # b's figure i over a's, per round both ran
+    return [b[k][i] / a[k][i] for k in a if k in b]
+for codec in dict.fromkeys(c for c, _ in rows):
+    cn = CODEC_NAME.get(codec, codec)
+    for me, them, where in [("reel-tmpfs", "ffmpeg-tmpfs", "/dev/shm"), ("reel-pool-disk", "ffmpeg-disk+fsync", "disk, pool"),
+                            ("reel-plain-disk", "ffmpeg-disk+fsync", "disk, plain")]:
+        r, p = rows.get((codec, me)), rows.get((codec, them))
+        if not r or not p: continue
+        for i, what in [(1, "CPU"), (0, "wall")]:
+            heads.append(R.headline("%s %s time, %s" % (cn, what, where), [v[i] for v in r.values()], unit="s", reel_name=me,
+                                    peer=[v[i] for v in p.values()], peer_name=them, ratio=paired(r, p, i), target=(">=", 1.0),
+                                    key=what == "CPU" and me != "reel-plain-disk"))
+        ring = RINGS[me]
+        heads.append(R.headline("%s peak RSS, %s (peer: ffmpeg's + Reel's %d MiB of rings)" % (cn, where, ring),
+                                [v[2] for v in r.values()], unit="MiB", reel_name=me,
+                                peer=[v[2] + ring for v in p.values()], peer_name=them + " + rings", target=(">=", 1.0), key=me == "reel-tmpfs"))
+    r = rows.get((codec, "reel-tmpfs"))
+    for ceiling, what in [("bare-encoder", "bare encoder (ffmpeg -f null)"), ("encoder-only", "encoder alone (frames in its pixel format)")]:
+        c = rows.get((codec, ceiling))
+        if not r or not c: continue
+        for i, kind in [(1, "CPU"), (0, "wall")]:
+            h = R.headline("%s %s time against the %s, /dev/shm" % (cn, kind, what), [v[i] for v in r.values()], unit="s", reel_name="reel-tmpfs",
+                           peer=[v[i] for v in c.values()], peer_name=ceiling, ratio=paired(r, c, i), target=(">=", 0.95),
+                           key=kind == "CPU" and (ceiling == "encoder-only" or (codec, "encoder-only") not in rows))
+            heads.append(h)
+            print("  %-9s Reel %-4s %.2f s, %s %.2f s: %s/Reel %.2fx (%.2f-%.2fx), within 5 %% (>= 0.95x): %s" % (
+                cn, kind, h["reel"]["median"], ceiling, h["peer"]["median"], ceiling, h["ratio"]["median"], h["ratio"]["min"], h["ratio"]["max"],
+                "met" if h["met"] else "NOT met"))
+    for h in heads:
+        if h["row"].startswith(cn + " ") and " against the " not in h["row"]:
+            print("  %-9s %-40s Reel %.2f %s, %s %.2f: %s %.2fx (%.2f-%.2fx), >= 1.0x: %s" % (
+                cn, h["row"][len(cn) + 1:].split(" (")[0], h["reel"]["median"], h["unit"], h["peer"]["name"], h["peer"]["median"],
+                h["ratio"]["of"], h["ratio"]["median"], h["ratio"]["min"], h["ratio"]["max"], "met" if h["met"] else "NOT met"))
 R.write("record", title="reel record vs the ffmpeg CLI on the same work: ffmpeg's CPU time / this one's (%d frames, 1080p)" % frames,
         columns=["codec", "contestant", "rounds", "wallS", "fps", "cpuS", "peakRssMiB", "ffmpegOverThisWall", "ffmpegOverThisCpu",
                  "bareOverThisCpu", "encoderOnlyOverThisCpu"],
         rows=table, plot=dict(unit="ffmpeg CPU / contestant CPU (above 1: cheaper than the ffmpeg CLI); median and range of paired rounds",
                               reference=1.0, bars=bars),
         parameters=dict(frames=frames, runs=int(sys.argv[3]), codecs=list(dict.fromkeys(c for c, _ in rows))),
-        load_before=os.environ["LOAD_BEFORE"], load_after=os.environ["LOAD_AFTER"])
+        load_before=os.environ["LOAD_BEFORE"], load_after=os.environ["LOAD_AFTER"], headlines=heads)
 print()
 print("ffmpeg/this wall (cpu): the ffmpeg CLI's wall (user+sys CPU) time over this contestant's, paired within each round")
 print("  (above 1: faster / cheaper than ffmpeg); tmpfs rows against ffmpeg-tmpfs, disk rows against ffmpeg-disk+fsync.")

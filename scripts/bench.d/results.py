@@ -13,10 +13,24 @@ From Python (the benchmarks' own summary code):
                   plot=dict(unit="x", bars=[dict(label=..., value=..., low=..., high=...)]),
                   load_before="...", load_after="...")      # does nothing unless RESULTS_DIR is set
 From the shell:
-    results.py json NAME < SPEC.json     the same keyword arguments as one JSON object
+    results.py json NAME < SPEC.json     the same keyword arguments as one JSON object (headlines
+                                         may be given as headline()'s keyword arguments)
     results.py text NAME LOG             a benchmark without structured results: its printed
                                          output is kept (JSON `output`), the SVG shows it
     results.py index DIR                 DIR/index.md: every benchmark's table, command, machine
+    results.py summary DIR               DIR/summary.json + DIR/summary.md: every benchmark's
+                                         headlines (below) in one table
+    results.py table [--all] [DIR|summary.json]  the README's "Latest results" table, made from
+                                         summary.json: the key headlines (--all: every one)
+
+Headlines: every benchmark also gives `headlines`, the same shape everywhere (`headline()`):
+    {"row": what is compared, "unit": of the values,
+     "reel": {"name", "median", "min", "max", "runs"},      Reel's figure
+     "peer": {"name", "median", "min", "max", "runs"} | null, what it is compared with
+     "ratio": {"median", "min", "max", "runs", "of": "peer/reel" | "reel/peer"} | null,
+     "target": {"of": "ratio" | "reel", "op": ">=" | "<=" | "==", "value", "text"} | null,
+     "met": true | false | null,
+     "key": true | false}                                    false: supporting, not in the README table
 """
 import datetime
 import html
@@ -90,8 +104,59 @@ def _loadavg():
         return None
 
 
+def stat(values, name=None):
+    """The median, min, max and count of values (None without values); `name` labels it."""
+    import statistics
+    v = [x for x in (values if isinstance(values, (list, tuple)) else [values]) if isinstance(x, (int, float)) and x == x]
+    if not v:
+        return None
+    d = {"median": statistics.median(v), "min": min(v), "max": max(v), "runs": len(v)}
+    if name is not None:
+        d = {"name": name, **d}
+    return d
+
+
+def headline(row, reel, unit=None, reel_name="reel", peer=None, peer_name=None, ratio=None, ratio_of="peer/reel",
+             target=None, met=None, key=True):
+    """One headline: Reel's figure (a number or a list of runs), optionally a peer's and the
+    ratio between them (a list of paired ratios; None: computed from the medians as ratio_of
+    says; [] or False: no ratio, the two are shown side by side),
+    and a target (op, value[, "reel"]) checked against the ratio's median, or Reel's median
+    when the target says "reel" or there is no ratio; `met` may be given instead (True/False).
+    key=False: a supporting figure, in summary.md but left out of the README table."""
+    r = stat(reel, reel_name)
+    p = stat(peer, peer_name) if peer is not None else None
+    q = stat(ratio) if ratio else None   # [] or False: no ratio
+    if ratio is None and r and p and r["median"] and p["median"]:
+        q = stat(p["median"] / r["median"] if ratio_of == "peer/reel" else r["median"] / p["median"])
+    if q is not None:
+        q["of"] = ratio_of
+    t = None
+    if target is not None:
+        op, value = target[0], target[1]
+        of = target[2] if len(target) > 2 else ("ratio" if q is not None else "reel")
+        sym = {">=": "≥", "<=": "≤", "==": "=", ">": ">", "<": "<"}[op]
+        t = {"of": of, "op": op, "value": value,
+             "text": ("ratio %s %s" % (sym, _num(value))) if of == "ratio" else ("Reel %s %s%s" % (sym, _num(value), " " + unit if unit else ""))}
+        if met is None:
+            x = (q if of == "ratio" else r) or {}
+            x = x.get("median")
+            if x is not None:
+                met = {">=": x >= value, "<=": x <= value, "==": x == value, ">": x > value, "<": x < value}[op]
+    return {"row": row, "unit": unit, "reel": r, "peer": p, "ratio": q, "target": t,
+            "met": None if met is None else bool(met), "key": bool(key)}
+
+
+def _num(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if float(v).is_integer() and abs(v) < 1e6:
+        return "%d" % v
+    return "%.3g" % v if abs(v) < 100 else "%.0f" % v
+
+
 def write(name, title, columns=None, rows=None, plot=None, load_before=None, load_after=None,
-          summary=None, parameters=None, notes=None, output=None, command=None):
+          summary=None, parameters=None, notes=None, output=None, command=None, headlines=None):
     """Writes RESULTS_DIR/NAME.json and NAME.svg; does nothing when RESULTS_DIR is unset."""
     out_dir = os.environ.get("RESULTS_DIR")
     if not out_dir:
@@ -109,6 +174,7 @@ def write(name, title, columns=None, rows=None, plot=None, load_before=None, loa
         "versions": versions(),
         "columns": columns or [],
         "rows": rows or [],
+        "headlines": headlines or [],
     }
     if summary is not None:
         doc["summary"] = summary
@@ -124,6 +190,20 @@ def write(name, title, columns=None, rows=None, plot=None, load_before=None, loa
     with open(os.path.join(out_dir, name + ".svg"), "w") as f:
         f.write(svg(doc))
     return doc
+
+
+def add_headlines(name, specs):
+    """Adds headlines (a list of headline() keyword-argument objects) to RESULTS_DIR/NAME.json,
+    for a benchmark whose results are kept as printed output."""
+    out_dir = os.environ.get("RESULTS_DIR")
+    if not out_dir:
+        return
+    path = os.path.join(out_dir, name + ".json")
+    doc = json.load(open(path))
+    doc["headlines"] = [headline(**h) for h in specs]
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2, ensure_ascii=False)
+        f.write("\n")
 
 
 def _esc(s):
@@ -206,11 +286,13 @@ def index(directory):
     """DIR/index.md: for every NAME.json, its title, command, date, load, machine and table."""
     docs = []
     for f in sorted(os.listdir(directory)):
-        if f.endswith(".json"):
+        if f.endswith(".json") and f != "summary.json":
             try:
-                docs.append(json.load(open(os.path.join(directory, f))))
+                d = json.load(open(os.path.join(directory, f)))
             except (OSError, ValueError):
                 continue
+            if isinstance(d, dict) and "benchmark" in d:
+                docs.append(d)
     out = ["# Benchmark results", ""]
     if docs:
         m = docs[0]["machine"]
@@ -229,9 +311,138 @@ def index(directory):
         f.write("\n".join(out) + "\n")
 
 
+def _fig(s, unit=None, ratio=False):
+    """`median (min–max)` of a stat, or `median` for one run; with the unit."""
+    if not s:
+        return "—"
+    f = (lambda v: "%.2f" % v) if ratio else _num
+    out = f(s["median"]) + ("×" if ratio else "")
+    if s.get("runs", 1) > 1 and s["min"] != s["max"]:
+        out += " (%s–%s)" % (f(s["min"]), f(s["max"]))
+    if unit and not ratio:
+        out += " " + unit
+    return out
+
+
+def _rows_of(doc):
+    """The summary rows of one benchmark's JSON: its headlines, or one row saying it has none."""
+    hs = doc.get("headlines") or []
+    if not hs:
+        return [{"row": "(no headlines: see %s.txt)" % doc["benchmark"], "unit": None, "reel": None, "peer": None,
+                 "ratio": None, "target": None, "met": None}]
+    return hs
+
+
+def _met(m):
+    return "yes" if m is True else "NO" if m is False else "—"
+
+
+def _md_cell(text):
+    return str(text).replace("|", "\\|")
+
+
+def summary(directory):
+    """DIR/summary.json (every benchmark's command, date, load, and headlines; the machine and
+    versions once) and DIR/summary.md (one markdown table: bench, row, Reel, peer, ratio
+    (spread), target, met?)."""
+    docs = []
+    for f in sorted(os.listdir(directory)):
+        if f.endswith(".json") and f != "summary.json":
+            try:
+                d = json.load(open(os.path.join(directory, f)))
+            except (OSError, ValueError):
+                continue
+            if isinstance(d, dict) and "benchmark" in d:
+                docs.append(d)
+    order = ["record", "seams", "jitter", "pressure", "photo", "preview", "launch", "jpeg", "capacity"]
+    docs.sort(key=lambda d: (order.index(d["benchmark"]) if d["benchmark"] in order else len(order), d["benchmark"]))
+    out = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "command": os.environ.get("SUMMARY_COMMAND") or "scripts/bench all",
+           "machine": docs[0]["machine"] if docs else machine(),
+           "versions": docs[0]["versions"] if docs else versions(),
+           "benchmarks": [{"benchmark": d["benchmark"], "title": d.get("title"), "command": d.get("command"),
+                           "date": d.get("date"), "loadBefore": d.get("loadBefore"), "loadAfter": d.get("loadAfter"),
+                           "headlines": _rows_of(d)} for d in docs]}
+    with open(os.path.join(directory, "summary.json"), "w") as f:
+        json.dump(out, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    with open(os.path.join(directory, "summary.md"), "w") as f:
+        f.write(_summary_md(out))
+    return out
+
+
+def _load3(l):
+    return " ".join((l or "?").split()[:1])
+
+
+def _table_rows(doc, with_command, key_only=False):
+    lines = []
+    for b in doc["benchmarks"]:
+        for i, h in enumerate([h for h in b["headlines"] if h.get("key", True) or not key_only]):
+            peer = h.get("peer")
+            cells = [b["benchmark"] if i == 0 else ""]
+            if with_command:
+                cells.append(("`%s`" % b.get("command")) if i == 0 else "")
+            cells += [h.get("row", ""),
+                      _fig(h.get("reel"), h.get("unit")),
+                      ("%s %s" % (peer.get("name", ""), _fig(peer, h.get("unit")))) if peer else "—",
+                      _fig(h.get("ratio"), ratio=True) + (", %s" % h["ratio"]["of"].replace("reel", "Reel") if h.get("ratio") else ""),
+                      (h.get("target") or {}).get("text", "—"),
+                      _met(h.get("met"))]
+            lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    return lines
+
+
+def _machine_line(doc):
+    m = doc["machine"]
+    v = doc.get("versions", {})
+    return "%s, %s cores, %s MiB, Linux %s, Debian %s; Reel %s, ffmpeg %s, GStreamer %s" % (
+        m.get("cpu"), m.get("cores"), m.get("memoryMiB"), m.get("kernel"), m.get("debian"),
+        v.get("reel", "?"), v.get("ffmpeg", "?"), v.get("gstreamer", "?"))
+
+
+def _summary_md(doc):
+    out = ["# Benchmark summary", "",
+           "`%s` at %s on %s." % (doc.get("command"), doc.get("date"), _machine_line(doc)), "",
+           "| bench | row | Reel | peer | ratio (spread) | target | met? |", "|---|---|---|---|---|---|---|"]
+    out += _table_rows(doc, with_command=False)
+    out += ["", "Commands and load (1-minute average before → after):", ""]
+    for b in doc["benchmarks"]:
+        out.append("- %s: `%s` at %s, load %s → %s" % (b["benchmark"], b.get("command"), b.get("date"),
+                                                      _load3(b.get("loadBefore")), _load3(b.get("loadAfter"))))
+    return "\n".join(out) + "\n"
+
+
+def table(path, every=False):
+    """The README's "Latest results" table from summary.json (a file, or the directory
+    holding it): a line naming the machine and the command, then one row a key headline
+    (every headline with every=True)."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "summary.json")
+    doc = json.load(open(path))
+    loads = [float(x.split()[0]) for b in doc["benchmarks"] for x in (b.get("loadBefore"), b.get("loadAfter"))
+             if x and x.split() and x.split()[0].replace(".", "", 1).isdigit()]
+    out = ["Made by `%s` at %s on %s; the load average (1 min) before and after each benchmark %s. "
+           "Ratios are medians of paired runs in one invocation, spread in brackets; the table is "
+           "printed by `scripts/bench table` from `bench-results/summary.json`." % (
+               doc.get("command"), doc.get("date"), _machine_line(doc),
+               ("was %s–%s" % (_num(min(loads)), _num(max(loads)))) if loads else "was not recorded"),
+           "",
+           "| benchmark | command | row | Reel | peer | ratio (spread) | target | met? |",
+           "|---|---|---|---|---|---|---|---|"]
+    out += _table_rows(doc, with_command=True, key_only=not every)
+    if not every:
+        out += ["", "Key figures; every figure, with its target: `bench-results/summary.md` (`scripts/bench table --all`)."]
+    return "\n".join(out) + "\n"
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "json":
         spec = json.load(sys.stdin)
+        # Headlines given as headline()'s arguments (Reel's figure a number or a list of runs)
+        # are made into headlines; those already made are kept.
+        spec["headlines"] = [h if isinstance(h.get("reel"), dict) or h.get("reel") is None else headline(**h)
+                             for h in spec.get("headlines") or []]
         write(argv[1], **spec)
     elif len(argv) >= 3 and argv[0] == "text":
         lines = open(argv[2], errors="replace").read().splitlines()
@@ -240,6 +451,20 @@ def main(argv):
               output=lines, load_before=loads[0] if loads else None, load_after=loads[-1] if len(loads) > 1 else None)
     elif len(argv) >= 2 and argv[0] == "index":
         index(argv[1])
+    elif len(argv) >= 2 and argv[0] == "summary":
+        summary(argv[1])
+    elif len(argv) >= 1 and argv[0] == "table":
+        every = "--all" in argv[1:]
+        rest = [a for a in argv[1:] if a != "--all"]
+        path = rest[0] if rest else (os.environ.get("RESULTS_DIR") or "bench-results")
+        try:
+            sys.stdout.write(table(path, every=every))
+        except (OSError, ValueError, KeyError) as e:
+            print("results.py table: %s: %s" % (path, e), file=sys.stderr)
+            return 66
+    elif len(argv) >= 2 and argv[0] == "headlines":
+        # results.py headlines NAME < HEADLINES.json: adds headlines to RESULTS_DIR/NAME.json
+        add_headlines(argv[1], json.load(sys.stdin))
     else:
         print(__doc__, file=sys.stderr)
         return 64
