@@ -476,11 +476,15 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     }
 
     /// Throws prepared clips away off the encode thread (an encoder's memory, a pool slot).
+    /// An encoder that can start another clip is kept at once — a later clip of its size may
+    /// start on the next frame, before a background thread would have got to it.
     private func discardInBackground(_ clips: [PreparedClip]) {
         guard !clips.isEmpty else { return }
+        for c in clips where c.encoder.canRestart { recycle(c.encoder) }
         lock.lock(); discarding += 1; lock.unlock()
         let t = Thread { [self] in
-            discardPrepared(clips)
+            // The storage goes here; the other encoders' memory when `clips` is released.
+            for c in clips { c.discard() }
             lock.lock(); discarding -= 1; lock.broadcast(); lock.unlock()
         }
         t.name = "reel.discard"

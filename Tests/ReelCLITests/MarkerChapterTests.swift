@@ -31,7 +31,7 @@ private func recordWithSteps(_ extra: [String], dir: String, steps: [[String]]) 
     var stopped = false
     defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
     #expect(try waitUntilListening(socket))
-    var seen = try #require(waitForFrame(socket, atLeast: 10), "the recording never captured 10 frames")
+    try #require(waitForFrame(socket, atLeast: 10) != nil, "the recording never captured 10 frames")
     for step in steps {
         let r = try reel(["control", "--socket", socket] + step)
         if r.status != 0 {
@@ -41,7 +41,7 @@ private func recordWithSteps(_ extra: [String], dir: String, steps: [[String]]) 
             Issue.record("\(step): \(r.stdout) \(r.stderr); the recording: \(gone.status) \(gone.stderr)")
             throw ProbeFailed(message: "reel control \(step) failed")
         }
-        seen = try #require(waitForFrame(socket, atLeast: seen + 10), "the recording stalled after \(step)")
+        try #require(waitForFramesAfterNow(socket, 10) != nil, "the recording stalled after \(step)")
     }
     rec.signal(SIGINT)
     let run = rec.wait()

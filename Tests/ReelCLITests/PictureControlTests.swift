@@ -22,6 +22,16 @@ func waitForFrame(_ socket: String, atLeast index: Int) -> Int? {
     return nil
 }
 
+/// Waits (at most 60 s) until the recording behind `socket` has captured `count` frames after
+/// the newest one now — call it once a request has been answered, so that the frames counted
+/// come after the change however long the request took on a loaded machine; returns the
+/// newest frame then (nil: it never did).
+@discardableResult
+func waitForFramesAfterNow(_ socket: String, _ count: Int) -> Int? {
+    guard let now = waitForFrame(socket, atLeast: 0) else { return nil }
+    return waitForFrame(socket, atLeast: now + count)
+}
+
 /// Waits (at most 20 s) until `reel control status` answers on `socket`.
 func waitUntilListening(_ socket: String) throws -> Bool {
     for _ in 0..<100 {
@@ -136,11 +146,11 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
         var stopped = false
         defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
         #expect(try waitUntilListening(socket))
-        var seen = try #require(waitForFrame(socket, atLeast: 10), "the recording never captured 10 frames")
+        try #require(waitForFrame(socket, atLeast: 10) != nil, "the recording never captured 10 frames")
         for request in [["zoom", "2"], ["exposure", "1"], ["effect", "grayscale"]] {
             let r = try reel(["control", "--socket", socket] + request)
             #expect(r.status == 0 && r.stdout.contains("\"ok\":true"), "\(request): \(r.stdout) \(r.stderr)")
-            seen = try #require(waitForFrame(socket, atLeast: seen + 15), "the recording stalled after \(request)")
+            try #require(waitForFramesAfterNow(socket, 15) != nil, "the recording stalled after \(request)")
         }
         let page = try #require(previewStatus(previewBase(port), seconds: 5))
         #expect(page["zoom"] as? Double == 2 && page["exposure"] as? Double == 1 && page["effect"] as? String == "grayscale", "\(page)")
