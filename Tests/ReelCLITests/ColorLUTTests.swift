@@ -3,19 +3,7 @@ import ReelCore
 import Testing
 
 /// The preview's `/status` as JSON (nil while it does not answer).
-private func pageStatus(_ port: UInt16) -> [String: Any]? {
-    guard let tool = installedTool("curl") else { return nil }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: tool)
-    p.arguments = ["-s", "-m", "5", "http://127.0.0.1:\(port)/status"]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    guard (try? p.run()) != nil else { return nil }
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-}
+private func pageStatus(_ port: UInt16) -> [String: Any]? { previewStatus(previewBase(port), seconds: 5) }
 
 /// An RGB colour, each channel 0…1.
 private typealias RGB = (r: Double, g: Double, b: Double)

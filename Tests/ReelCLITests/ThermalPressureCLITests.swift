@@ -2,19 +2,9 @@ import Foundation
 import ReelWriter
 import Testing
 
-/// The preview's `/status` frames and pressure level, read with curl; nil while it does not answer.
+/// The preview's `/status` frames and pressure level; nil while it does not answer.
 private func thermalTestStatus(_ port: UInt16) -> (frames: Int, pressure: String?)? {
-    guard let curl = installedTool("curl") else { return nil }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: curl)
-    p.arguments = ["-s", "-m", "2", "http://127.0.0.1:\(port)/status"]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    guard (try? p.run()) != nil else { return nil }
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    guard let j = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let frames = j["frames"] as? Int else { return nil }
+    guard let j = previewStatus(previewBase(port)), let frames = j["frames"] as? Int else { return nil }
     return (frames, j["pressure"] as? String)
 }
 

@@ -15,22 +15,10 @@ private func writeCameraPSI(_ dir: String, cpuSome: Double) throws {
 /// The preview's `/status` frames and pressure level (curl), polled until `condition` holds
 /// (generous deadline: CI is a loaded 2-core machine); nil if it never did.
 private func waitForCameraStatus(_ port: UInt16, seconds: Double = 90, _ condition: (Int, String?) -> Bool) -> (frames: Int, level: String?)? {
-    guard let curl = installedTool("curl") else { return nil }
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: curl)
-        p.arguments = ["-s", "-m", "2", "http://127.0.0.1:\(port)/status"]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        if (try? p.run()) != nil {
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
-            if let j = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let frames = j["frames"] as? Int,
-               condition(frames, j["pressure"] as? String) {
-                return (frames, j["pressure"] as? String)
-            }
+        if let j = previewStatus(previewBase(port)), let frames = j["frames"] as? Int, condition(frames, j["pressure"] as? String) {
+            return (frames, j["pressure"] as? String)
         }
         usleep(100_000)
     }
