@@ -399,15 +399,20 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                                       withFile: false, reusing: idle)
             }
             lock.lock()
+            // The encode thread went past this clip (it did not fit): it goes, and the next opens.
+            // An encoder that can start another clip is kept before the seam is woken: the seam
+            // may be waiting for exactly this encoder (a later clip of its size).
+            let stale = number <= openedClips
+            if stale {
+                discarding += 1
+                if let p, p.encoder.canRestart { keepIdle(p.encoder) }
+            } else { preparedNext = p }
             preparing = false
             preparingFor = nil
-            // The encode thread went past this clip (it did not fit): it goes, and the next opens.
-            let stale = number <= openedClips
-            if stale { discarding += 1 } else { preparedNext = p }
             lock.broadcast()
             lock.unlock()
             if stale {
-                if let p { discardPrepared([p]) }
+                if let p { p.discard() }
                 lock.lock(); discarding -= 1; lock.broadcast(); lock.unlock()
                 prepareAhead()
             }
@@ -418,11 +423,17 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     }
 
     /// The clip opened ahead for clip `number` starting at `frame`, if there is one that fits
-    /// (waiting for the opener when it is at work); one that does not fit is thrown away.
-    private func takePrepared(number: Int, for frame: CapturedFrame) -> PreparedClip? {
+    /// (waiting for the opener when it is at work), else a kept encoder of its size if there
+    /// is one; clips opened ahead that do not fit are thrown away (their restartable encoders
+    /// kept, after this clip took its own: keeping them first could push out the very
+    /// encoder this clip needs).
+    private func takePrepared(number: Int, for frame: CapturedFrame) -> (prepared: PreparedClip?, idle: VideoEncoder?) {
         lock.lock()
-        // Waiting for the opener is worth it only when it opens this very clip.
-        while preparing, let (n, r, z) = preparingFor, n == number, r == frame.ratio, z == frame.crop.size { lock.wait() }
+        // Waiting for the opener is worth it only when it opens this very clip, or an FFV1
+        // clip of this size that is already stale (its encoder will start this clip: opening
+        // another here would take at least as long, and zero its buffer again).
+        while preparing, let (n, r, z) = preparingFor, z == frame.crop.size,
+              (n == number && r == frame.ratio) || (n < number && settings.codec == .ffv1) { lock.wait() }
         var candidates: [PreparedClip] = []
         if let p = preparedFirst { candidates.append(p); preparedFirst = nil }
         if let p = preparedNext { candidates.append(p); preparedNext = nil }
@@ -431,37 +442,49 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         for p in candidates {
             if chosen == nil && p.number == number && p.fits(frame) { chosen = p } else { unused.append(p) }
         }
-        if chosen != nil { clipsOpenedAhead += 1 }
+        var idle: VideoEncoder? = nil
+        if chosen != nil {
+            clipsOpenedAhead += 1
+        } else {
+            idle = takeIdleLocked(frame.crop.size, frame.pts.timescale)
+        }
         lock.unlock()
         discardInBackground(unused)
-        return chosen
+        return (chosen, idle)
     }
 
     /// Keeps the encoder of a finished clip for a later clip of its size.
     private func recycle(_ encoder: VideoEncoder) {
         lock.lock()
+        keepIdle(encoder)
+        lock.unlock()
+    }
+
+    /// `recycle` with the lock held.
+    private func keepIdle(_ encoder: VideoEncoder) {
         idleEncoders.append(encoder)
         if idleEncoders.count > 2 { idleEncoders.removeFirst() }
-        lock.unlock()
     }
 
     /// An idle encoder of `size` on `timescale`, if one is kept. `patience`: seconds to wait
     /// for one that a clip still closing will give back (the opener has time; the encode
     /// thread does not).
-    private func takeIdleEncoder(_ size: Size, _ timescale: Int32, patience: Double = 0) -> VideoEncoder? {
+    private func takeIdleEncoder(_ size: Size, _ timescale: Int32, patience: Double) -> VideoEncoder? {
         let deadline = MonotonicClock.now() + UInt64(patience * 1e9)
         while true {
             lock.lock()
-            if let i = idleEncoders.lastIndex(where: { $0.settings.size == size && $0.settings.timescale == timescale }) {
-                encodersReused += 1
-                let e = idleEncoders.remove(at: i)
-                lock.unlock()
-                return e
-            }
+            if let e = takeIdleLocked(size, timescale) { lock.unlock(); return e }
             lock.unlock()
             guard MonotonicClock.now() < deadline, finaliser.isClosing(size: size) else { return nil }
             usleep(2_000)
         }
+    }
+
+    /// `takeIdleEncoder` without waiting, with the lock held.
+    private func takeIdleLocked(_ size: Size, _ timescale: Int32) -> VideoEncoder? {
+        guard let i = idleEncoders.lastIndex(where: { $0.settings.size == size && $0.settings.timescale == timescale }) else { return nil }
+        encodersReused += 1
+        return idleEncoders.remove(at: i)
     }
 
     /// Throws prepared clips away: their storage goes (a pool slot back to the pool), and an
@@ -674,13 +697,13 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         if !settings.dropWhenStorageIsBehind { finaliser.waitUntilBacklog(below: 2) }
                         let t0 = MonotonicClock.now()
                         let c: ClipRecorder
-                        if let ready = takePrepared(number: clipNumber, for: frame) {
+                        let (ready, idle) = takePrepared(number: clipNumber, for: frame)
+                        if let ready {
                             c = try ClipRecorder(prepared: ready, first: frame, settings: settings,
                                                  take: currentTake, takeFirstFrame: takeFirstFrame)
                         } else {
                             c = try ClipRecorder(number: clipNumber, first: frame, settings: settings, rate: rate,
-                                                 reusing: takeIdleEncoder(frame.crop.size, frame.pts.timescale),
-                                                 take: currentTake, takeFirstFrame: takeFirstFrame)
+                                                 reusing: idle, take: currentTake, takeFirstFrame: takeFirstFrame)
                         }
                         current = c
                         try c.append(frame)
