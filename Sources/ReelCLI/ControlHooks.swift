@@ -326,11 +326,9 @@ func printInputDevices(_ devices: [InputDevice]) {
 func setRatioAndWait(_ session: CaptureSession, _ text: String) {
     guard let ratio = AspectRatio(parsing: text) else { return }
     let done = DispatchSemaphore(value: 0)
-    Task {
-        do { _ = try await session.setDynamicAspectRatio(ratio) } catch {
-            printError((error as? any UserFacingError)?.description ?? "\(error)")
-        }
-        done.signal()
+    do { try session.setDynamicAspectRatio(ratio) { _ in done.signal() } } catch {
+        printError((error as? any UserFacingError)?.description ?? "\(error)")
+        return
     }
     if done.wait(timeout: .now() + 2) == .timedOut { /* the recording ended first: nothing to wait for */ }
 }

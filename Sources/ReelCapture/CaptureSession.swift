@@ -141,7 +141,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
         var resolutions = 0
         var automaticallyRunsDeferredStart = true
         var delegate = WeakDelegate()
-        var pending: [(AspectRatio, CheckedContinuation<Timestamp, Never>)] = []
+        var pending: [(AspectRatio, @Sendable (Timestamp) -> Void)] = []
         var schedule: [(RatioTrigger, AspectRatio)] = []
         var stats = CaptureStats()
         var running = false
@@ -390,25 +390,35 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// When the session is not running, the ratio applies from the first frame of the next
     /// run, and the call returns at once with the time the next frame would have had.
     public func setDynamicAspectRatio(_ ratio: AspectRatio) async throws -> Timestamp {
+        try await withCheckedThrowingContinuation { continuation in
+            do { try setDynamicAspectRatio(ratio) { continuation.resume(returning: $0) } } catch { continuation.resume(throwing: error) }
+        }
+    }
+
+    /// `setDynamicAspectRatio(_:)` for callers on a thread of their own (an HTTP server's, a
+    /// control's): checks `ratio` at once, on the calling thread, and calls `applied` with the
+    /// seam's timestamp from the session's capture thread when the first frame at the new
+    /// ratio arrives (at once when the session is not running; at the end of the run when
+    /// no frame came). `applied` must not block.
+    /// - Throws: `CaptureError.unsupportedRatio`, before anything changes.
+    public func setDynamicAspectRatio(_ ratio: AspectRatio, applied: @escaping @Sendable (Timestamp) -> Void) throws {
         let format = source.format
         try CaptureSession.check(ratio, in: format)
-        return await withCheckedContinuation { continuation in
-            let idle: Timestamp? = state.withLock { s in
-                if s.running {
-                    // Announced unless it repeats the ratio in force once the requests before it apply.
-                    let before = s.pending.last?.0 ?? s.graph.ratio
-                    s.pending.append((ratio, continuation))
-                    if ratio != before {
-                        for o in s.graph.outputs { o.expect(ratio: ratio, size: ratio.crop(in: format.size).size, timescale: format.timescale) }
-                    }
-                    return nil
+        let idle: Timestamp? = state.withLock { s in
+            if s.running {
+                // Announced unless it repeats the ratio in force once the requests before it apply.
+                let before = s.pending.last?.0 ?? s.graph.ratio
+                s.pending.append((ratio, applied))
+                if ratio != before {
+                    for o in s.graph.outputs { o.expect(ratio: ratio, size: ratio.crop(in: format.size).size, timescale: format.timescale) }
                 }
-                s.graph.ratio = ratio
-                guard let last = s.stats.lastPTS else { return Timestamp.zero(timescale: format.timescale) }
-                return Timestamp(value: last.value + format.frameDuration, timescale: last.timescale)
+                return nil
             }
-            if let idle { continuation.resume(returning: idle) }
+            s.graph.ratio = ratio
+            guard let last = s.stats.lastPTS else { return Timestamp.zero(timescale: format.timescale) }
+            return Timestamp(value: last.value + format.frameDuration, timescale: last.timescale)
         }
+        if let idle { applied(idle) }
     }
 
     /// Schedules a change at a frame or media time (deterministic, for `--ratio-at`).
@@ -510,7 +520,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
         defer {
             // Deferred Start, once begun, ends before the run does.
             state.withLock { $0.deferredDone }?.wait()
-            let leftovers = state.withLock { s -> [(AspectRatio, CheckedContinuation<Timestamp, Never>)] in
+            let leftovers = state.withLock { s -> [(AspectRatio, @Sendable (Timestamp) -> Void)] in
                 s.running = false
                 s.stopRequested = false
                 s.deferredAsked = false
@@ -523,7 +533,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
             let next = stats.lastPTS.map { Timestamp(value: $0.value + format.frameDuration, timescale: $0.timescale) }
                 ?? Timestamp.zero(timescale: format.timescale)
             if let last = leftovers.last { state.withLock { $0.graph.ratio = last.0 } }
-            for (_, c) in leftovers { c.resume(returning: next) }
+            for (_, applied) in leftovers { applied(next) }
         }
         // A stop asked while the outputs got ready ends the run before the source starts.
         // (One that comes after this check is caught at the first frame: see `source(didCapture:)`.)
@@ -552,7 +562,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
             self.source(didDrop: 1, reason: .outOfBuffers, at: frame.index)
             return false
         }
-        let (source, ratio, outputs, resumed, stopAsked, ended) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], CheckedContinuation<Timestamp, Never>?, Bool, Bool) in
+        let (source, ratio, outputs, resumed, stopAsked, ended) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], (@Sendable (Timestamp) -> Void)?, Bool, Bool) in
             // The length in media time: the frame that reaches it is not captured.
             if let limit = s.mediaTimeLimit, let first = s.stats.startPTS, (frame.pts - first).seconds + 1e-9 >= limit {
                 return (s.graph.source, s.graph.ratio, [], nil, true, true)
@@ -564,7 +574,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
             }
             s.frameRate = rate
             var next = s.graph.ratio
-            var resume: CheckedContinuation<Timestamp, Never>? = nil
+            var resume: (@Sendable (Timestamp) -> Void)? = nil
             // Scheduled changes first (all that are due), then at most one live request.
             var remaining: [(RatioTrigger, AspectRatio)] = []
             for (trigger, r) in s.schedule {
@@ -600,7 +610,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
         // A stop that came between the run's last check and the source clearing its own stop
         // flag as it started would be lost: the source is told again (this frame still goes out).
         if stopAsked { source.stop() }
-        resumed?.resume(returning: frame.pts)
+        resumed?(frame.pts)
         let sourceFormat = source.format
         // One frame of the rate the frame was captured at, on the frame's clock.
         let rate = frame.rate ?? sourceFormat.rate

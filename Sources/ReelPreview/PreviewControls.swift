@@ -51,18 +51,19 @@ public struct PreviewControls: Sendable {
     /// when no frame came.
     public static func ratio(of session: CaptureSession) -> @Sendable (AspectRatio) throws -> PreviewRatioChange {
         { ratio in
+            // The session checks the ratio on this thread (a refusal is thrown here, at once)
+            // and calls back from its capture thread with the seam: no task to wait for.
             let done = DispatchSemaphore(value: 0)
-            let result = ResultBox()
-            Task {
-                do { result.set(.success(try await session.setDynamicAspectRatio(ratio))) } catch { result.set(.failure(error)) }
+            let seam = SeamBox()
+            try session.setDynamicAspectRatio(ratio) { pts in
+                seam.pts.withLock { $0 = pts }
                 done.signal()
             }
-            guard done.wait(timeout: .now() + ratioTimeout) == .success, let outcome = result.value else {
+            guard done.wait(timeout: .now() + ratioTimeout) == .success, let pts = seam.pts.withLock({ $0 }) else {
                 throw PreviewControlError.timedOut("no frame came within \(Int(ratioTimeout)) s to carry the ratio change")
             }
-            let pts = try outcome.get()
-            let seam = session.stats.seams.last { $0.pts == pts.seconds && $0.to == ratio }
-            return PreviewRatioChange(ratio: ratio.description, frameIndex: seam?.frameIndex, pts: pts.seconds)
+            let landed = session.stats.seams.last { $0.pts == pts.seconds && $0.to == ratio }
+            return PreviewRatioChange(ratio: ratio.description, frameIndex: landed?.frameIndex, pts: pts.seconds)
         }
     }
 }
@@ -77,9 +78,7 @@ public enum PreviewControlError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// One result handed from a task to a waiting thread.
-private final class ResultBox: Sendable {
-    private let stored = Mutex<Result<Timestamp, any Error>?>(nil)
-    func set(_ r: Result<Timestamp, any Error>) { stored.withLock { $0 = r } }
-    var value: Result<Timestamp, any Error>? { stored.withLock { $0 } }
+/// The seam's time, handed from the session's capture thread to the waiting request.
+private final class SeamBox: Sendable {
+    let pts = Mutex<Timestamp?>(nil)
 }

@@ -16,19 +16,10 @@ struct PackageGraph {
     static func describe() throws -> PackageGraph {
         let scratch = temporaryDirectory("reel-describe")
         defer { removeTree(scratch) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["swift", "package", "--package-path", root, "--scratch-path", scratch, "describe", "--type", "json"]
-        var env = ProcessInfo.processInfo.environment
-        env["PATH"] = (env["PATH"].map { $0 + ":" } ?? "") + "/opt/swift/usr/bin"
-        p.environment = env
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw ProbeFailed(message: "swift package describe exited \(p.terminationStatus)") }
+        let path = (ProcessInfo.processInfo.environment["PATH"].map { $0 + ":" } ?? "") + "/opt/swift/usr/bin"
+        let (status, data) = try runTool("/usr/bin/env", ["swift", "package", "--package-path", root, "--scratch-path", scratch,
+                                                          "describe", "--type", "json"], environment: ["PATH": path])
+        guard status == 0 else { throw ProbeFailed(message: "swift package describe exited \(status)") }
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let targets = try #require(json["targets"] as? [[String: Any]])
         let products = (json["products"] as? [[String: Any]] ?? []).map {

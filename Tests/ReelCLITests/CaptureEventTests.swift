@@ -65,6 +65,23 @@ func waitForEvents(_ count: Int, socket path: String) throws -> Bool {
     }
 }
 
+/// `reel record ARGS --input /dev/input/event0 --control-socket SOCKET` until SIGINT, with
+/// the emulated input device playing `script` (or the `environment` given: a camera too);
+/// stopped once `events` capture events are logged (at most 60 s); records an issue unless it
+/// exits 0. Its output.
+func recordWithButtons(_ args: [String], script: String, events: Int, socket: String, environment: [String: String]? = nil,
+                       sourceLocation: SourceLocation = #_sourceLocation) throws -> Run {
+    let rec = try launch(["record"] + args + ["--input", "/dev/input/event0", "--control-socket", socket] + untilSIGINT,
+                         environment: try environment ?? evdevEnvironment(script: script))
+    defer { if rec.process.isRunning { rec.signal(SIGINT); _ = rec.wait() } }
+    #expect(waitForFile(socket), "no control socket", sourceLocation: sourceLocation)
+    #expect(try waitForEvents(events, socket: socket), "the scripted presses were not all logged within 60 s", sourceLocation: sourceLocation)
+    rec.signal(SIGINT)
+    let run = rec.wait()
+    #expect(run.status == 0, "\(run.stderr)", sourceLocation: sourceLocation)
+    return run
+}
+
 /// Capture events from evdev devices, checked with real processes against the emulated device
 /// (scripts/fake-evdev): `reel record --input`, `reel devices`, and Debian's `evtest`.
 @Suite struct CaptureEventTests {
@@ -164,14 +181,8 @@ func waitForEvents(_ count: Int, socket path: String) throws -> Bool {
         ].joined(separator: ";")
         // Until SIGINT, once the script's ten events are logged (the control socket says how many).
         let socket = out + "/control.sock"
-        let rec = try launch(["record", "--plain", "--json", "--out", out, "--codec", "h264", "--source", "synthetic:1280",
-                              "--input", "/dev/input/event0", "--keys", "KEY_MEDIA=none", "--control-socket", socket] + untilSIGINT,
-                             environment: try evdevEnvironment(script: script))
-        #expect(waitForFile(socket))
-        #expect(try waitForEvents(10, socket: socket), "the scripted presses were not all logged within 60 s")
-        rec.signal(SIGINT)
-        let run = rec.wait()
-        #expect(run.status == 0, "\(run.stderr)")
+        let run = try recordWithButtons(["--plain", "--json", "--out", out, "--codec", "h264", "--source", "synthetic:1280", "--keys", "KEY_MEDIA=none"],
+                                        script: script, events: 10, socket: socket)
         let s = try run.decode(ControlSummaryJSON.self)
         let seen = s.captureEvents.map { "\($0.source.split(separator: "(").last!.dropLast()) \($0.action) \($0.phase)" }
         #expect(seen == [
@@ -207,13 +218,8 @@ func waitForEvents(_ count: Int, socket path: String) throws -> Bool {
         let s = try run.decode(ControlSummaryJSON.self)
         #expect(s.captureEvents.isEmpty && s.markers.isEmpty)
         let socket = out + "/control.sock"
-        let rec = try launch(["record", "--plain", "--out", out, "--codec", "h264", "--input", "/dev/input/event0", "--control-socket", socket] + untilSIGINT,
-                             environment: try evdevEnvironment(script: "wait 1000; press KEY_VOLUMEUP; wait 50; release KEY_VOLUMEUP"))
-        #expect(waitForFile(socket))
-        #expect(try waitForEvents(2, socket: socket), "the scripted press was not logged within 60 s")
-        rec.signal(SIGINT)
-        let text = rec.wait()
-        #expect(text.status == 0, "\(text.stderr)")
+        let text = try recordWithButtons(["--plain", "--out", out, "--codec", "h264"],
+                                         script: "wait 1000; press KEY_VOLUMEUP; wait 50; release KEY_VOLUMEUP", events: 2, socket: socket)
         #expect(text.stdout.contains("event secondary began at frame "))
         #expect(text.stdout.contains("event secondary ended at frame "))
         #expect(text.stdout.contains("marker at frame "))

@@ -149,18 +149,9 @@ struct RealtimeCaptureModeTests {
             "wait 600", "press KEY_CAMERA", "wait 50", "release KEY_CAMERA",
         ].joined(separator: ";")
         let socket = dir + "/control.sock"
-        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/video", "--codec", "h264", "--source", "synthetic:1280",
-                              "--mode", "photo", "--photos", dir + "/photos", "--photo-format", "jpeg", "--burst-rate", "5", "--pressure-handler", "off",
-                              "--input", "/dev/input/event0", "--control-socket", socket] + untilSIGINT,
-                             environment: try evdevEnvironment(script: script))
-        var stopped = false
-        defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
-        #expect(waitForFile(socket))
-        #expect(try waitForEvents(4, socket: socket), "the scripted presses were not all logged within 60 s")
-        rec.signal(SIGINT)
-        let run = rec.wait()
-        stopped = true
-        #expect(run.status == 0, "\(run.stderr)")
+        let run = try recordWithButtons(["--plain", "--json", "--out", dir + "/video", "--codec", "h264", "--source", "synthetic:1280",
+                                         "--mode", "photo", "--photos", dir + "/photos", "--photo-format", "jpeg", "--burst-rate", "5",
+                                         "--pressure-handler", "off"], script: script, events: 4, socket: socket)
         let s = try run.decode(CaptureModeSummaryJSON.self)
         try #require(s.captureEvents.count == 4)
         let held = s.captureEvents[1].time - s.captureEvents[0].time
@@ -199,18 +190,9 @@ struct RealtimeCaptureModeTests {
             ? "wait 4000;press KEY_VOLUMEDOWN;wait 1000;release KEY_VOLUMEDOWN"
             : "wait 4000;press KEY_VOLUMEDOWN;wait 1000;unplug;wait 300;plug"
         let socket = dir + "/control.sock"
-        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/video", "--codec", "h264", "--source", "synthetic:1280",
-                              "--mode", "photo", "--photo-format", "jpeg", "--burst-rate", rate, "--pressure-handler", "off",
-                              "--input", "/dev/input/event0", "--control-socket", socket] + untilSIGINT,
-                             environment: try evdevEnvironment(script: script))
-        var stopped = false
-        defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
-        #expect(waitForFile(socket))
-        #expect(try waitForEvents(2, socket: socket), "the scripted press was not logged within 60 s")
-        rec.signal(SIGINT)
-        let run = rec.wait()
-        stopped = true
-        #expect(run.status == 0, "\(run.stderr)")
+        let run = try recordWithButtons(["--plain", "--json", "--out", dir + "/video", "--codec", "h264", "--source", "synthetic:1280",
+                                         "--mode", "photo", "--photo-format", "jpeg", "--burst-rate", rate, "--pressure-handler", "off"],
+                                        script: script, events: 2, socket: socket)
         let s = try run.decode(CaptureModeSummaryJSON.self)
         try #require(s.captureEvents.count == 2)
         if rate == "0" {
@@ -245,17 +227,9 @@ struct RealtimeCaptureModeTests {
         let press = ["press KEY_VOLUMEUP", "wait 50", "release KEY_VOLUMEUP"]
         let script = (["wait 3000"] + press + ["wait 500"] + press + ["wait 500"] + press).joined(separator: ";")
         let socket = dir + "/control.sock"
-        let rec = try launch(["record", "--plain", "--json", "--out", dir + "/video", "--codec", "h264", "--source", "v4l2:/dev/video0",
-                              "--input", "/dev/input/event0", "--control-socket", socket] + untilSIGINT,
-                             environment: try cameraAndEvdevEnvironment(camera: camera, script: script))
-        var stopped = false
-        defer { if !stopped { rec.signal(SIGINT); _ = rec.wait() } }
-        #expect(waitForFile(socket))
-        #expect(try waitForEvents(6, socket: socket), "the scripted presses were not all logged within 60 s")
-        rec.signal(SIGINT)
-        let run = rec.wait()
-        stopped = true
-        #expect(run.status == 0, "\(run.stderr)")
+        let run = try recordWithButtons(["--plain", "--json", "--out", dir + "/video", "--codec", "h264", "--source", "v4l2:/dev/video0"],
+                                        script: script, events: 6, socket: socket,
+                                        environment: try cameraAndEvdevEnvironment(camera: camera, script: script))
         let s = try run.decode(CaptureModeSummaryJSON.self)
         let ends = s.captureEvents.filter { $0.phase == "ended" }
         try #require(ends.count == 3)

@@ -4,16 +4,8 @@ import Testing
 
 /// ffprobe's chapters of a file: start in seconds and title, in order.
 private func ffprobeChapters(_ path: String) throws -> [(start: Double, end: Double, title: String?)] {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: try #require(installedTool("ffprobe")))
-    p.arguments = ["-v", "error", "-show_chapters", "-of", "json", path]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    try #require(p.terminationStatus == 0)
+    let (status, data) = try runTool("ffprobe", ["-v", "error", "-show_chapters", "-of", "json", path])
+    try #require(status == 0)
     let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     let list = json["chapters"] as? [[String: Any]] ?? []
     return list.map { c in

@@ -21,20 +21,6 @@ struct PhotoRun: Decodable {
 let havePhotoTools = installedTool("ffmpeg") != nil && installedTool("exiftool") != nil
     && installedTool("heif-convert") != nil && installedTool("heif-info") != nil
 
-/// Runs `tool args…`; its status and stdout.
-func runTool(_ tool: String, _ args: [String]) throws -> (status: Int32, stdout: Data) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: try #require(installedTool(tool)))
-    p.arguments = args
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, data)
-}
-
 /// The frame-index barcode of a photo, decoded by independent decoders: ffmpeg for JPEG and
 /// PNG, libheif's heif-convert (to PNG, then ffmpeg) for HEIC. Also its size.
 func photoBarcode(_ path: String) throws -> (index: Int?, width: Int, height: Int) {

@@ -216,6 +216,22 @@ func installedTool(_ name: String) -> String? {
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 }
 
+/// Runs the installed program `tool` (a name, or an absolute path) with `args`, and with
+/// `environment` added to this process's; its status and stdout (stderr is dropped).
+func runTool(_ tool: String, _ args: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: Data) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : try #require(installedTool(tool), "\(tool) is not installed"))
+    p.arguments = args
+    if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, data)
+}
+
 // MARK: Waiting for conditions (CI runs the suite on a loaded 2-core machine: a test waits for
 // what it needs, with a generous deadline, never for a fixed time).
 

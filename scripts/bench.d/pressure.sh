@@ -18,13 +18,17 @@ SECONDS_PER_RUN="${1:-${DURATION:-60}}"   # the argument, or DURATION (as `scrip
 ROUNDS="${ROUNDS:-1}"
 QUIET="${QUIET:-0}"
 GRID_SECONDS="${GRID_SECONDS:-5}"
-# The grid's recordings run with this scheduling (default `chrt -r 1`, real-time round robin,
-# as root): the model describes this machine's capacity, and on a machine shared with other
-# work (here: other builds at a load average of 15-20 on 2 cores, PSI cpu some ~98 %) only a
-# recorder that goes first gets it. `nice -n -20` does not: with autogroups
-# (kernel.sched_autogroup_enabled=1) niceness only ranks processes within one session.
-# GRID_SCHED=none runs them like any other process, to compare.
-GRID_SCHED="${GRID_SCHED:-rr}"
+# The grid's recordings run with this scheduling. Default `none`: like any other process, as a
+# user runs them, on the idle machine this benchmark is specified for. GRID_SCHED=rr runs them
+# with `chrt -r 1` (real-time round robin, as root), for a machine shared with other work (at a
+# load of 15-20 on 2 cores only a recorder that goes first gets the capacity the model
+# describes; `nice -n -20` does not help: with autogroups niceness ranks processes only within
+# one session). On an idle machine rr costs frames: every thread of every recorder is then
+# real-time at one priority, so a capture thread waking for its next frame queues behind the
+# encoders' 100 ms round-robin slices (sched_rr_timeslice_ms) instead of preempting them —
+# session 7's idle `scripts/bench all` saw 1-3 late frames in 8 of the 26 cells of cost <= 0.9
+# with rr, against 0 in all 26 with none (session 6, idle).
+GRID_SCHED="${GRID_SCHED:-none}"
 NICE=()
 if [ "$GRID_SCHED" = rr ] && [ "$(id -u)" = 0 ] && chrt -r 1 true 2>/dev/null; then NICE=(chrt -r 1); else GRID_SCHED=none; fi
 if ! command -v stress-ng >/dev/null; then scripts/setup stress-ng >/dev/null; fi
