@@ -204,14 +204,6 @@ final class ControlHooks: Sendable {
         status.effect = states.first { $0.identifier == "effect" }?.title
     }
 
-    /// Buffers of the recording's source pool (what the picture adjustments get too).
-    static func sourceBuffers(_ options: RecordOptions) -> Int {
-        switch options.source {
-        case .synthetic(let side): return Recording.sensorBuffers(side: side) + options.extraSensorBuffers
-        case .v4l2: return 12
-        }
-    }
-
     /// Stops reading (a press still down is cancelled), closes the control socket and waits
     /// for the handlers and the controls' actions.
     func stop() {

@@ -201,7 +201,7 @@ enum RecordCommand {
         controls.setRecordHandler(RecordToggles.socket(recording))
         pendingRecording.settle(recording)
         // Zoom, exposure and the effect act on the picture; markers become the clips' chapters.
-        controls.attachPicture(session: session, buffers: ControlHooks.sourceBuffers(options))
+        controls.attachPicture(session: session, buffers: recording.sourceBuffers)
         recording.writer.settings.chapterMarks.setSource { [dispatcher = controls.dispatcher] in dispatcher.markers.compactMap(\.frameIndex) }
         // --photos: a photo output after the movie output; primary presses take photos.
         let photos = try photoRequest.map { try RecordPhotos.attach($0, to: recording, controls: controls) }

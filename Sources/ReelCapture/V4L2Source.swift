@@ -282,11 +282,14 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     /// `VIDIOC_QUERYBUF` and `mmap(2)` for each.
     /// - Parameters: size, fps and fourcc as asked (`nil`: the device's first offer);
     ///   `poolBuffers`: the frames Reel can hold at once (12; more when an output keeps frames
-    ///   of its own, as a photo output's zero-shutter-lag ring does).
+    ///   of its own, as a photo output's zero-shutter-lag ring does); `poolBudget`: when given,
+    ///   bytes the pool may take beyond those extra frames: it then holds as many frames of the
+    ///   format chosen as fit, 12 to 40 (`poolBuffers - 12` more on top), as the synthetic
+    ///   sensor does — about a second of 1080p30 for the writer to hold while it catches up.
     /// - Throws: ``V4L2Error`` (no device, busy, permission, not a capture device, format not
     ///   offered, a failed call); ``MediaError`` when the MJPEG decoder or the buffers cannot be made.
     public init(path: String, size: Size? = nil, fps: Int? = nil, fourcc requested: String? = nil, bufferCount: UInt32 = 6,
-                poolBuffers: Int = 12) throws {
+                poolBuffers: Int = 12, poolBudget: Int? = nil) throws {
         let device = try V4L2Device(path: path)
         let info = try device.info()
         self.device = device
@@ -366,7 +369,12 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
         format = SourceFormat(size: got, pixelFormat: pixel, rate: rate, timescale: 1_000_000,
                               supportedRatios: [.landscape16x9, .portrait9x16, .square, .landscape4x3, .portrait3x4])
         decoder = fourcc == "MJPG" ? try JPEGDecoder() : nil
-        pool = try PixelBufferPool(count: max(1, poolBuffers), size: got, format: pixel)
+        var count = max(1, poolBuffers)
+        if let poolBudget {
+            let frameBytes = max(1, pixel == .yuyv422 ? got.width * got.height * 2 : got.width * got.height * 3 / 2)
+            count = min(40, max(12, poolBudget / frameBytes)) + max(0, poolBuffers - 12)
+        }
+        pool = try PixelBufferPool(count: count, size: got, format: pixel)
         var mapped: [(UnsafeMutableRawPointer, Int)] = []
 
         var req = v4l2_requestbuffers()
@@ -398,6 +406,9 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     public func stop() { stopping.store(true, ordering: .releasing) }
 
     /// The last live step taken (`setFrameRate` while capturing), nil before one.
+    /// Frames Reel can hold at once (the pool's buffers).
+    public var poolCount: Int { pool.count }
+
     public var lastRateStep: V4L2RateStep? { live.withLock { $0.step } }
 
     /// `VIDIOC_S_PARM` with `target`'s frame interval: the rate the driver settled on (what it

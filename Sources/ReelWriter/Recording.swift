@@ -195,6 +195,8 @@ public struct RecordingSummary: Sendable, Codable {
     public var clipsOpenedAhead: Int
     /// The most frames the writer held at once.
     public var writerQueueHighWater: Int
+    /// The most frames the writer may hold (its hold ring): the source's buffers less 4.
+    public var writerQueueCapacity: Int
     /// `deferred` or `eager`: when the movie output initialised.
     public var startMode: String
     /// Frames that waited in the writer's hold ring for the deferred movie output to be ready.
@@ -228,6 +230,9 @@ public final class Recording: Sendable {
     public let session: CaptureSession
     /// The writer that encodes the session's frames into clips.
     public let writer: AssetWriter
+    /// Frames the source can hold at once (its pool's buffers, the photo ring's included):
+    /// what an output that processes frames (the picture adjustments) needs as many of.
+    public let sourceBuffers: Int
     /// The storage pool, once opened (under Deferred Start, after the first frame); nil with `--plain`.
     public var pool: StoragePool? { opened.withLock { $0.pool } }
     /// The default pool was created by this recording.
@@ -262,11 +267,14 @@ public final class Recording: Sendable {
         let source: any VideoSource
         switch options.source {
         case .synthetic(let size):
-            source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime,
-                                         buffers: Recording.sensorBuffers(side: size) + options.extraSensorBuffers,
+            sourceBuffers = Recording.sensorBuffers(side: size) + options.extraSensorBuffers
+            source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime, buffers: sourceBuffers,
                                          mounting: options.sensorOrientation, liveRates: options.liveFrameRates)
         case .v4l2(let path, let size, let fps, let fourcc):
-            source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc, poolBuffers: 12 + options.extraSensorBuffers)
+            let camera = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc, poolBuffers: 12 + options.extraSensorBuffers,
+                                        poolBudget: Recording.sensorBudget)
+            sourceBuffers = camera.poolCount
+            source = camera
         }
         session = try CaptureSession(source: source, ratio: options.ratio)
         if let check = options.configurationCheck {
@@ -291,7 +299,7 @@ public final class Recording: Sendable {
                                       storage: storage,
                                       namePrefix: options.namePrefix ?? Recording.defaultPrefix(unusedIn: options.outputDirectory),
                                       fragmentInterval: options.fragmentInterval,
-                                      queueCapacity: options.queueCapacity ?? Recording.holdFrames(for: options.source),
+                                      queueCapacity: options.queueCapacity ?? Recording.holdFrames(sourceBuffers: sourceBuffers - options.extraSensorBuffers),
                                       dropWhenStorageIsBehind: options.realtime)
         settings.displayQuarterTurns = options.sensorOrientation.displayQuarterTurns
         writer = try AssetWriter(settings: settings, rate: source.format.rate)
@@ -367,14 +375,12 @@ public final class Recording: Sendable {
         return min(40, max(12, sensorBudget / max(1, frameBytes)))
     }
 
-    /// Frames the writer may hold: the sensor's buffers but 4 (capture keeps drawing while
-    /// the writer holds the rest). A V4L2 source has 12.
-    public static func holdFrames(for source: SourceSpec) -> Int {
-        switch source {
-        case .synthetic(let side): return sensorBuffers(side: side) - 4
-        case .v4l2: return 8
-        }
-    }
+    /// Frames the writer may hold: the source's buffers (not counting a photo ring's) but 4
+    /// (capture keeps filling while the writer holds the rest): about a second of frames.
+    public static func holdFrames(sourceBuffers: Int) -> Int { max(1, sourceBuffers - 4) }
+
+    /// `holdFrames` for the synthetic sensor of `side`.
+    public static func holdFrames(synthetic side: Int) -> Int { holdFrames(sourceBuffers: sensorBuffers(side: side)) }
 
     /// `reel-YYYYMMDD-HHMMSS` in local time, or `…-2`, `…-3`, … when a file in `directory`
     /// already starts with that prefix (two recordings started in the same second).
@@ -505,7 +511,7 @@ public final class Recording: Sendable {
             seams: stats.seams, frameRateChanges: stats.frameRateChanges, longestSeamWaitMs: result.longestSeamWait * 1000,
             longestClipOpenMs: result.longestClipOpen * 1000,
             firstFrameLatencyMs: (result.firstFrameLatency ?? 0) * 1000, clipsOpenedAhead: result.clipsOpenedAhead,
-            writerQueueHighWater: result.queueHighWater,
+            writerQueueHighWater: result.queueHighWater, writerQueueCapacity: writer.settings.queueCapacity,
             startMode: options.deferredStart ? "deferred" : "eager",
             framesHeldBeforeReady: result.framesHeldBeforeReady, longestHoldMs: result.longestHold * 1000,
             firstFrameWrittenMs: result.firstFrameWrittenAt.flatMap { at in

@@ -72,7 +72,7 @@ struct RealtimeDeferredStartTests {
         #expect((s.dropReasons["outOfBuffers"] ?? 0) > 0, "\(s.dropReasons)")
         #expect(s.framesDropped == s.dropReasons.values.reduce(0, +))
         #expect(s.framesCaptured == 120 && s.framesWritten + s.framesDropped == 120, "\(s.dropReasons)")
-        #expect(s.framesHeldBeforeReady == Recording.holdFrames(for: .synthetic(size: 1280)))
+        #expect(s.framesHeldBeforeReady == Recording.holdFrames(synthetic: 1280))
         let clip = try #require(s.clips.first)
         let indices = try #require(try probeFrames(clip.path).frameIndices)
         #expect(Array(indices.prefix(36)) == Array(0..<36))

@@ -440,10 +440,10 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
     /// README: a recording's writer may hold the synthetic sensor's buffers less 4; the sensor
     /// has as many buffers (12–40) as 192 MiB holds.
     @Test func aRecordingHoldsAboutASecondOf1920Frames() throws {
-        #expect(Recording.sensorBuffers(side: 1920) == 36 && Recording.holdFrames(for: .synthetic(size: 1920)) == 32)
+        #expect(Recording.sensorBuffers(side: 1920) == 36 && Recording.holdFrames(synthetic: 1920) == 32)
         #expect(36 * 1920 * 1920 * 3 / 2 <= Recording.sensorBudget)
         #expect(Recording.sensorBuffers(side: 1280) == 40 && Recording.sensorBuffers(side: 4032) == 12)
-        #expect(Recording.holdFrames(for: .v4l2(path: "/dev/video0", size: nil, fps: nil, fourcc: nil)) == 8)
+        #expect(Recording.holdFrames(sourceBuffers: 40) == 36 && Recording.holdFrames(sourceBuffers: 3) == 1)
         var options = RecordOptions()
         options.storage = .plain
         options.outputDirectory = temporaryDirectory()
