@@ -405,10 +405,10 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     /// Makes ``capture(frameLimit:delegate:)`` return after the frame it is handling or waiting for. Safe from any thread.
     public func stop() { stopping.store(true, ordering: .releasing) }
 
-    /// The last live step taken (`setFrameRate` while capturing), nil before one.
     /// Frames Reel can hold at once (the pool's buffers).
     public var poolCount: Int { pool.count }
 
+    /// The last live step taken (`setFrameRate` while capturing), nil before one.
     public var lastRateStep: V4L2RateStep? { live.withLock { $0.step } }
 
     /// `VIDIOC_S_PARM` with `target`'s frame interval: the rate the driver settled on (what it
