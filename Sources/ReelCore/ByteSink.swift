@@ -17,6 +17,10 @@ public protocol ByteSink: AnyObject {
     var headroom: Int64 { get }
     /// The muxer finished writing a packet: a good moment to push buffered bytes toward the disk.
     func packetWritten()
+    /// Everything written so far ends at a boundary the file is playable up to: the header, or
+    /// the last complete fragment (MOV/MP4) or cluster (MKV); the next write starts a new one.
+    /// A good moment to make the bytes durable.
+    func fragmentCompleted()
 }
 
 extension ByteSink {
@@ -24,4 +28,6 @@ extension ByteSink {
     public var headroom: Int64 { .max }
     /// Default: nothing to do.
     public func packetWritten() {}
+    /// Default: nothing to do.
+    public func fragmentCompleted() {}
 }

@@ -5,6 +5,10 @@ import ReelCore
 private final class SinkBox {
     let sink: ByteSink
     var error: (any Error)?
+    /// A fragment began in the current call (a marked write): it is complete when the call returns.
+    var fragmentStarted = false
+    /// Bytes handed to the sink so far.
+    var bytesWritten: Int64 = 0
     init(_ sink: ByteSink) { self.sink = sink }
 }
 
@@ -13,6 +17,7 @@ private func sinkWrite(_ opaque: UnsafeMutableRawPointer?, _ buf: UnsafeMutableP
     if box.error != nil { return reel_averror(EIO) }
     do {
         try box.sink.write(UnsafeRawBufferPointer(start: buf, count: Int(size)))
+        box.bytesWritten += Int64(size)
         return size
     } catch let e as SystemError {
         box.error = e
@@ -21,6 +26,19 @@ private func sinkWrite(_ opaque: UnsafeMutableRawPointer?, _ buf: UnsafeMutableP
         box.error = error
         return reel_averror(EIO)
     }
+}
+
+/// The write callback libavformat calls instead of `sinkWrite` when it marks its output
+/// (`write_data_type`): the first write of a fragment (MOV/MP4: its `moof`) or cluster (MKV)
+/// comes marked as a sync or boundary point (`avio_write_marker`), and libavformat writes the
+/// whole fragment within the call that began it — so when that `av_write_frame` returns, the
+/// file ends at a complete fragment (`Muxer.write` then tells the sink).
+private func sinkWriteMarked(_ opaque: UnsafeMutableRawPointer?, _ buf: UnsafeMutablePointer<UInt8>?, _ size: Int32,
+                             _ type: AVIODataMarkerType, _ time: Int64) -> Int32 {
+    if type == AVIO_DATA_MARKER_SYNC_POINT || type == AVIO_DATA_MARKER_BOUNDARY_POINT {
+        Unmanaged<SinkBox>.fromOpaque(opaque!).takeUnretainedValue().fragmentStarted = true
+    }
+    return sinkWrite(opaque, buf, size)
 }
 
 private func sinkSeek(_ opaque: UnsafeMutableRawPointer?, _ offset: Int64, _ whence: Int32) -> Int64 {
@@ -95,6 +113,8 @@ public final class Muxer: @unchecked Sendable {
         self.io = io
         self.box = box
         self.encoderTimeBase = encoder.context.pointee.time_base
+        // Marked writes: the sink hears where fragments end (`sinkWriteMarked`).
+        io.pointee.write_data_type = sinkWriteMarked
         ctx.pointee.pb = io
         // Every packet reaches the sink when it is muxed, not when a 256 KiB buffer fills.
         ctx.pointee.flags |= AVFMT_FLAG_CUSTOM_IO | AVFMT_FLAG_FLUSH_PACKETS
@@ -166,16 +186,26 @@ public final class Muxer: @unchecked Sendable {
     public func sinkError() -> (any Error)? { box.takeUnretainedValue().error }
 
     /// Writes one packet (`av_write_frame`), its timestamps moved to the stream's time base,
-    /// then tells the sink (`packetWritten`).
+    /// then tells the sink (`packetWritten`, and `fragmentCompleted` when the call wrote a
+    /// whole fragment).
     /// - Throws: the sink's error if it failed, else a ``MediaError`` for `av_write_frame`.
     public func write(_ packet: borrowing EncodedPacket) throws {
         let pkt = packet.packet
         av_packet_rescale_ts(pkt, encoderTimeBase, stream.pointee.time_base)
         pkt.pointee.stream_index = 0
         let size = Int(pkt.pointee.size)
+        let box = box.takeUnretainedValue()
+        let before = box.bytesWritten
         let r = av_write_frame(format, pkt)
         if r < 0 { throw sinkError() ?? MediaError("av_write_frame", code: r) }
-        box.takeUnretainedValue().sink.packetWritten()
+        box.sink.packetWritten()
+        // libavformat 5.1's Matroska muxer marks no cluster (its marker's condition never
+        // holds), but it keeps each cluster in memory until it closes: a call that wrote
+        // anything wrote a whole cluster.
+        if box.fragmentStarted || (container == .mkv && box.bytesWritten > before) {
+            box.fragmentStarted = false
+            box.sink.fragmentCompleted()
+        }
         packetsWritten += 1
         bytesOfPackets += size
     }

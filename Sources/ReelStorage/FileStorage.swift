@@ -32,8 +32,18 @@ public protocol ClipFile: ByteSink {
     var workingPath: String { get }
     /// Throws the clip away (cancelled recording): nothing is published.
     func discard()
-    /// Bytes from the start that really reached the file (after a failure, less than `size`).
+    /// Bytes from the start that really reached the file (after a failure, less than `size`):
+    /// after a writeback error, only what the last successful sync before it covered.
     var writtenLength: Int64 { get }
+    /// Publishing the salvaged clip failed: gives the file up without deleting anything. True
+    /// when its bytes are at `path` (a plain file); false when they wait elsewhere (a pool
+    /// slot stays active, for recovery to publish once this process is gone).
+    func keep() -> Bool
+}
+
+extension ClipFile {
+    /// Default: nothing is deleted, and the bytes are not at `path`.
+    public func keep() -> Bool { false }
 }
 
 /// Errors of the storage layer.
@@ -107,13 +117,18 @@ public struct FileStorage: ClipStorage {
     }
 }
 
-/// A clip written in place with `pwrite`, through the page cache.
+/// A clip written in place with `pwrite`, through the page cache, and pushed to the disk as it
+/// goes by the pool's own syncer thread (`Syncer`): writeback started for every write, an
+/// fdatasync at every complete fragment (`fragmentCompleted`) and at least once a second, then
+/// the directory fsynced once. The first writeback error is kept: the next write fails with
+/// it, and `writtenLength` then says only what the last successful sync before it covered.
 ///
-/// Used by one thread at a time (the writer's encode thread, then its finaliser).
+/// Used by one thread at a time (the writer's encode thread, then its finaliser); the syncer
+/// keeps its own lock.
 public final class PlainFile: ClipFile, @unchecked Sendable {
     /// The clip's path.
     public let path: String
-    /// Nil once published or discarded.
+    /// Nil once published or given up.
     private var fd: FileDescriptor?
     /// Where the next `write` goes.
     public private(set) var position: Int64 = 0
@@ -121,19 +136,32 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     public private(set) var size: Int64 = 0
     private var histogram = LatencyHistogram()
     private var samples: [(start: UInt64, took: UInt64)] = []
+    private let syncer: Syncer
+    /// An fdatasync of `publish` failed: only what the syncer had on disk before counts.
+    private var ownSyncFailed = false
+    /// Cut back after a failure (`truncate`): the length kept is already what was on disk.
+    private var salvaging = false
+    /// Synced and named on disk: the user's clip, which nothing cuts or removes any more.
+    private var published = false
 
-    /// Creates `path`, refusing to replace an existing file (`O_EXCL`).
+    /// Creates `path`, refusing to replace an existing file (`O_EXCL`), and starts its syncer.
     /// - Throws: `StorageError.exists` when `path` exists; `StorageError.outputDirectory` when it
     ///   cannot be created.
     public init(path: String) throws {
         self.path = path
-        do { fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL) } catch let e as SystemError {
+        let opened: FileDescriptor
+        do { opened = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL) } catch let e as SystemError {
             if e.errno == EEXIST { throw StorageError.exists(path) }
             throw StorageError.outputDirectory(path, e)
         }
+        fd = opened
+        syncer = Syncer(fd: opened, syncDirectory: true)
     }
 
-    deinit { fd?.closeQuietly() }
+    deinit {
+        syncer.stop()
+        fd?.closeQuietly()
+    }
 
     /// The open file; a write after publish or discard is EBADF, as it was for the closed descriptor.
     private var openFile: FileDescriptor {
@@ -143,17 +171,28 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
         }
     }
 
-    /// Writes `bytes` at `position` (pwrite, EINTR retried).
-    /// - Throws: `StorageError.io`.
+    /// The syncer's writeback error as the clip's.
+    private var writebackError: StorageError? {
+        syncer.error.map { StorageError.writeback($0, clip: fileName(of: path)) }
+    }
+
+    /// Writes `bytes` at `position` (pwrite, EINTR retried) and hands the range to the syncer.
+    /// - Throws: `StorageError.writeback` once the syncer met a writeback error; `SystemError`
+    ///   for a failed pwrite.
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        if let e = writebackError { throw e }
         let t0 = MonotonicClock.now()
         try openFile.writeAll(bytes, toAbsoluteOffset: position)
         let took = MonotonicClock.now() - t0
         histogram.record(nanos: took)
         if samples.count < WriteStats.sampleLimit { samples.append((t0, took)) }
+        syncer.written(position, Int64(bytes.count))
         position += Int64(bytes.count)
         size = max(size, position)
     }
+
+    /// A fragment is complete: the syncer fdatasyncs it now, off the caller's thread.
+    public func fragmentCompleted() { syncer.syncSoon() }
 
     /// Moves `position` (no call: the next write says where).
     /// - Throws: `SystemError` (`lseek`, EINVAL) for a negative offset.
@@ -162,9 +201,13 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
         position = offset
     }
 
-    /// Cuts the file to `length` (ftruncate).
+    /// Salvage after a failure: stops the syncer and cuts the file to `length` (ftruncate);
+    /// `publish` then syncs what is left. A published file is never cut.
     /// - Throws: ``SystemError``.
     public func truncate(to length: Int64) throws {
+        guard !published else { return }
+        salvaging = true
+        syncer.stop()
         try openFile.truncate(to: length)
         size = length
         position = min(position, length)
@@ -182,26 +225,49 @@ public final class PlainFile: ClipFile, @unchecked Sendable {
     /// The clip is written in place: `path`.
     public var workingPath: String { path }
 
-    /// pwrite is synchronous: `size` only grows after a write succeeded.
-    public var writtenLength: Int64 { size }
+    /// pwrite is synchronous: `size` only grows after a write succeeded. After a writeback
+    /// error (the syncer's or `publish`'s own), only what the last successful fdatasync before
+    /// it covered.
+    public var writtenLength: Int64 {
+        if syncer.error != nil || ownSyncFailed { return min(size, syncer.durableEnd) }
+        return size
+    }
 
     /// Removes the file (unlink); nothing is published.
     public func discard() {
+        guard !published else { return }
+        syncer.stop()
         fd?.closeQuietly()
         fd = nil
         // Our own file (O_EXCL made it); should unlinking fail, the cancelled clip stays.
         do { try Sys.unlinkIfPresent(path) } catch {}
     }
 
-    /// Syncs (fdatasync) the file and its directory. Returns its size.
-    /// - Throws: ``SystemError``.
+    /// Gives the file up as it is, at `path`: nothing is deleted.
+    public func keep() -> Bool {
+        syncer.stop()
+        fd?.closeQuietly()
+        fd = nil
+        return true
+    }
+
+    /// Stops the syncer, fails with its writeback error if it met one (unless salvaging: the
+    /// length was already cut to what was on disk before it), syncs (fdatasync) the file and
+    /// its directory, and closes it. Returns its size.
+    /// - Throws: `StorageError.writeback` when a sync failed; `StorageError.io` when the
+    ///   directory's fsync or the close fails.
     public func publish() throws -> Int64 {
-        guard let closing = fd else { return size }
+        guard let closing = fd, !published else { return size }
+        syncer.stop()
+        if !salvaging, let e = writebackError { throw e }
         do { try closing.dataSync() } catch let e as SystemError {
+            ownSyncFailed = true
             throw StorageError.writeback(e, clip: fileName(of: path))
         }
+        do { try Sys.fsyncDirectory(of: path) } catch let e as SystemError { throw StorageError.io(e) }
+        published = true
         fd = nil
-        try closing.close()
+        do { try closing.close() } catch let e as SystemError { throw StorageError.io(e) }
         return size
     }
 }

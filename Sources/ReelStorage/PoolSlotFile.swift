@@ -249,6 +249,16 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         return size
     }
 
+    /// Publishing the salvaged clip failed: waits for queued writes and stops the writer; the
+    /// slot stays active as it is, for recovery to publish once this process is gone — nothing
+    /// is deleted. True when the clip was already moved to `path`.
+    public func keep() -> Bool {
+        guard !published else { return true }
+        drain(ignoringErrors: true)
+        stopWriter()
+        return false
+    }
+
     /// Throws the clip away: waits for queued writes, then recycles the slot (a short, whole one) or drops it from the pool.
     public func discard() {
         guard !published else { return }

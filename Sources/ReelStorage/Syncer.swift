@@ -3,9 +3,13 @@ import Foundation
 import ReelCore
 
 
-/// Pushes a slot's written bytes toward the disk off the write path: `sync_file_range`
-/// (start writeback) for every range the writer thread wrote, and an `fdatasync` once a
-/// second. Neither ever delays a write; they only bound how much a power loss could take.
+/// Pushes a clip's written bytes toward the disk off the write path: `sync_file_range`
+/// (start writeback) for every range the writer wrote, and an `fdatasync` once a second and
+/// as soon as a fragment is complete (`syncSoon`). Neither ever delays a write; they only
+/// bound how much a power loss could take. Used by pool slots (`PoolSlotFile`) and plain
+/// files (`PlainFile`); for a plain file, which is made where it is published, the first
+/// successful fdatasync is followed by an fsync of its directory, so that the file's name is
+/// as durable as its bytes.
 ///
 /// A failure of either is a writeback error: since Linux 4.13 the kernel reports it once per
 /// open file, so it is kept here (`error`) for the clip to fail on, together with how far the
@@ -19,11 +23,17 @@ final class Syncer: @unchecked Sendable {
     private var finished = false
     private var failure: SystemError?
     private var durable: Int64 = 0
+    private var requested = false
     let fd: FileDescriptor
     var path: String { fd.path }
+    /// The file's directory, fsynced after the first successful fdatasync (a plain file).
+    private let directoryToSync: Bool
 
-    init(fd: FileDescriptor) {
+    /// Starts the thread for `fd`; `syncDirectory`: fsync the file's directory once, after
+    /// the first fdatasync that succeeds.
+    init(fd: FileDescriptor, syncDirectory: Bool = false) {
         self.fd = fd
+        directoryToSync = syncDirectory
         let t = Thread { [self] in run() }
         t.name = "reel.sync"
         t.start()
@@ -32,6 +42,15 @@ final class Syncer: @unchecked Sendable {
     func written(_ offset: Int64, _ length: Int64) {
         lock.lock()
         low = min(low, offset); high = max(high, offset + length); dirty = true
+        lock.signal()
+        lock.unlock()
+    }
+
+    /// A fragment is complete: fdatasync what was written so far now rather than at the next
+    /// second. Requests made while a sync runs are served by one more sync after it.
+    func syncSoon() {
+        lock.lock()
+        requested = true
         lock.signal()
         lock.unlock()
     }
@@ -50,7 +69,7 @@ final class Syncer: @unchecked Sendable {
         return failure
     }
 
-    /// The end of what the last successful fdatasync covered.
+    /// The end of what the last successful fdatasync before any writeback error covered.
     var durableEnd: Int64 {
         lock.lock(); defer { lock.unlock() }
         return durable
@@ -68,12 +87,14 @@ final class Syncer: @unchecked Sendable {
         }
         var lastSync = MonotonicClock.now()
         var synced: Int64 = 0, dropped: Int64 = 0
+        var directoryPending = directoryToSync
         lock.lock()
         while running {
-            if low >= high { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.25)) }
+            if low >= high && !requested { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.25)) }
             let (a, b) = (low, high)
             low = .max; high = 0
-            let due = dirty && MonotonicClock.now() - lastSync >= 1_000_000_000
+            let due = dirty && (requested || MonotonicClock.now() - lastSync >= 1_000_000_000)
+            if due || !dirty { requested = false }
             if due { dirty = false }
             lock.unlock()
             if a < b {
@@ -86,7 +107,16 @@ final class Syncer: @unchecked Sendable {
                 let covered = synced
                 do {
                     try fd.dataSync()
-                    lock.lock(); durable = max(durable, covered); lock.unlock()
+                    // After a writeback error nothing more is known to be on disk: what failed
+                    // to be written back stays lost even when a later fdatasync succeeds (the
+                    // kernel reports the error once, and marks the pages clean).
+                    lock.lock(); if failure == nil { durable = max(durable, covered) }; lock.unlock()
+                    if directoryPending {
+                        // The bytes are on disk; a failure here is of the file's name, which
+                        // `publish` syncs again.
+                        try Sys.fsyncDirectory(of: path)
+                        directoryPending = false
+                    }
                 } catch let e as SystemError {
                     failed(e)
                 } catch {}

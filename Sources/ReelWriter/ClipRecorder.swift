@@ -144,8 +144,9 @@ final class ClipRecorder: @unchecked Sendable {
     /// Cancelled: the clip is thrown away.
     func discard() { file.discard() }
 
-    /// After a failed write: cuts the file back to its last complete fragment, publishes
-    /// what is playable and returns it, or nil when nothing is.
+    /// After a failed write: cuts the file back to its last complete fragment within what is
+    /// known to be on disk (`writtenLength`), publishes what is playable and returns it, or nil
+    /// when nothing is.
     func salvage() -> ClipSummary? {
         // Only the bytes that reached the file count: a pool slot is longer than its clip,
         // and after a writeback error only what was synced before it counts.
@@ -170,9 +171,12 @@ final class ClipRecorder: @unchecked Sendable {
             file.discard()
             return nil
         }
-        guard let bytes = try? file.publish() else {
-            file.discard()
-            return nil
+        let bytes: Int64
+        do { bytes = try file.publish() } catch {
+            // What is kept was on disk before the failure: a failed publish never deletes the
+            // only copy. A plain file stays at its path (listed, salvaged); a pool slot stays
+            // for recovery to publish once this process is gone.
+            return file.keep() ? summary(frames: kept, bytes: file.size, salvaged: true) : nil
         }
         return summary(frames: kept, bytes: bytes, salvaged: true)
     }

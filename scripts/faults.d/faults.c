@@ -14,6 +14,10 @@
  *                   follows open/openat/creat and close to know which descriptors those are);
  *                   without it every call counts.
  * REEL_FAULT_LOG    a file that gets one line per injected failure ("fdatasync #3 EIO PATH").
+ * REEL_FAULT_TRACE  1: the log also gets a line per fdatasync or fsync that went ahead and
+ *                   succeeded, with the file's length when it began ("fdatasync #2 ok 81920
+ *                   PATH": at most those bytes are known to be on disk after it); those calls
+ *                   are then counted even without a rule of theirs.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +45,7 @@ static long counters[C_COUNT];
 static char prefix[PATH_MAX];
 static size_t prefix_len;
 static char log_path[PATH_MAX];
+static int trace_syncs;
 
 #define MAX_FDS 65536
 static unsigned char tracked[MAX_FDS];
@@ -65,6 +71,8 @@ static void parse(void) {
         while (prefix_len > 1 && prefix[prefix_len - 1] == '/') prefix[--prefix_len] = 0;
     }
     if (l && *l) snprintf(log_path, sizeof log_path, "%s", l);
+    const char *t = getenv("REEL_FAULT_TRACE");
+    trace_syncs = t && !strcmp(t, "1");
     if (!spec) return;
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", spec);
@@ -126,14 +134,27 @@ static void track(int fd, int dirfd, const char *path) {
     __atomic_store_n(&tracked[fd], (unsigned char)under, __ATOMIC_RELEASE);
 }
 
-/* Whether this call on `fd` fails, and with what errno (0: it goes ahead). */
-static int fault(enum call c, int fd) {
-    if (!nrules) return 0;
+/* Appends `line` to the log (best effort). */
+static void log_line(const char *line, int len) {
+    if (!log_path[0] || len <= 0) return;
+    int lfd = real_open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (lfd < 0) return;
+    if (real_write(lfd, line, (size_t)len) < 0) { /* the log is best effort */ }
+    real_close(lfd);
+}
+
+/* Whether this call on `fd` fails, and with what errno (0: it goes ahead); `number` gets the
+   call's number among those counted (0: not counted). */
+static int fault_n(enum call c, int fd, long *number) {
+    *number = 0;
+    int traced = trace_syncs && (c == C_FDATASYNC || c == C_FSYNC);
+    if (!nrules && !traced) return 0;
     if (prefix_len && (fd < 0 || fd >= MAX_FDS || !__atomic_load_n(&tracked[fd], __ATOMIC_ACQUIRE))) return 0;
-    int relevant = 0;
+    int relevant = traced;
     for (int i = 0; i < nrules; i++) if (rules[i].call == c) relevant = 1;
     if (!relevant) return 0;
     long n = __atomic_add_fetch(&counters[c], 1, __ATOMIC_ACQ_REL);
+    *number = n;
     for (int i = 0; i < nrules; i++) {
         struct rule *r = &rules[i];
         if (r->call != c || !(n == r->nth || (r->onward && n > r->nth))) continue;
@@ -142,19 +163,32 @@ static int fault(enum call c, int fd) {
             while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
             return 0;
         }
-        if (log_path[0]) {
-            int lfd = real_open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-            if (lfd >= 0) {
-                char line[PATH_MAX + 64];
-                const char *p = (fd >= 0 && fd < MAX_FDS && paths[fd]) ? paths[fd] : "";
-                int len = snprintf(line, sizeof line, "%s #%ld %s %s\n", call_names[c], n, r->err == EIO ? "EIO" : "ENOSPC", p);
-                if (len > 0 && real_write(lfd, line, (size_t)len) < 0) { /* the log is best effort */ }
-                real_close(lfd);
-            }
-        }
+        char line[PATH_MAX + 64];
+        const char *p = (fd >= 0 && fd < MAX_FDS && paths[fd]) ? paths[fd] : "";
+        log_line(line, snprintf(line, sizeof line, "%s #%ld %s %s\n", call_names[c], n, r->err == EIO ? "EIO" : "ENOSPC", p));
         return r->err;
     }
     return 0;
+}
+
+static int fault(enum call c, int fd) {
+    long n;
+    return fault_n(c, fd, &n);
+}
+
+/* The file's length now, for a traced sync numbered `n` (-1: not traced). */
+static long long traced_length(int fd, long n) {
+    if (!trace_syncs || n == 0) return -1;
+    struct stat st;
+    return fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Logs a traced sync that succeeded. */
+static void trace_ok(enum call c, int fd, long n, long long length, int result) {
+    if (length < 0 || result != 0) return;
+    char line[PATH_MAX + 64];
+    const char *p = (fd >= 0 && fd < MAX_FDS && paths[fd]) ? paths[fd] : "";
+    log_line(line, snprintf(line, sizeof line, "%s #%ld ok %lld %s\n", call_names[c], n, length, p));
 }
 
 static mode_t mode_arg(int flags, va_list ap) {
@@ -206,15 +240,27 @@ ssize_t write(int fd, const void *buf, size_t count) {
 }
 
 int fdatasync(int fd) {
-    int e = fault(C_FDATASYNC, fd);
+    long n;
+    int e = fault_n(C_FDATASYNC, fd, &n);
     if (e) { errno = e; return -1; }
-    return real_fdatasync(fd);
+    long long length = traced_length(fd, n);
+    int r = real_fdatasync(fd);
+    int saved = errno;
+    trace_ok(C_FDATASYNC, fd, n, length, r);
+    errno = saved;
+    return r;
 }
 
 int fsync(int fd) {
-    int e = fault(C_FSYNC, fd);
+    long n;
+    int e = fault_n(C_FSYNC, fd, &n);
     if (e) { errno = e; return -1; }
-    return real_fsync(fd);
+    long long length = traced_length(fd, n);
+    int r = real_fsync(fd);
+    int saved = errno;
+    trace_ok(C_FSYNC, fd, n, length, r);
+    errno = saved;
+    return r;
 }
 
 int sync_file_range(int fd, off64_t offset, off64_t nbytes, unsigned int flags) {
