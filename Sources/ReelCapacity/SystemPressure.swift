@@ -16,20 +16,21 @@ public enum PressureLevel: String, Codable, Sendable, Comparable, CaseIterable {
     public static func < (a: PressureLevel, b: PressureLevel) -> Bool { a.rank < b.rank }
 }
 
-/// One reading of the kernel's pressure stall information (PSI): the `avg10` figures of
-/// `cpu`, `io` and `memory` (`some`: share of the last 10 s in which at least one task
-/// stalled on the resource; `full`: in which all non-idle tasks did), in percent. A figure
-/// the kernel does not give is nil.
+/// Pressure stall information (PSI) figures of `cpu`, `io` and `memory` (`some`: share of
+/// the time in which at least one task stalled on the resource; `full`: in which all non-idle
+/// tasks did), in percent: the files' `avg10` (`PressureMonitor.read()`), or the monitor's own
+/// shares from the cumulative `total` counters (`PressureState.sample`). A figure the kernel
+/// does not give is nil.
 public struct PressureSample: Codable, Sendable, Equatable {
-    /// `cpu` `some avg10`, in percent.
+    /// `cpu` `some`, in percent.
     public var cpuSome: Double?
-    /// `io` `some avg10`, in percent.
+    /// `io` `some`, in percent.
     public var ioSome: Double?
-    /// `io` `full avg10`, in percent.
+    /// `io` `full`, in percent.
     public var ioFull: Double?
-    /// `memory` `some avg10`, in percent.
+    /// `memory` `some`, in percent.
     public var memorySome: Double?
-    /// `memory` `full avg10`, in percent.
+    /// `memory` `full`, in percent.
     public var memoryFull: Double?
 
     /// A reading of these figures; a missing one is nil.
@@ -39,10 +40,62 @@ public struct PressureSample: Codable, Sendable, Equatable {
 
     var isEmpty: Bool { cpuSome == nil && ioSome == nil && ioFull == nil && memorySome == nil && memoryFull == nil }
 
+    /// The figure called `name` (`cpu.some`, …).
+    subscript(figure name: String) -> Double? {
+        get {
+            switch name {
+            case "cpu.some": return cpuSome
+            case "io.some": return ioSome
+            case "io.full": return ioFull
+            case "memory.some": return memorySome
+            case "memory.full": return memoryFull
+            default: return nil
+            }
+        }
+        set {
+            switch name {
+            case "cpu.some": cpuSome = newValue
+            case "io.some": ioSome = newValue
+            case "io.full": ioFull = newValue
+            case "memory.some": memorySome = newValue
+            case "memory.full": memoryFull = newValue
+            default: break
+            }
+        }
+    }
+
+    /// The figures of a reading at `now` (ns) whose cumulative stall counters (µs, by figure
+    /// name) are `totals`: each figure with a counter that is not 0 is the share of the time
+    /// stalled since `base` (an earlier reading: its time and counters), in percent; a figure
+    /// without one — a file that gives no `total`, or 0 (on a real kernel its avg10 is 0 too),
+    /// or a counter that went back — keeps its avg10 (`avg`).
+    static func stallShares(avg: PressureSample, totals: [String: UInt64], now: UInt64,
+                            since base: (time: UInt64, totals: [String: UInt64])) -> PressureSample {
+        var shares = avg
+        let elapsedMicroseconds = Double(now &- base.time) / 1000
+        for (name, total) in totals where total > 0 {
+            guard let before = base.totals[name], total >= before, now > base.time else { continue }
+            shares[figure: name] = min(100, Double(total - before) / elapsedMicroseconds * 100)
+        }
+        return shares
+    }
+
     /// The figures by name (`cpu.some`, …), those present only.
     public var figures: [(String, Double)] {
         [("cpu.some", cpuSome), ("io.some", ioSome), ("io.full", ioFull), ("memory.some", memorySome), ("memory.full", memoryFull)]
             .compactMap { name, v in v.map { (name, $0) } }
+    }
+
+    /// `some … total=…` of a PSI file's text: the (some, full) cumulative stall counters, µs.
+    public static func parseTotals(_ text: String) -> (some: UInt64?, full: UInt64?) {
+        var some: UInt64? = nil, full: UInt64? = nil
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard let kind = fields.first,
+                  let total = fields.first(where: { $0.hasPrefix("total=") }).flatMap({ UInt64($0.dropFirst(6)) }) else { continue }
+            if kind == "some" { some = total } else if kind == "full" { full = total }
+        }
+        return (some, full)
     }
 
     /// `some avg10=… ` of a PSI file's text (`/proc/pressure/cpu`): (some, full) avg10.
@@ -128,7 +181,8 @@ public struct PressureState: Codable, Sendable, Equatable {
     public var factors: [String]
     /// 0…1: the largest figure as a share of its `critical` threshold.
     public var cost: Double
-    /// The PSI reading that caused the change.
+    /// The figures that caused the change: the shares of time stalled over the monitor's
+    /// window (from the `total` counters; `avg10` for a figure without one).
     public var sample: PressureSample
 }
 
@@ -188,13 +242,32 @@ public struct PressureLevelTracker: Sendable {
     }
 }
 
+/// The monitor's clock: monotonic nanoseconds (tests drive their own).
+public struct PressureClock: Sendable {
+    /// Now, in nanoseconds on a monotonic clock.
+    public let now: @Sendable () -> UInt64
+    /// A clock reading `now`.
+    public init(now: @escaping @Sendable () -> UInt64) { self.now = now }
+    /// `CLOCK_MONOTONIC`.
+    public static let monotonic = PressureClock { MonotonicClock.now() }
+}
+
 /// Watches the kernel's pressure stall information — and the thermal zones and cpufreq limits
 /// where the machine has them — and reports level changes (`systemPressureState`): to a
 /// callback, to `states()` (an AsyncStream) and into `timeline`.
 ///
+/// The figures are the share of time stalled, from the files' cumulative `total` counters
+/// (µs), since the oldest reading at most 10 s old — never before the monitor's first reading:
+/// a 10-second average, like the kernel's `avg10`, that holds no work which ended before the
+/// monitor started (the pool's creation, say; `avg10` holds it for tens of seconds). The first
+/// level comes from the counters' movement over the first `startWindow` seconds (0.5 s), read
+/// by the monitor's thread (or by `stop()` if that comes first). A figure without a counter (a
+/// file that gives no `total`, or `total=0`) uses its `avg10`; when no figure has one, the
+/// first level is read at once in `start()`.
+///
 /// Where the kernel takes PSI triggers (`sources.psiTriggers`), the monitor sleeps in `poll()`
 /// until one fires (a 2 s window stalled about as much as `fair` asks of the 10 s average, see
-/// `PSITriggers`) and then reads the files' `avg10` and decides as the timed reading does; it
+/// `PSITriggers`) and then reads the files and decides as the timed reading does; it
 /// also reads every `interval` seconds while the level is above `nominal` (to leave it after
 /// the hold-down) or thermal zones/cpufreq are read (they cannot wake anyone), and every
 /// `idleTimeout` seconds otherwise (to notice a file gone). Without triggers (a read-only file,
@@ -214,6 +287,9 @@ public final class PressureMonitor: Sendable {
     public let idleTimeout: Double
     /// The sysfs root of the thermal zones and cpufreq (`/sys`); nil: not read.
     public let sysfsRoot: String?
+    /// Seconds the counters are watched before the first level (0.5).
+    public let startWindow: Double
+    private let clock: PressureClock
     private let thresholds: PressureThresholds
     private let useTriggers: Bool
     private let note: @Sendable (String) -> Void
@@ -236,6 +312,11 @@ public final class PressureMonitor: Sendable {
         var loopThread: pthread_t? = nil
         /// stop() ran on the loop's thread: the loop closes the stop pipe's read end as it returns.
         var loopClosesStopPipe = false
+        /// Earlier readings' times and stall counters: the first one, then those kept as bases
+        /// of the 10 s window.
+        var history: [(time: UInt64, totals: [String: UInt64])] = []
+        /// The first level waits for the start window's second reading.
+        var firstPending = false
     }
     private let state: Mutex<State>
     /// The wake sources the caller gave (descriptors it owns).
@@ -250,12 +331,17 @@ public final class PressureMonitor: Sendable {
     ///   - triggers: false: never set PSI triggers (read by time).
     ///   - wakeSources: descriptors (the caller's, left open) whose readability wakes the monitor
     ///     as a trigger would: what is readable is read and dropped (tests: a pipe).
+    ///   - startWindow: seconds over which the stall counters' movement gives the first level.
+    ///   - clock: where time comes from (tests: one they move).
     ///   - onChange: called on the monitor's thread with every level change (the first
-    ///     reading included, on the thread that calls `start()`).
+    ///     reading included: on the thread that calls `start()` when it is read at once, on
+    ///     the one that calls `stop()` when that comes before the start window has passed).
     public init(directory: String = "/proc/pressure", suffix: String = "", interval: Double = 1,
                 idleTimeout: Double = 10, sysfsRoot: String? = "/sys", triggers: Bool = true, wakeSources: [Int32] = [],
-                thresholds: PressureThresholds = .standard, note: @escaping @Sendable (String) -> Void = { _ in },
+                thresholds: PressureThresholds = .standard, startWindow: Double = 0.5, clock: PressureClock = .monotonic,
+                note: @escaping @Sendable (String) -> Void = { _ in },
                 onChange: (@Sendable (PressureState) -> Void)? = nil) {
+        self.startWindow = startWindow; self.clock = clock
         self.directory = directory; self.suffix = suffix; self.interval = interval; self.idleTimeout = idleTimeout
         self.sysfsRoot = sysfsRoot; self.useTriggers = triggers; self.wakeSources = wakeSources
         self.thresholds = thresholds; self.note = note; self.onChange = onChange
@@ -277,34 +363,52 @@ public final class PressureMonitor: Sendable {
         return PressureMonitor(sysfsRoot: sysfsRoot, note: note, onChange: onChange)
     }
 
-    /// One reading of the files now.
-    public func read() -> PressureSample {
-        func file(_ name: String) -> (some: Double?, full: Double?) {
-            guard let text = try? String(contentsOfFile: "\(directory)/\(name)\(suffix)", encoding: .utf8) else { return (nil, nil) }
-            return PressureSample.parse(text)
+    /// One reading of the files' `avg10` figures now.
+    public func read() -> PressureSample { readFiles().avg }
+
+    /// The files' `avg10` figures and their stall counters (µs, by figure name) now.
+    private func readFiles() -> (avg: PressureSample, totals: [String: UInt64]) {
+        var avg = PressureSample()
+        var totals: [String: UInt64] = [:]
+        for name in ["cpu", "io", "memory"] {
+            guard let text = try? String(contentsOfFile: "\(directory)/\(name)\(suffix)", encoding: .utf8) else { continue }
+            let (some, full) = PressureSample.parse(text)
+            let (someTotal, fullTotal) = PressureSample.parseTotals(text)
+            avg[figure: name + ".some"] = some
+            if some != nil, let someTotal { totals[name + ".some"] = someTotal }
+            // cpu `full` is not a stall of the whole system (the kernel reports it since 5.13
+            // as 0 at the system level): not used.
+            guard name != "cpu" else { continue }
+            avg[figure: name + ".full"] = full
+            if full != nil, let fullTotal { totals[name + ".full"] = fullTotal }
         }
-        let cpu = file("cpu"), io = file("io"), memory = file("memory")
-        // cpu `full` is not a stall of the whole system (the kernel reports it since 5.13 as 0
-        // at the system level): not used.
-        return PressureSample(cpuSome: cpu.some, ioSome: io.some, ioFull: io.full, memorySome: memory.some, memoryFull: memory.full)
+        return (avg, totals)
     }
 
     /// What the monitor reads and how it waits: PSI triggers or timed (and why), thermal sources.
     public var sources: PressureSources { state.withLock { $0.sources } }
 
-    /// Starts sampling: the first reading now (reported before `start()` returns), the PSI
-    /// triggers set (`sources` says whether), then a thread that waits and reads. A monitor
-    /// runs once: `start()` after `stop()` does nothing. Call `stop()` when done: the thread
-    /// holds the monitor until then.
+    /// Starts sampling: the first reading now — the stall counters, whose movement over the
+    /// start window gives the first level (read by the thread), or, where no figure has a
+    /// counter, the level at once (reported before `start()` returns) —, the PSI triggers set
+    /// (`sources` says whether), then a thread that waits and reads. A monitor runs once:
+    /// `start()` after `stop()` does nothing. Call `stop()` when done: the thread holds the
+    /// monitor until then.
     public func start() {
         let go: Bool = state.withLock { s in
             guard !s.running && !s.stopped else { return false }
             s.running = true
-            s.started = MonotonicClock.now()
+            s.started = clock.now()
             return true
         }
         guard go else { return }
-        sample()
+        let first = readFiles()
+        let counted = first.totals.values.contains { $0 > 0 }
+        state.withLock { s in
+            s.history = [(s.started, first.totals)]
+            s.firstPending = counted
+        }
+        if !counted { sample() }
         guard state.withLock({ $0.running }) else { return }   // nothing to read
         var triggers: PSITriggers? = nil
         let reason: String?
@@ -363,9 +467,11 @@ public final class PressureMonitor: Sendable {
             if state.withLock({ $0.loopClosesStopPipe }) { FileDescriptor(rawValue: stop, path: "pressure stop pipe").closeQuietly() }
         }
         while true {
-            let (level, hasThermal) = state.withLock { ($0.tracker.level, $0.hasThermal) }
+            let (level, hasThermal, pending, started) = state.withLock { ($0.tracker.level, $0.hasThermal, $0.firstPending, $0.started) }
             let canWake = triggers != nil || !wake.isEmpty
-            let timeout = canWake && level <= .nominal && !hasThermal ? idleTimeout : interval
+            // The first level waits for the start window (a wake before it is waited through).
+            let windowLeft = startWindow - Double(clock.now() &- started) / 1e9
+            let timeout = pending ? max(0, windowLeft) : canWake && level <= .nominal && !hasThermal ? idleTimeout : interval
             switch waitForPressure(triggers: triggers, wakeSources: &wake, stop: stop, timeout: timeout) {
             case .stop:
                 return
@@ -381,7 +487,7 @@ public final class PressureMonitor: Sendable {
                 // poll itself failed with nothing but the stop pipe to wait on: sleep instead.
                 if !hadTriggers { MonotonicClock.sleep(until: MonotonicClock.now() + UInt64(interval * 1e9)) }
             case .trigger, .timeout:
-                break
+                if pending && Double(clock.now() &- started) / 1e9 < startWindow { continue }
             }
             guard state.withLock({ $0.running }) else { return }
             sample()
@@ -389,8 +495,10 @@ public final class PressureMonitor: Sendable {
         }
     }
 
-    /// Stops sampling, closes the triggers and ends every `states()` stream.
+    /// Stops sampling, closes the triggers and ends every `states()` stream. Before the start
+    /// window has passed, the first level is read first, from the counters' movement so far.
     public func stop() {
+        if state.withLock({ $0.running && $0.firstPending }) { sample() }
         let (continuations, fromLoop) = state.withLock { s in
             let c = s.continuations
             s.running = false
@@ -447,16 +555,25 @@ public final class PressureMonitor: Sendable {
         return stream
     }
 
+    /// How far back the figures reach: 10 s, as the kernel's `avg10`.
+    private static let averageWindow: UInt64 = 10_000_000_000
+
     private func sample() {
-        let reading = read()
+        let files = readFiles()
+        let now = clock.now()
         var reader = state.withLock { $0.thermal }
         let thermal = reader?.read()
         let (change, continuations, sayUnknown): (PressureState?, [AsyncStream<PressureState>.Continuation], Bool) = state.withLock { s in
             guard s.running else { return (nil, [], false) }
+            s.firstPending = false
+            // The window: from the newest reading at least 10 s old, else the first.
+            let base = s.history.last { now &- $0.time >= Self.averageWindow } ?? s.history.first ?? (now, files.totals)
+            let reading = PressureSample.stallShares(avg: files.avg, totals: files.totals, now: now, since: base)
+            s.history = s.history.filter { $0.time >= base.time } + [(now, files.totals)]
             s.thermal = reader
             if s.timeline.isEmpty { s.sources.thermal = thermal?.sourcesDescription ?? "none" }
             s.hasThermal = !(thermal?.isEmpty ?? true)
-            let t = Double(MonotonicClock.now() - s.started) / 1e9
+            let t = Double(now &- s.started) / 1e9
             var change = s.tracker.update(reading, thermal: thermal, at: t)
             let nothing = reading.isEmpty && !s.hasThermal
             if nothing && s.timeline.isEmpty {
