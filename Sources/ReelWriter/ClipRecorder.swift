@@ -156,7 +156,13 @@ final class ClipRecorder: @unchecked Sendable {
         case .mkv: playable = FragmentScanner.completeClusters(of: file.workingPath, limit: written)?.length
         default: playable = container.isFragmented ? FragmentScanner.playableLength(of: file.workingPath, limit: written) : nil
         }
-        do { try file.truncate(to: playable ?? written) } catch {
+        // Not even a header within what is on disk: nothing to keep (and nothing to open, which
+        // would have libavformat complain on stderr).
+        guard let playable else {
+            file.discard()
+            return nil
+        }
+        do { try file.truncate(to: playable) } catch {
             file.discard()
             return nil
         }
