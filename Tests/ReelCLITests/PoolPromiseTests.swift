@@ -30,8 +30,8 @@ func warningLines(_ stderr: String) -> [Substring] {
                                         within: 120, environment: env), "reel record did not end within 120 s")
         #expect(run.status == 0, "\(run.stderr)")
         let s = try run.decode(RecordingSummary.self)
-        #expect(s.framesDropped == 0, "\(s.dropReasons)")
-        #expect(s.framesWritten == 90 && s.clips.count == 2, "\(s.clips.map(\.frames))")
+        #expect(s.framesDropped == 0, "\(s.dropReasons); the writer held at most \(s.writerQueueHighWater) of \(s.writerQueueCapacity); \(run.stderr)")
+        #expect(s.framesWritten == 90 && s.clips.count == 2, "\(s.clips.map(\.frames)) at \(s.fps) fps")
         #expect(s.storage.pool == pool && s.storage.poolCreated)
         // The first clip cannot wait for a slot: it is a plain file.
         #expect(s.clips.first?.storage == "plain", "\(s.clips.map(\.storage))")
@@ -188,6 +188,8 @@ func warningLines(_ stderr: String) -> [Substring] {
     /// 30 min at the bit rate, in 256 MiB slots, capped at 10 % of the free space and by the
     /// environment's cap (slots a quarter of a capacity under 1 GiB).
     @Test func thirtyMinutesCappedAtATenthOfTheFreeSpace() {
+        let standard = DefaultPoolSize.compute(freeBytes: 1 << 40, cap: nil)
+        #expect(standard.capacity == 37 * (256 << 20) && standard.reason == "30 min at 44 Mbit/s", "README: 9.9 GB, 37 slots")
         let roomy = DefaultPoolSize.compute(bitrate: 45e6, freeBytes: 1 << 40, cap: nil)
         #expect(roomy.slotSize == 256 << 20 && roomy.capacity == 38 * (256 << 20) && roomy.reason == "30 min at 45 Mbit/s")
         #expect(Double(roomy.capacity) * 8 / 45e6 >= 1800)
