@@ -25,6 +25,7 @@ public enum CommandTable {
         .value("--fragment", "SECONDS", "fragment or cluster interval, 0.1–600 s (default 1)", sample: "0.5"),
         .value("--pool", "PATH", "write through the storage pool at PATH", sample: "pool"),
         .flag("--plain", "write straight into the output files, no pool"),
+        .flag("--fail-on-drop", "exit 75 when frames were dropped (default: exit 0 with a warning line)"),
         .value("--report", "DIR", "write the storage-write latencies as DIR/record.json and record.svg", sample: "report"),
         .value("--preview", "[HOST:]PORT", "serve the live preview over HTTP (HOST default 127.0.0.1; PORT 0 picks a free one)", sample: "127.0.0.1:0"),
         .value("--preview-token", "TOKEN", "access token for the preview (letters, digits, - and _); generated when HOST is not loopback", sample: "secret"),
@@ -142,6 +143,7 @@ public enum CommandTable {
         // The detached half of --background.
         CommandSpec("pool _prepare", operands: "PATH", maxOperands: 1, hidden: true, [
             .value("--from", "PID", "the process that reserved the slots, 1–2147483647", sample: "1", hidden: true),
+            .flag("--idle", "prepare at the idle I/O class and a recording's pace (the default pool's first use)", hidden: true),
         ]),
     ]
 

@@ -22,6 +22,8 @@ public struct PoolInvocation: Sendable {
     public var seconds: Double? = nil, timeout: Double? = nil
     /// `--from`: the process that reserved the slots (`pool _prepare`).
     public var from: Int32? = nil
+    /// `--idle` (`pool _prepare`): prepare at the idle I/O class and `PreparationPace.beside`.
+    public var idle = false
 }
 
 /// `reel pool create|status|resize|wait|calibrate|recover|delete [PATH]` (PATH defaults to
@@ -54,6 +56,7 @@ enum PoolCommand {
             case "--timeout": p.timeout = try parseSeconds(v, option: name, range: 0.1...86_400)
             case "--from": p.from = Int32(try parseInt(v, option: name, range: 1...Int(Int32.max)))
             case "--json": p.json = true
+            case "--idle": p.idle = true
             default: throw UsageError("pool \(verb): unknown option '\(name)'")
             }
         }
@@ -99,7 +102,10 @@ enum PoolCommand {
             setsid()
             let pool = try StoragePool.open(at: p)
             if let from = inv.from { _ = try pool.adoptPreparation(from: from) }
-            try pool.fillReservedSlots()
+            if inv.idle && !StoragePool.lowerToIdleIOPriority() {
+                // No say over I/O priority here: the pace alone keeps the preparation gentle.
+            }
+            try pool.fillReservedSlots(pace: inv.idle ? .beside : nil)
         case "recover": return try recover(inv, at: p)
         case "delete":
             try StoragePool.open(at: p).delete()
@@ -235,7 +241,7 @@ enum PoolCommand {
 
     static func report(_ s: PoolStatus, json: Bool) throws {
         if json { printJSON(s); return }
-        print("pool \(s.path): \(formatBytes(s.remainingCapacity)) of \(formatBytes(s.capacity)) free, slots \(s.slotsFree) free / \(s.slotsActive) active / \(s.slotsPreparing) preparing (\(formatBytes(s.slotSize)) each)")
+        print("pool \(s.path): \(formatBytes(s.remainingCapacity)) of \(formatBytes(s.capacity)) free (\(clock(s.remainingSeconds)) at \(Int((s.bitrate / 1e6).rounded())) Mbit/s), slots \(s.slotsFree) free / \(s.slotsActive) active / \(s.slotsPreparing) preparing (\(formatBytes(s.slotSize)) each)")
         print("  filesystem \(s.filesystem), direct I/O \(s.directIOAlignment.map { "aligned to \($0) bytes" } ?? "not available"), prefill \(s.prefill)")
         switch (s.writeModeSource, s.writeModeMeasurement) {
         case ("measured", let m?):

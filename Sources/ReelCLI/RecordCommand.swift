@@ -68,6 +68,7 @@ enum RecordCommand {
                 guard !v.isEmpty else { throw UsageError("--pool needs a path") }
                 o.storage = .pool(v)
             case "--plain": o.storage = .plain
+            case "--fail-on-drop": o.failOnDrop = true
             case "--fragment": o.fragmentInterval = try parseSeconds(v, option: name, range: 0.1...600)
             case "--report":
                 guard !v.isEmpty else { throw UsageError("--report needs a directory") }
@@ -170,8 +171,12 @@ enum RecordCommand {
             guard canWriteInDirectory(dir) else { throw UsageError("--report: cannot write to \(dir)") }
         }
         if options.storage == .defaultPool && !FileManager.default.fileExists(atPath: StoragePool.defaultPath + "/manifest.json") {
-            printError("creating the default storage pool at \(StoragePool.defaultPath) (\(formatBytes(StoragePool.defaultCapacity)); see reel pool, or --plain to write files directly)")
+            let size = try DefaultPoolSize.forDefaultPool(at: StoragePool.defaultPath)
+            printWarning("creating the default storage pool at \(StoragePool.defaultPath): \(formatBytes(size.capacity)) in \(formatBytes(size.slotSize)) slots (\(size.reason)), prepared in the background; clips go to plain files until its slots are ready (see reel pool, or --plain)")
         }
+        // The default pool's first preparation runs in a detached `reel pool _prepare`, which
+        // outlives the recording (its progress: `reel pool status`).
+        options.poolPreparationCommand = [selfExecutable, "pool", "_prepare", "--idle"]
         // ReelControl: input devices open before anything is made (no permission: exit 77).
         let controls = try ControlHooks.open(controlRequest)
         defer { controls.stop() }
@@ -255,7 +260,9 @@ enum RecordCommand {
         let progress: @Sendable (RecordingProgress) -> Void = { p in
             // [issue 13] the system-pressure level and what the handler did, before the ratio (the last word)
             let line = "\(fixed(p.elapsed)) s  \(p.framesCaptured) frames  \(fixed(p.fps)) fps  "
-                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  \(recordingStateWord(recording.writer))  "   // issue 11
+                + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  "
+                + (p.remainingSeconds.map { "pool \(clock($0)) left  " } ?? "")
+                + "\(recordingStateWord(recording.writer))  "   // issue 11
                 + "\(pressureHandler.progressText)  \(p.ratio)"
             writeStderr("\r\u{1B}[K" + line)
         }
@@ -291,9 +298,16 @@ enum RecordCommand {
             RecordSecondary.printLocks(secondary?.summary ?? LockSummary(locks: []))
         }
         if let failure = recording.failure {
+            printWarnings(summary, dropsToo: false)
             printError(failure.description)
             return failure.exitStatus
         }
+        if options.failOnDrop, let drops = RecordWarnings.drops(summary) {
+            printWarnings(summary, dropsToo: false)
+            printError(drops)
+            return ExitStatus.busy
+        }
+        printWarnings(summary, dropsToo: true)
         // A photo that could not be saved: the recording is kept, the status says so.
         for e in taken.errors { printError(e.description) }
         if let e = taken.errors.first { return e.exitStatus }
@@ -327,6 +341,7 @@ enum RecordCommand {
                                            drops: stats.drops.total, ratio: session.ratio.description,
                                            // Read each time: under Deferred Start the pool opens after the first frame.
                                            poolRemainingCapacity: recording.pool?.remainingCapacity)
+                status.poolRemainingSeconds = recording.remainingTime.remainingSeconds
                 status.pressure = pressure?().rawValue   // [issue 13]
                 controls?.fillPicture(&status)   // zoom, exposure, effect as last applied
                 return status

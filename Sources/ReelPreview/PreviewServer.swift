@@ -27,6 +27,9 @@ public struct PreviewStatus: Codable, Sendable {
     public var previewEncodeMs: Double
     /// Bytes the storage pool can still take, when recording through a pool (else null).
     @EncodedNull public var poolRemainingCapacity: Int64?
+    /// `poolRemainingCapacity` as seconds of recording at the bit rate of the last 10 s (null
+    /// without a pool, or before a second was recorded).
+    @EncodedNull public var poolRemainingSeconds: Double? = nil
     /// The system-pressure level a recording sees (`nominal`, …, `unknown`; null for `reel preview`).
     @EncodedNull public var pressure: String? = nil
     /// The zoom factor last applied (1–4) while recording with controls; null for `reel preview`.
@@ -247,7 +250,8 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         const s=document.getElementById('s'),r=document.getElementById('r');const e=new EventSource('/events\(q)');let last='';
         e.onmessage=m=>{const j=JSON.parse(m.data);last=(j.recording?'● recording':'○ not recording')+
         '  '+j.elapsed.toFixed(1)+' s  '+j.frames+' frames  '+j.fps.toFixed(1)+' fps  '+j.drops+' dropped  '+j.ratio+
-        (j.poolRemainingCapacity==null?'':'  pool '+(j.poolRemainingCapacity/1e9).toFixed(2)+' GB left');
+        (j.poolRemainingCapacity==null?'':'  pool '+(j.poolRemainingCapacity/1e9).toFixed(2)+' GB left')+
+        (j.poolRemainingSeconds==null?'':' ('+Math.floor(j.poolRemainingSeconds/60)+' min)');
         if(j.pressure!=null)last+='  pressure '+j.pressure;
         if(j.zoom!=null)last+='  zoom '+(+j.zoom.toFixed(2))+'×';if(j.exposure!=null)last+='  exposure '+(j.exposure>0?'+':'')+(+j.exposure.toFixed(2));
         if(j.effect!=null)last+='  effect '+j.effect;

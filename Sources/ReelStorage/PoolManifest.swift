@@ -33,6 +33,9 @@ public struct PoolManifest: Codable, Sendable, Equatable {
     public var operations: [Operation] = []
     /// Why the last preparation of slots failed (no room, say); cleared by the next success.
     public var lastError: String?
+    /// The bit rate of the last recording that used the pool, in bits a second (what
+    /// `remainingSeconds` is reckoned at); nil before any.
+    public var lastBitrate: Double?
 
     /// One preallocated slot file (`slots/slot-NNNNNN.bin`).
     public struct Slot: Codable, Sendable, Equatable {

@@ -37,7 +37,9 @@ extension StoragePool {
     /// - Throws: `PoolError.full` when the filesystem has no room, `PoolError.io`/`SystemError` for
     ///   a failed file call, and the manifest's `PoolError`s (`notAPool`, `damagedManifest`, `busy`
     ///   on a held lock).
-    public func fillReservedSlots(_ only: [Int]? = nil, progress: ((Double) -> Void)? = nil) throws {
+    /// With `pace`, the slots are written no faster than it says and synced as it says (a
+    /// preparation beside a recording).
+    public func fillReservedSlots(_ only: [Int]? = nil, pace: PreparationPace? = nil, progress: ((Double) -> Void)? = nil) throws {
         let (ids, slotSize, prefill) = try withManifest { m in
             (m.slots.filter { $0.state == .preparing && $0.isMine && (only?.contains($0.id) ?? true) }.map(\.id), m.slotSize, m.prefill)
         }
@@ -49,7 +51,7 @@ extension StoragePool {
         }
         do {
             for (k, id) in ids.enumerated() {
-                try prefillSlot(slotPath(id), size: slotSize, zero: prefill == .zero)
+                try prefillSlot(slotPath(id), size: slotSize, zero: prefill == .zero, pace: pace)
                 try withManifest { m in
                     if let i = m.slots.firstIndex(where: { $0.id == id }) { m.slots[i].state = .free; m.slots[i].setOwner(nil) }
                     for i in m.operations.indices where m.operations[i].identity.isCurrent { m.operations[i].done += slotSize }
@@ -125,13 +127,48 @@ extension StoragePool {
         return m.operations.contains { $0.pid == pid } || m.slots.contains { $0.state == .preparing && $0.owner == pid }
     }
 
-    private func prefillSlot(_ file: String, size: Int64, zero: Bool) throws {
-        do { try prepareSlotFile(file, size: size, zero: zero, chunk: StoragePool.blockSize) } catch let e as SystemError {
+    private func prefillSlot(_ file: String, size: Int64, zero: Bool, pace: PreparationPace?) throws {
+        do {
+            if let pace {
+                try prepareSlotFilePaced(file, size: size, zero: zero, pace: pace)
+            } else {
+                try prepareSlotFile(file, size: size, zero: zero, chunk: StoragePool.blockSize)
+            }
+        } catch let e as SystemError {
             if e.isOutOfSpace && (e.call == "fallocate" || e.call == "pwrite") {
                 throw PoolError.full("no room for the pool on this filesystem: \(e.text) while preallocating \(file)")
             }
             throw PoolError.io(e)
         }
+    }
+
+    /// `prepareSlotFile` at `pace`: 1 MiB writes of zeros, each no sooner than the pace allows,
+    /// with an fdatasync every `pace.syncEvery` bytes.
+    private func prepareSlotFilePaced(_ file: String, size: Int64, zero: Bool, pace: PreparationPace) throws {
+        let fd = try FileDescriptor.open(file, O_WRONLY | O_CREAT | O_TRUNC)
+        defer { fd.closeQuietly() }
+        do { try fd.allocate(upTo: size) } catch let e as SystemError where e.errno == EOPNOTSUPP {
+            // tmpfs and others without fallocate: the zeros below (if any) allocate the file.
+        }
+        if zero {
+            let chunk = StoragePool.blockSize
+            let zeros = Sys.alignedAlloc(chunk)
+            defer { free(zeros) }
+            memset(zeros, 0, chunk)
+            let start = MonotonicClock.now()
+            var offset: Int64 = 0, unsynced: Int64 = 0
+            while offset < size {
+                let n = Int(min(Int64(chunk), size - offset))
+                try fd.writeAll(UnsafeRawBufferPointer(start: zeros, count: n), toAbsoluteOffset: offset)
+                offset += Int64(n); unsynced += Int64(n)
+                if unsynced >= pace.syncEvery { try fd.dataSync(); unsynced = 0 }
+                // Not ahead of the pace: offset bytes take offset / rate seconds.
+                let due = start + UInt64(Double(offset) / Double(max(1, pace.bytesPerSecond)) * 1e9)
+                let now = MonotonicClock.now()
+                if due > now { usleep(UInt32(min(1_000_000, (due - now) / 1000))) }
+            }
+        }
+        try fd.dataSync()
     }
 
     /// Grows (new slots, preallocated) or shrinks (free slots deleted) the pool. With

@@ -38,6 +38,8 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private let blockSize = StoragePool.blockSize
     private let blocks: RingBlocks
     private var allocated: Int64
+    /// The slot's allocation when claimed: the step the file grows by beyond the pool.
+    private let initialAllocation: Int64
 
     // Muxer side.
     /// Where the next `write` goes.
@@ -70,6 +72,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var ringFullWaits = 0
     private var bytesWritten: Int64 = 0
     private var growths = 0
+    private var leftPool: (offset: Int64, at: UInt64)?
     private var samples: [(start: UInt64, took: UInt64)] = []
     private var writtenEnd: Int64 = 0
     private let syncer: Syncer
@@ -110,7 +113,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     init(pool: StoragePool?, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: WriteMode, ringBytes: Int,
          observer: (any PoolWriteObserver)? = nil) throws {
         self.pool = pool; self.slotID = slotID; self.slotPath = slotPath; self.observer = observer
-        self.allocated = allocated; self.path = destination
+        self.allocated = allocated; self.initialAllocation = max(Int64(StoragePool.blockSize), allocated); self.path = destination
         fd = try FileDescriptor.open(slotPath, O_RDWR)
         syncer = Syncer(fd: fd)
         // Where O_DIRECT cannot be opened (the pool was moved to a filesystem without it),
@@ -393,7 +396,10 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         flushedFill = 0
     }
 
-    /// Makes sure the slot's file has room up to `end`, growing into a free slot if not.
+    /// Makes sure the slot's file has room up to `end`, growing into a free slot if not; with
+    /// no slot free (and in a pool), the file grows on the filesystem beyond the pool, a slot's
+    /// size at a time (`beyondPool` says from where and when). Only a filesystem with no room
+    /// left ends the clip.
     private func ensureAllocated(upTo end: Int64) throws {
         guard end > allocated else { return }
         let grown = try pool?.growSlot(slotID) { size in
@@ -401,11 +407,32 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
                 throw e.isOutOfSpace ? PoolError.full("no space to grow the slot: \(e.text)") : PoolError.io(e)
             }
         }
-        guard let grown else {
+        if let grown {
+            allocated = grown
+            lock.lock(); growths += 1; lock.unlock()
+            return
+        }
+        guard pool != nil else {
             throw PoolError.full("the storage pool is full: no free slot to grow \(fileName(of: path)) past \(formatBytes(allocated))")
         }
-        allocated = grown
-        lock.lock(); growths += 1; lock.unlock()
+        let target = allocated + initialAllocation
+        do { try fd.allocate(upTo: target) } catch let e as SystemError {
+            // Without fallocate (tmpfs before 6.x, ramfs) the writes themselves allocate.
+            guard e.errno == EOPNOTSUPP else {
+                throw e.isOutOfSpace ? PoolError.full("the filesystem is full: no space to grow \(fileName(of: path)) beyond the pool past \(formatBytes(allocated)) (\(e.text))") : PoolError.io(e)
+            }
+        }
+        lock.lock()
+        if leftPool == nil { leftPool = (allocated, MonotonicClock.now()) }
+        lock.unlock()
+        allocated = target
+    }
+
+    /// Where the clip's bytes went beyond the pool's slots (the offset) and when (monotonic
+    /// ns); nil while it fits in the pool.
+    public var beyondPool: (offset: Int64, at: UInt64)? {
+        lock.lock(); defer { lock.unlock() }
+        return leftPool
     }
 
     /// Waits until every queued write is done.

@@ -6,10 +6,11 @@ import ReelCore
 
 extension StoragePool {
     /// Claims a free slot for a clip that will be published at `destination`.
+    /// `whileAdjusting`: a free slot is claimed while the pool adjusts its capacity too.
     /// - Throws: `PoolError.busy` while the pool is adjusting its capacity, `.full` without a free slot.
-    func claimSlot(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: WriteMode) {
+    func claimSlot(destination: String, container: String, whileAdjusting: Bool = false) throws -> (id: Int, path: String, allocated: Int64, mode: WriteMode) {
         try withManifest { m in
-            if let op = m.operations.first(where: { $0.reason == "adjustingCapacity" && $0.isAlive }) {
+            if !whileAdjusting, let op = m.operations.first(where: { $0.reason == "adjustingCapacity" && $0.isAlive }) {
                 let pct = op.total > 0 ? Int(100 * op.done / op.total) : 0
                 throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
             }

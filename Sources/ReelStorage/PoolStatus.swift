@@ -10,6 +10,11 @@ public struct PoolStatus: Sendable, Codable {
     public var capacity: Int64
     /// Bytes in free slots.
     public var remainingCapacity: Int64
+    /// `remainingCapacity` as seconds of recording at `bitrate`.
+    public var remainingSeconds: Double
+    /// The bit rate `remainingSeconds` is reckoned at, bits a second: the last recording's that
+    /// used the pool, else `DefaultPoolSize.defaultBitrate` (the default configuration's).
+    public var bitrate: Double
     /// Bytes each slot is preallocated with.
     public var slotSize: Int64
     /// Slots ready, recording, and being prepared.
@@ -73,7 +78,9 @@ extension StoragePool {
         }
         let active = m.slots.filter { $0.state == .active }
         if !active.isEmpty { busy.append("capturing") }
-        return PoolStatus(path: path, capacity: m.capacity, remainingCapacity: m.freeBytes, slotSize: m.slotSize,
+        let bitrate = m.lastBitrate ?? DefaultPoolSize.defaultBitrate
+        return PoolStatus(path: path, capacity: m.capacity, remainingCapacity: m.freeBytes,
+                          remainingSeconds: Double(m.freeBytes) * 8 / bitrate, bitrate: bitrate, slotSize: m.slotSize,
                           slotsFree: m.slots.filter { $0.state == .free }.count, slotsActive: active.count,
                           slotsPreparing: m.slots.filter { $0.state == .preparing }.count,
                           busyReasons: busy, progress: progress, operations: operations, filesystem: Sys.filesystemName(path),

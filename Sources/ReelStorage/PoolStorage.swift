@@ -4,7 +4,9 @@ import ReelCore
 import ReelMetrics
 
 
-/// Clips written into a storage pool's slots, then moved to `destination`.
+/// Clips written into a storage pool's slots, then moved to `destination`; a clip that finds
+/// no free slot (the pool still being prepared, or every slot in use) is written as a plain
+/// file in `destination` instead, at once: a pool never holds a recording up or ends it.
 public struct PoolStorage: ClipStorage {
     /// The pool the slots come from.
     public let pool: StoragePool
@@ -12,40 +14,37 @@ public struct PoolStorage: ClipStorage {
     public let destination: String
     /// The ring between the muxer and each clip's writer thread.
     public let ringBytes: Int
+    /// Slots are claimed while the pool is adjusting its capacity too (the default pool being
+    /// prepared on first use hands out each slot as it is ready).
+    public let claimWhileAdjusting: Bool
+    private let plain: FileStorage
 
-    /// - Parameter ringBytes: the bounded ring between the muxer and the writer thread.
-    public init(pool: StoragePool, directory: String, ringBytes: Int = 64 << 20) throws {
+    /// - Parameters:
+    ///   - ringBytes: the bounded ring between the muxer and the writer thread.
+    ///   - claimWhileAdjusting: claim the slots already prepared while the pool adjusts its capacity.
+    /// - Throws: `StorageError.outputDirectory` when `directory` cannot be made or written.
+    public init(pool: StoragePool, directory: String, ringBytes: Int = 64 << 20, claimWhileAdjusting: Bool = false) throws {
         self.pool = pool
         self.destination = directory
         self.ringBytes = ringBytes
-        try FileStorage.makeWritableDirectory(directory)
+        self.claimWhileAdjusting = claimWhileAdjusting
+        plain = try FileStorage(directory: directory)
     }
 
-    /// Claims a slot; when none is free but one is on its way — clips of this process still
-    /// closing (a burst of seams), or slots being prepared by a live process (replenishing) —
-    /// waits for it (up to 30 s) rather than failing.
-    private func claimWaitingForOwnClips(destination: String, container: String) throws -> (id: Int, path: String, allocated: Int64, mode: WriteMode) {
-        let deadline = MonotonicClock.now() + 30_000_000_000
-        while true {
-            do {
-                return try pool.claimSlot(destination: destination, container: container)
-            } catch PoolError.full(let why) {
-                let coming = (try? pool.readManifest().slots.contains {
-                    ($0.state == .active && $0.isMine) || ($0.state == .preparing && $0.ownerIsAlive)
-                }) ?? false
-                guard coming, MonotonicClock.now() < deadline else { throw PoolError.full(why) }
-                usleep(2_000)
-            }
-        }
-    }
-
-    /// Claims a slot for `destination/name` and opens it.
-    /// - Throws: `StorageError.exists`, `PoolError.full` (no slot within 30 s), `.busy`, `.notAPool`, or ``SystemError`` for `open`.
+    /// Claims a free slot for `destination/name` and opens it; with no slot free, creates
+    /// the plain file `destination/name` instead (`PlainFile`).
+    /// - Throws: `StorageError.exists`, `PoolError.busy` (adjusting capacity, unless
+    ///   `claimWhileAdjusting`; the lock held), `.notAPool`, ``SystemError`` for `open`.
     public func createClip(named name: String) throws -> any ClipFile {
         let dest = destination + "/" + name
         if Sys.fileExists(dest) { throw StorageError.exists(dest) }
         let container = name.split(separator: ".").last.map(String.init) ?? "mov"
-        let slot = try claimWaitingForOwnClips(destination: dest, container: container)
+        let slot: (id: Int, path: String, allocated: Int64, mode: WriteMode)
+        do {
+            slot = try pool.claimSlot(destination: dest, container: container, whileAdjusting: claimWhileAdjusting)
+        } catch PoolError.full {
+            return try plain.createClip(named: name)
+        }
         do {
             return try PoolSlotFile(pool: pool, slotID: slot.id, slotPath: slot.path, allocated: slot.allocated,
                                     destination: dest, mode: slot.mode, ringBytes: ringBytes)

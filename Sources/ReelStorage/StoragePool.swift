@@ -23,8 +23,6 @@ public final class StoragePool: Sendable {
     public var lastDropped: [DroppedClip] { dropped.withLock { $0 } }
     /// Slots recovery could not handle (an I/O error): left for the next open to retry.
     public var lastRecoveryFailures: [RecoveryFailure] { failures.withLock { $0 } }
-    /// The default pool's capacity (2 GiB) and slot size (256 MiB).
-    public static let defaultCapacity: Int64 = 2 << 30
     /// The default slot size (256 MiB).
     public static let defaultSlotSize: Int64 = 256 << 20
     /// The unit slots and ring blocks are sized in (1 MiB).
@@ -180,15 +178,6 @@ public final class StoragePool: Sendable {
         _ = try pool.readManifest()
         _ = try pool.recover()
         return pool
-    }
-
-    /// The default pool, created with the default capacity on first use. `created` says so.
-    /// - Throws: what `open(at:)` or `create(at:…)` throws.
-    public static func openDefault() throws -> (StoragePool, created: Bool) {
-        let p = defaultPath
-        if FileManager.default.fileExists(atPath: p + "/manifest.json") { return (try open(at: p), false) }
-        return (try create(at: p, capacity: defaultCapacity, slotSize: defaultSlotSize, writeMode: nil, measurement: nil,
-                           prefill: .zero, preallocate: true, measuring: false, progress: nil), true)
     }
 
     /// Deletes the pool: its slots, manifest and directory. Refuses while a live recorder uses

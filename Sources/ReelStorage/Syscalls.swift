@@ -72,6 +72,11 @@ enum Sys {
     /// Bytes an unprivileged writer can still allocate on the filesystem holding `path` (or
     /// its nearest existing parent): `f_bavail × f_frsize`; nil for a filesystem with no size
     /// (ramfs reports 0 blocks in all: it grows until memory runs out).
+    /// Puts the calling thread in the idle I/O class (`ioprio_set`, `IOPRIO_CLASS_IDLE`): its
+    /// I/O is served when nothing else wants the disk (schedulers without priorities, such as
+    /// `none` and `mq-deadline`, ignore it). False when the kernel refused.
+    static func lowerToIdleIOPriority() -> Bool { CLinux_set_io_priority(3, 0) == 0 }
+
     static func freeSpace(at path: String) throws -> Int64? {
         var p = path
         while true {

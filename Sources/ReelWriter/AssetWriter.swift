@@ -42,6 +42,9 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var drops = DropCounts()
     private var bytesFinished: Int64 = 0
     private var bytesCurrent: Int64 = 0
+    /// Bytes of every packet the encoders made (what the bit rate is reckoned from: the
+    /// muxer's bytes reach the file a fragment at a time).
+    private var packetBytes: Int64 = 0
     private var finishRequested = false
     private var cancelRequested = false
     /// Ratios the session said it will switch to, in order (`expect`), not yet prepared.
@@ -246,6 +249,20 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     public var isReadyForMoreMediaData: Bool {
         lock.lock(); defer { lock.unlock() }
         return _status == .writing && queue.count < settings.queueCapacity
+    }
+
+    /// Frames the writer dropped so far (`outOfBuffers`: storage behind in real time), for
+    /// progress lines; the capture's own drops are in the session's stats.
+    public var framesDroppedSoFar: Int {
+        lock.lock(); defer { lock.unlock() }
+        return drops.total
+    }
+
+    /// Frames encoded so far and the bytes of their packets (before the muxer's fragments),
+    /// for the bit rate.
+    public var encoded: (frames: Int, bytes: Int64) {
+        lock.lock(); defer { lock.unlock() }
+        return (framesWritten, packetBytes)
     }
 
     /// Frames written and bytes so far, for progress lines.
@@ -719,6 +736,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                     }
                     framesWritten += 1
                     bytesCurrent = current?.bytes ?? 0
+                    packetBytes += current?.takePacketBytes() ?? 0
                     lock.unlock()
                 } catch {
                     // The failing frame is lost; the clip so far is salvaged by the finaliser.

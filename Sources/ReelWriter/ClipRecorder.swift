@@ -89,6 +89,14 @@ final class ClipRecorder: @unchecked Sendable {
 
     /// The largest packet so far: what the storage ring must have room for.
     private var largestPacket = 0
+    /// Packet bytes since `takePacketBytes` was last called.
+    private var newPacketBytes: Int64 = 0
+
+    /// The bytes of the packets encoded since the last call.
+    func takePacketBytes() -> Int64 {
+        defer { newPacketBytes = 0 }
+        return newPacketBytes
+    }
 
     /// The sink's ring cannot take another frame without making the encode thread wait.
     var storageIsBehind: Bool {
@@ -101,6 +109,7 @@ final class ClipRecorder: @unchecked Sendable {
         try encoder.encode(frame.buffer, crop: frame.crop, pts: pts, duration: frame.duration,
                            forceKeyframe: indices.isEmpty) { packet in
             largestPacket = max(largestPacket, packet.byteCount)
+            newPacketBytes += Int64(packet.byteCount)
             try muxer.write(packet)
         }
         indices.append(frame.index)
@@ -190,12 +199,20 @@ final class ClipRecorder: @unchecked Sendable {
     private func summary(frames: Int, bytes: Int64, salvaged: Bool) -> ClipSummary {
         let end = frames > 0 && frames <= ends.count ? ends[frames - 1] : sessionStart.value + Int64(frames) * frameDuration
         let seconds = Double(end - sessionStart.value) / Double(sessionStart.timescale)
-        return ClipSummary(path: file.path, width: size.width, height: size.height, ratio: ratio.rawValue,
-                           codec: codec.name, container: container.rawValue, frames: frames,
-                           firstFrameIndex: indices.first ?? -1,
-                           lastFrameIndex: frames > 0 ? indices[frames - 1] : -1,
-                           firstPTS: sessionStart.seconds, durationSeconds: seconds, bytes: bytes,
-                           salvaged: salvaged, take: take)
+        var c = ClipSummary(path: file.path, width: size.width, height: size.height, ratio: ratio.rawValue,
+                            codec: codec.name, container: container.rawValue, frames: frames,
+                            firstFrameIndex: indices.first ?? -1,
+                            lastFrameIndex: frames > 0 ? indices[frames - 1] : -1,
+                            firstPTS: sessionStart.seconds, durationSeconds: seconds, bytes: bytes,
+                            salvaged: salvaged, take: take)
+        if let slot = file as? PoolSlotFile {
+            c.storage = "pool"
+            if let beyond = slot.beyondPool {
+                c.bytesBeyondPool = max(0, bytes - beyond.offset)
+                c.leftPoolSeconds = Double(beyond.at) / 1e9
+            }
+        }
+        return c
     }
 }
 

@@ -92,6 +92,14 @@ public struct RecordOptions: Sendable {
     /// so that all fall on whole ticks, and a `.seconds` length is media time whatever the
     /// rate. Empty: the rate stays as configured.
     public var liveFrameRates: [FrameRate] = []
+    /// `reel record --fail-on-drop`: a recording that dropped frames counts as failed (the
+    /// command exits 75); false: it succeeds with a warning line.
+    public var failOnDrop = false
+    /// The command that prepares the default pool's slots in a detached process when this
+    /// recording makes the pool (`reel pool _prepare --idle`; PATH and `--from PID` are added),
+    /// so that the preparation outlives the recording; nil: a thread of this process prepares
+    /// them while it runs (`StoragePool.startPreparing`).
+    public var poolPreparationCommand: [String]? = nil
     /// Checked at the session's first commit, before any output or storage opens
     /// (`CaptureSession.setConfigurationCheck`: the hardware cost, say); what it throws ends
     /// `init`.
@@ -137,6 +145,23 @@ public struct StorageSummary: Sendable, Codable {
     public var ringFullWaits: Int
     /// How often a slot grew to take a clip larger than it.
     public var slotGrowths: Int
+    /// The recording's bit rate over its last 10 s (bits a second; null without bytes).
+    @EncodedNull public var bitrate: Double?
+    /// `remainingCapacityAfter` as seconds of recording at `bitrate` (null with `--plain`).
+    @EncodedNull public var remainingSeconds: Double?
+    /// What of the recording did not go into the pool's slots (null when all of it did).
+    @EncodedNull public var leftPool: LeftPool?
+}
+
+/// What of a pooled recording went to the filesystem beyond the pool: clips grown past the
+/// pool's slots, and plain clips opened when no slot was free.
+public struct LeftPool: Sendable, Codable, Equatable {
+    /// When it began, in seconds since the recording started.
+    public var atSeconds: Double
+    /// Bytes written outside the pool's slots.
+    public var bytes: Int64
+    /// Clips with bytes outside the slots (grown beyond the pool, or plain).
+    public var clips: Int
 }
 
 /// A snapshot for the progress line.
@@ -155,6 +180,10 @@ public struct RecordingProgress: Sendable {
     public var bytesWritten: Int64
     /// The aspect ratio being recorded now.
     public var ratio: AspectRatio
+    /// The bit rate over the last 10 s, bits a second (nil before a second of it).
+    public var bitrate: Double? = nil
+    /// The pool's remaining capacity as seconds at `bitrate` (nil without a pool or bitrate).
+    public var remainingSeconds: Double? = nil
 }
 
 /// The JSON summary of a recording (schema in the README).
@@ -241,6 +270,7 @@ public final class Recording: Sendable {
         var pool: StoragePool?
         var created = false
         var remainingBefore: Int64?
+        var preparation: BackgroundPreparation?
     }
     /// What opening the storage found (a class: the storage's opener keeps it too).
     private final class OpenedBox: Sendable {
@@ -255,6 +285,10 @@ public final class Recording: Sendable {
     private let lastWrite = Mutex<WriteStats?>(nil)
     /// When `run` started (monotonic ns): the origin of `atSeconds`.
     private let runStart = Mutex<UInt64?>(nil)
+    /// Bytes written over time, for the bit rate of the last 10 s.
+    private let rate = BitrateWindow(seconds: 10)
+    /// The pool's remaining capacity as last read (once a second while recording).
+    private let poolRemaining = Mutex<Int64?>(nil)
 
     /// Checks every option and opens the output directory; nothing is recorded yet.
     /// - Throws: the source's error (`CaptureError`, `V4L2Error`), `CaptureError.unsupportedRatio`,
@@ -323,6 +357,7 @@ public final class Recording: Sendable {
         var created = false
         let pool: StoragePool?
         let remainingBefore: Int64?
+        var preparation: BackgroundPreparation? = nil
         switch options.storage {
         case .plain:
             pool = nil
@@ -334,34 +369,36 @@ public final class Recording: Sendable {
         case .defaultPool:
             let (p, made) = try StoragePool.openDefault()
             pool = p
-            created = made
-            storage = try PoolStorage(pool: p, directory: options.outputDirectory)
+            created = made != nil
+            // The default pool never holds a recording up: slots are claimed as they are
+            // prepared, and clips that find none free go to plain files.
+            storage = try PoolStorage(pool: p, directory: options.outputDirectory, claimWhileAdjusting: true)
+            if made != nil { preparation = p.startPreparing(command: options.poolPreparationCommand) }
         }
         if let pool {
-            // Like isProVideoStorageSupported plus the busy check: refuse before recording.
-            var status = try pool.status()
-            if status.busyReasons.contains("adjustingCapacity") {
+            // Like isProVideoStorageSupported plus the busy check: refuse before recording
+            // (a pool of `--pool` only; the default pool records beside its preparation).
+            let status = try pool.status()
+            if options.storage != .defaultPool && status.busyReasons.contains("adjustingCapacity") {
                 let pct = Int(saturating: 100 * (status.progress["adjustingCapacity"] ?? 0))
                 throw PoolError.busy("adjusting capacity (\(pct)% done); `reel pool wait` waits until it is ready")
             }
-            // No free slot and none being prepared, but slots missing (a preparation that
-            // failed, say): prepare them now, so a pool heals instead of refusing for ever.
-            if status.slotsFree == 0 && status.slotsPreparing == 0 && pool.needsReplenishing {
-                try pool.replenish()
-                status = try pool.status()
-            }
-            // No free slot and none being prepared: nothing to wait for. (While slots are
-            // being prepared, the first clip waits for one.)
-            if status.slotsFree == 0 && status.slotsPreparing == 0 {
-                throw PoolError.full("the storage pool at \(pool.path) has no free slot (\(status.slotsActive) recording, \(status.slotsPreparing) being prepared)")
-            }
             remainingBefore = status.remainingCapacity
-            // Slots a dead process left half-prepared, or a failed preparation: make them again.
-            if pool.needsReplenishing { pool.replenishInBackground() }
+            // Slots missing (released, a dead process's, a failed preparation): made again in
+            // the background — the default pool's paced in a detached process, as on first
+            // use; meanwhile clips that find no free slot are plain files.
+            if preparation == nil && pool.needsReplenishing {
+                if options.storage == .defaultPool {
+                    try pool.replenish(reason: "replenishing", preallocate: false)
+                    preparation = pool.startPreparing(command: options.poolPreparationCommand)
+                } else {
+                    pool.replenishInBackground()
+                }
+            }
         } else {
             remainingBefore = nil
         }
-        opened.withLock { $0 = OpenedStorage(pool: pool, created: created, remainingBefore: remainingBefore) }
+        opened.withLock { $0 = OpenedStorage(pool: pool, created: created, remainingBefore: remainingBefore, preparation: preparation) }
         return storage
     }
 
@@ -450,9 +487,15 @@ public final class Recording: Sendable {
         writer.start()
         let monitorDone = SetOnceFlag()
         let monitor = Thread { [self] in
+            var ticks = 0
             while !monitorDone.isSet {
                 usleep(100_000)
                 if case .failed = writer.status { session.stopRunning() }
+                let (framesNow, bytesNow) = writer.encoded
+                rate.add(bytes: bytesNow, at: mediaNanoseconds(frames: framesNow))
+                // The pool's free bytes once a second (a manifest read), for the time left.
+                if ticks % 10 == 0, let pool { poolRemaining.withLock { $0 = pool.remainingCapacity } }
+                ticks += 1
                 if let progress { progress(snapshot(since: start)) }
             }
         }
@@ -461,6 +504,10 @@ public final class Recording: Sendable {
         do { _ = try session.run(frameLimit: frameCount) } catch { sourceError = error }
         let result = writer.finishAndWait()
         monitorDone.set()
+        let (framesEncoded, bytesEncoded) = writer.encoded
+        rate.add(bytes: bytesEncoded, at: mediaNanoseconds(frames: framesEncoded))
+        // The default pool's background preparation is handed over (or begun) before the end.
+        opened.withLock { $0.preparation }?.wait()
         pool?.waitForReplenishing()
         let stats = session.stats
         var drops = stats.drops
@@ -471,7 +518,8 @@ public final class Recording: Sendable {
             writeMode: write.writeMode, remainingCapacityBefore: opened.withLock { $0.remainingBefore },
             remainingCapacityAfter: pool?.remainingCapacity, writeLatencyMs: write.histogram.summary,
             longestStallMs: Double(write.histogram.maxNanos) / 1e6, ringBytes: write.ringBytes,
-            ringHighWaterBytes: write.ringHighWater, ringFullWaits: write.ringFullWaits, slotGrowths: write.slotGrowths)
+            ringHighWaterBytes: write.ringHighWater, ringFullWaits: write.ringFullWaits, slotGrowths: write.slotGrowths,
+            bitrate: nil, remainingSeconds: nil, leftPool: nil)
         let reason: String
         var errorText: String? = nil
         if let e = result.error {
@@ -497,6 +545,7 @@ public final class Recording: Sendable {
         }
         var clips = result.clips
         for i in clips.indices {
+            if let t = clips[i].leftPoolSeconds { clips[i].leftPoolSeconds = max(0, t - origin) }
             let c = clips[i]
             if let t = toggles.first(where: { $0.action == .start && $0.take == c.take && $0.frameIndex == c.firstFrameIndex }) {
                 clips[i].startRequestSeconds = t.atSeconds
@@ -522,19 +571,57 @@ public final class Recording: Sendable {
             // and a camera is always real time.
             source: options.source.description, fps: session.source.format.rate.description, realtime: session.source.isRealtime,
             elapsedSeconds: MonotonicClock.seconds(since: start), stopReason: reason, error: errorText)
+        summary.storage.bitrate = rate.bitsPerSecond
+        if let pool, let bitrate = summary.storage.bitrate {
+            summary.storage.remainingSeconds = summary.storage.remainingCapacityAfter.map { Double($0) * 8 / bitrate }
+            // What `reel pool status` reckons its remaining time at; the pool is fine without it.
+            do { try pool.noteBitrate(bitrate) } catch {}
+        }
+        if pool != nil { summary.storage.leftPool = Recording.leftPool(clips, origin: clips.first?.firstPTS ?? 0) }
         summary.framesNotRecorded = result.framesNotRecorded
         summary.framesDecimated = stats.framesDecimated
         summary.recordingToggles = toggles
         return summary
     }
 
+    /// Media time of `frames` frames at the source's rate, in ns: the bit rate is of media
+    /// time, so that it says how long the pool lasts whether or not the source runs in real time.
+    private func mediaNanoseconds(frames: Int) -> UInt64 {
+        UInt64(max(0, Double(frames) * session.source.format.rate.interval * 1e9))
+    }
+
+    /// What of `clips` went outside the pool's slots: clips grown beyond it and plain clips,
+    /// from the first of them (`origin`: the recording's first frame on the session clock).
+    static func leftPool(_ clips: [ClipSummary], origin: Double) -> LeftPool? {
+        var left: LeftPool? = nil
+        for c in clips where c.storage == "plain" || c.bytesBeyondPool > 0 {
+            let at = c.storage == "plain" ? max(0, c.firstPTS - origin) : (c.leftPoolSeconds ?? 0)
+            let bytes = c.storage == "plain" ? c.bytes : c.bytesBeyondPool
+            if left == nil { left = LeftPool(atSeconds: at, bytes: 0, clips: 0) }
+            left!.atSeconds = min(left!.atSeconds, at)
+            left!.bytes += bytes
+            left!.clips += 1
+        }
+        return left
+    }
+
+    /// The bit rate over the last 10 s and, through a pool, the time its free slots hold at
+    /// it (free bytes as last read, at most a second ago).
+    public var remainingTime: (bitrate: Double?, remainingSeconds: Double?) {
+        let bitrate = rate.bitsPerSecond
+        guard let bitrate, let free = poolRemaining.withLock({ $0 }) else { return (bitrate, nil) }
+        return (bitrate, Double(free) * 8 / bitrate)
+    }
+
     private func snapshot(since start: UInt64) -> RecordingProgress {
         let stats = session.stats
         let (frames, bytes) = writer.progress
         let elapsed = MonotonicClock.seconds(since: start)
-        return RecordingProgress(elapsed: elapsed, framesCaptured: stats.framesCaptured, framesWritten: frames,
-                                 fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
-                                 framesDropped: stats.drops.total, bytesWritten: bytes, ratio: session.ratio)
+        var p = RecordingProgress(elapsed: elapsed, framesCaptured: stats.framesCaptured, framesWritten: frames,
+                                  fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
+                                  framesDropped: stats.drops.total + writer.framesDroppedSoFar, bytesWritten: bytes, ratio: session.ratio)
+        (p.bitrate, p.remainingSeconds) = remainingTime
+        return p
     }
 
     /// Nanoseconds since this process started (`/proc/self/stat` field 22, in clock ticks since
@@ -575,4 +662,31 @@ final class SetOnceFlag: Sendable {
     private let value = Atomic(false)
     func set() { value.store(true, ordering: .releasing) }
     var isSet: Bool { value.load(ordering: .acquiring) }
+}
+
+/// Bytes written over the last `seconds` of media, sampled: the recording's current bit rate.
+final class BitrateWindow: Sendable {
+    private let seconds: Double
+    private let samples = Mutex<[(at: UInt64, bytes: Int64)]>([])
+
+    init(seconds: Double) { self.seconds = seconds }
+
+    /// Adds a sample (bytes written in all, at `at` ns of media); samples older than the
+    /// window go, but for the one just before it (the window's start).
+    func add(bytes: Int64, at: UInt64) {
+        let span = UInt64(seconds * 1e9)
+        samples.withLock { s in
+            if let last = s.last, at < last.at || (last.bytes == bytes && last.at == at) { return }
+            s.append((at, bytes))
+            while s.count > 2 && at - s[1].at >= span { s.removeFirst() }
+        }
+    }
+
+    /// Bits a second between the window's first sample and its last; nil under 0.5 s or no bytes.
+    var bitsPerSecond: Double? {
+        samples.withLock { s -> Double? in
+            guard let first = s.first, let last = s.last, last.at > first.at + 500_000_000, last.bytes > first.bytes else { return nil }
+            return Double(last.bytes - first.bytes) * 8 / (Double(last.at - first.at) / 1e9)
+        }
+    }
 }

@@ -182,6 +182,16 @@ public struct ClipSummary: Sendable, Codable, Equatable {
     /// When the stop request that ended this clip came (seconds since the recording started);
     /// null when it ended otherwise (a seam, the recording's end).
     @EncodedNull public var stopRequestSeconds: Double? = nil
+    /// `pool` (written in a pool slot) or `plain` (a file of its own: `--plain`, or no slot was
+    /// free when it opened, as while the default pool is first prepared).
+    public var storage: String = "plain"
+    /// Bytes of a pool clip written beyond the pool (its slot file grown on the filesystem
+    /// when no slot was free to grow into); 0 otherwise.
+    public var bytesBeyondPool: Int64 = 0
+    /// When the clip's bytes went beyond the pool, in seconds since the recording started
+    /// (the writer gives CLOCK_MONOTONIC seconds; `Recording.run` turns them into these); null
+    /// when they did not.
+    @EncodedNull public var leftPoolSeconds: Double? = nil
 }
 
 /// One start or stop request applied to a running recording (`AssetWriter.startRecording`,

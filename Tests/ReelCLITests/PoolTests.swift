@@ -52,21 +52,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(deleted.status == 0 && !FileManager.default.fileExists(atPath: pool))
     }
 
-    @Test func aFullPoolEndsTheClipPlayablyAndSaysHowMuchWasKept() throws {
-        let dir = temporaryDirectory()
-        defer { removeTree(dir) }
-        let pool = dir + "/pool"
-        #expect(try createPool(pool, "8M", slot: "4M").status == 0)
-        let (run, summary) = try record(["--pool", pool, "--frames", "300", "--no-realtime", "--codec", "prores:hq", "--name", "f"], out: dir + "/out")
-        #expect(run.status == 74, "\(run.stderr)")
-        #expect(run.stderr.contains("storage pool is full") && run.stderr.contains("kept"), "\(run.stderr)")
-        let s = try #require(summary)
-        let clip = try #require(s.clips.first)
-        #expect(clip.salvaged && clip.frames > 0 && s.storage.slotGrowths == 1)
-        #expect(run.stderr.contains("kept \(clip.frames) frames"))
-        #expect(try probeFrames(clip.path).frameIndices == Array(0..<clip.frames))
-        #expect(try poolStatus(pool).slotsActive == 0)
-    }
+    // A full pool no longer ends a clip (issue 23): PoolContinuationTests.
 
     @Test func twoRecordersEachGetTheirOwnSlot() throws {
         let dir = temporaryDirectory()
@@ -127,14 +113,19 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
     @Test func theDefaultPoolIsCreatedOnFirstUseAndSaysSo() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let env = ["REEL_POOL": dir + "/default-pool"]
+        let env = ["REEL_POOL": dir + "/default-pool", "REEL_DEFAULT_POOL_CAPACITY": "16M"]
         let first = try reel(["record", "--frames", "10", "--no-realtime", "--codec", "prores:proxy", "--out", dir + "/o", "--name", "d1"], environment: env)
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stderr.contains("creating the default storage pool at \(dir)/default-pool"))
+        #expect(first.stderr.hasPrefix("reel: warning: creating the default storage pool at \(dir)/default-pool: 16.0 MiB in 4.0 MiB slots (capped by REEL_DEFAULT_POOL_CAPACITY)"),
+                "\(first.stderr)")
+        #expect(try reel(["pool", "wait", dir + "/default-pool"]).status == 0)
         let second = try reel(["record", "--frames", "10", "--no-realtime", "--codec", "prores:proxy", "--out", dir + "/o", "--name", "d2", "--json"], environment: env)
         #expect(second.status == 0 && !second.stderr.contains("creating"))
         #expect(try second.decode(RecordingSummary.self).storage.pool == dir + "/default-pool")
-        #expect(try poolStatus(dir + "/default-pool").capacity == StoragePool.defaultCapacity)
+        #expect(try poolStatus(dir + "/default-pool").capacity == 16 << 20)
+        let bad = try reel(["record", "--frames", "10", "--out", dir + "/o", "--name", "d4"],
+                           environment: ["REEL_POOL": dir + "/other-pool", "REEL_DEFAULT_POOL_CAPACITY": "lots"])
+        #expect(bad.status == 64 && bad.stderr.contains("REEL_DEFAULT_POOL_CAPACITY: 'lots' is not a size"), "\(bad.stderr)")
         let plain = try reel(["record", "--plain", "--frames", "10", "--no-realtime", "--codec", "prores:proxy", "--out", dir + "/o", "--name", "d3", "--json"], environment: env)
         #expect(try plain.decode(RecordingSummary.self).storage.mode == "plain")
     }

@@ -160,8 +160,9 @@ struct RealtimePreviewTests {
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
         let json = try #require(status.object)
-        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "pressure", "zoom", "exposure", "effect"])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "poolRemainingSeconds", "pressure", "zoom", "exposure", "effect"])
         #expect(json["poolRemainingCapacity"] is NSNull, "--plain records through no pool")
+        #expect(json["poolRemainingSeconds"] is NSNull, "--plain records through no pool")
         #expect(json["recording"] as? Bool == true)
         #expect(json["ratio"] as? String == "16x9")
         #expect((json["frames"] as? Int ?? 0) > 0)
@@ -473,22 +474,33 @@ extension RealtimePreviewTests {
         #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
     }
 
-    /// Recording through a pool: `/status` has the pool's remaining capacity.
+    /// Recording through a pool: `/status` has the pool's remaining capacity, and the time it
+    /// holds at the recording's bit rate (issue 23).
     @Test func statusHasThePoolsRemainingCapacity() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         // Until SIGINT (below).
         let rec = try serve(["record", "--source", "synthetic:1280", "--pool", testPool, "--json", "--out", dir] + untilSIGINT)
         // Under Deferred Start the pool opens right after the first preview frame: until then
-        // the figure is null (nothing is known yet), then it is the pool's.
+        // the figure is null (nothing is known yet), then it is the pool's; the time once a
+        // second of media has a bit rate.
         var status: [String: Any] = [:]
         var remaining: Int64? = nil
+        var seconds: Double? = nil
         try waitUntil(60) {
             status = try rec.status()
             remaining = status["poolRemainingCapacity"] as? Int64
-            return remaining != nil
+            seconds = status["poolRemainingSeconds"] as? Double
+            return remaining != nil && seconds != nil && (status["elapsed"] as? Double ?? 0) >= 2
         }
         let run = rec.stop()
+        let clipRate = try { () throws -> Double in
+            let s = try run.decode(RecordingSummary.self)
+            return Double(s.clips.reduce(0) { $0 + $1.bytes }) * 8 / s.clips.reduce(0) { $0 + $1.durationSeconds }
+        }()
+        let time = try #require(seconds, "\(status)")
+        let bytes = try #require(remaining)
+        #expect(abs(time / (Double(bytes) * 8 / clipRate) - 1) < 0.10, "\(time) s for \(bytes) bytes at \(clipRate) bit/s")
         let capacity = try #require(remaining, "\(status)")
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try run.decode(RecordingSummary.self)
