@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "ReelPreview", dependencies: ["CLinux", "CMicroHTTPD", "CTurboJPEG", "ReelCore", "ReelMedia", "ReelCapture"]),
         // Capture events (began/cancelled/ended presses from evdev keys, the terminal, the control
         // socket, the page), the event dispatcher and the controls (zoom, exposure bias, ratio).
-        .target(name: "ReelControl", dependencies: ["CEvdev", "ReelCore"]),
+        .target(name: "ReelControl", dependencies: ["CEvdev", "CLinux", "ReelCore"]),
         // Hardware cost and system pressure: the calibration cache, the cost model, the
         // registry of live sessions, the PSI pressure monitor and the pressure policy.
         .target(name: "ReelCapacity", dependencies: ["ReelCore", "ReelMedia", "ReelStorage"]),

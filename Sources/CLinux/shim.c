@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <linux/magic.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include "CLinux.h"
 
 const int CLinux_O_DIRECT = O_DIRECT;
@@ -90,4 +91,12 @@ const int32_t CLinux_V4L2_EXPOSURE_MANUAL = V4L2_EXPOSURE_MANUAL;
 
 int CLinux_name_this_thread(const char *name) {
     return pthread_setname_np(pthread_self(), name);
+}
+
+int CLinux_peer_uid(int fd, uint32_t *uid) {
+    struct ucred cred;
+    socklen_t length = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -1;
+    *uid = cred.uid;
+    return 0;
 }

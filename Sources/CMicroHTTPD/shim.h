@@ -47,21 +47,33 @@ static inline int CMicroHTTPD_listen(const char *host, uint16_t port, int backlo
 }
 
 /// Starts a daemon with one thread per connection (a streaming client blocks only its own
-/// thread) on the listening socket `fd`. `connectionLimit` caps concurrent connections,
-/// `perAddressLimit` those from one IP address (MHD_OPTION_PER_IP_CONNECTION_LIMIT),
-/// `memoryLimit` the bytes each connection may use for its request (huge headers get 431/
-/// are refused), `timeout` closes connections idle that many seconds (a client that never reads).
+/// thread) on the listening socket `fd`. `connectionLimit` caps concurrent connections (no
+/// per-address cap: on 127.0.0.0/8 every client can have an address of its own, and a cap per
+/// address only lets a client lock out others from its own one), `memoryLimit` the bytes each
+/// connection may use for its request (huge headers get 431), `timeout` closes connections
+/// idle that many seconds. `notify` (MHD_OPTION_NOTIFY_CONNECTION, called with `context`)
+/// hears each connection start and close: the caller enforces a total deadline for the
+/// headers of unauthenticated connections with it (libmicrohttpd's own timeout is reset by
+/// every byte a client trickles).
 static inline struct MHD_Daemon *CMicroHTTPD_start(int fd, MHD_AccessHandlerCallback handler, void *context,
-                                                   unsigned connectionLimit, unsigned perAddressLimit,
-                                                   size_t memoryLimit, unsigned timeout) {
+                                                   MHD_NotifyConnectionCallback notify,
+                                                   unsigned connectionLimit, size_t memoryLimit, unsigned timeout) {
     return MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
                             0, NULL, NULL, handler, context,
                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
                             MHD_OPTION_CONNECTION_LIMIT, connectionLimit,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, perAddressLimit,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memoryLimit,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify, context,
                             MHD_OPTION_END);
+}
+
+/// The socket of `connection` (MHD_get_connection_info is variadic: Swift cannot call it),
+/// or -1. libmicrohttpd closes it only after MHD_CONNECTION_NOTIFY_CLOSED (0.9.75,
+/// MHD_cleanup_connections), so it may be shut down until that notification.
+static inline int CMicroHTTPD_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
 }
 
 // Closed C enums import as Swift enums with shortened case names; these keep the C spelling.
@@ -73,4 +85,6 @@ static const enum MHD_ResponseMemoryMode CMicroHTTPD_mustCopy = MHD_RESPMEM_MUST
 static const ssize_t CMicroHTTPD_endOfStream = MHD_CONTENT_READER_END_OF_STREAM;
 static const ssize_t CMicroHTTPD_endWithError = MHD_CONTENT_READER_END_WITH_ERROR;
 static const uint64_t CMicroHTTPD_sizeUnknown = MHD_SIZE_UNKNOWN;
+static const enum MHD_ConnectionNotificationCode CMicroHTTPD_connectionStarted = MHD_CONNECTION_NOTIFY_STARTED;
+static const enum MHD_ValueKind CMicroHTTPD_cookieKind = MHD_COOKIE_KIND;
 #endif

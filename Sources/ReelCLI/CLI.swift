@@ -17,7 +17,7 @@ public enum ParsedCommand: Sendable {
     /// `reel devices`: the V4L2 cameras and evdev inputs (`--json`).
     case devices(json: Bool)
     /// `reel control`: the socket and the JSON lines to send (ReelControl).
-    case control(socket: String, lines: [String])
+    case control(socket: String, lines: [String], timeout: Double)
     /// `reel cost` and `reel calibrate` (issue 13).
     case cost(RecordOptions, json: Bool, preview: Bool)
     /// `reel calibrate` (`--refresh`: measure again; `--json`).
@@ -104,7 +104,7 @@ public enum ReelCLI {
         case .probe(let files, let frames, let json): return try ProbeCommand.run(files: files, frames: frames, json: json)
         case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)
         case .devices(let json): return DevicesCommand.run(json: json)
-        case .control(let socket, let lines): return try ControlCommand.run(socket: socket, lines: lines)
+        case .control(let socket, let lines, let timeout): return try ControlCommand.run(socket: socket, lines: lines, timeout: timeout)
         case .cost(let o, let json, let preview): return try CostCommand.run(o, json: json, preview: preview)
         case .calibrate(let json, let refresh): return try CalibrateCommand.run(json: json, refresh: refresh)
         case .jitter(let j): return try JitterCommand.run(j)

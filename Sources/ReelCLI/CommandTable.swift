@@ -28,7 +28,7 @@ public enum CommandTable {
         .flag("--fail-on-drop", "exit 75 when frames were dropped (default: exit 0 with a warning line)"),
         .value("--report", "DIR", "write the storage-write latencies as DIR/record.json and record.svg", sample: "report"),
         .value("--preview", "[HOST:]PORT", "serve the live preview over HTTP (HOST default 127.0.0.1; PORT 0 picks a free one)", sample: "127.0.0.1:0"),
-        .value("--preview-token", "TOKEN", "access token for the preview (letters, digits, - and _); generated when HOST is not loopback", sample: "secret"),
+        .value("--preview-token", "TOKEN", "access token for the preview (letters, digits, - and _); without it a random one is made for the session", sample: "secret"),
         // ReelControl: capture events from input devices.
         .value("--input", "DEVICE", "read capture events from an evdev input device (/dev/input/eventN; reel devices lists them); repeatable", sample: "/dev/input/event0"),
         .flag("--grab", "grab the --input devices (EVIOCGRAB) so no other program sees their keys"),
@@ -96,6 +96,7 @@ public enum CommandTable {
     /// ReelControl: a client of `reel record --control-socket`.
     public static let control = CommandSpec("control", operands: "REQUEST...", maxOperands: .max, [
         .value("--socket", "PATH", "the recording's control socket (reel record --control-socket PATH)", sample: "/tmp/reel.sock", required: true),
+        .value("--timeout", "SECONDS", "give up when the connection and the answers take longer (exit 75), 0.1–3600 s (default 10)", sample: "5"),
     ])
     /// `reel probe FILE... [--frames] [--json]`.
     public static let probe = CommandSpec("probe", operands: "FILE...", maxOperands: .max, [

@@ -24,7 +24,7 @@ enum CostCommand {
         // one line when the cost is refused.
         let (calibration, _) = try Calibration.load(measure: { try Calibrator().measure() })
         let model = CapacityGate.model(calibration, options: options)
-        let cost = try model.cost(demand, others: SessionRegistry().live())
+        let cost = try model.cost(demand, others: try SessionRegistry().live())
         if json {
             printJSON(cost)
         } else {

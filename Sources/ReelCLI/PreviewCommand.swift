@@ -73,11 +73,10 @@ enum PreviewCommand {
         let session = try CaptureSession(source: source, ratio: p.ratio)
         interrupted.session.withLock { $0 = session }
         let output = PreviewOutput()
-        let token = p.request.token ?? (p.request.address.isLoopback ? nil : PreviewServer.generateToken())
         let started = DispatchTime.now().uptimeNanoseconds
         let server: PreviewServer
         do {
-            server = try PreviewServer(address: p.request.address, token: token, output: output,
+            server = try PreviewServer(address: p.request.address, token: p.request.token, output: output,
                                        controls: PreviewControls(setRatio: PreviewControls.ratio(of: session))) {
                 let stats = session.stats
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9

@@ -322,14 +322,13 @@ enum RecordCommand {
                              gate: PressurePreviewGate? = nil, pressure: (@Sendable () -> PressureLevel)? = nil,
                              controls: ControlHooks? = nil) throws -> PreviewServer {
         let output = (gate?.inner as? PreviewOutput) ?? PreviewOutput()
-        let token = request.token ?? (request.address.isLoopback ? nil : PreviewServer.generateToken())
         let session = recording.session
         let started = DispatchTime.now().uptimeNanoseconds
         let server: PreviewServer
         var shutter: (@Sendable () throws -> Data)? = nil
         if let photos { shutter = { try photos.pageShutter() } }
         do {
-            server = try PreviewServer(address: request.address, token: token, output: output,
+            server = try PreviewServer(address: request.address, token: request.token, output: output,
                                        controls: PreviewControls(setRatio: PreviewControls.ratio(of: session), shutter: shutter,
                                                                  record: RecordToggles.page(recording))) {
                 let stats = session.stats
@@ -408,6 +407,6 @@ enum RecordCommand {
 public struct PreviewRequest: Sendable, Hashable {
     /// Where to serve (`127.0.0.1:8080` when HOST is left out).
     public var address: PreviewAddress
-    /// The access token (required off loopback: generated when not given).
+    /// The access token every request must carry (nil: a fresh random one for the session).
     public var token: String?
 }

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import ReelCore
 import Synchronization
@@ -11,11 +12,21 @@ import Synchronization
 ///     {"status": true}                            → {"ok": true, "controls": [...], "events": N}
 ///     not JSON / unknown request                  → {"ok": false, "error": "..."}  (the connection stays open)
 ///
-/// Several clients may be connected at once (up to 8; more are closed at once).
+/// Several clients may be connected at once (up to 8; more are closed at once). A client of
+/// another user (`SO_PEERCRED`: a uid other than `geteuid()`) gets one refusal line and is
+/// closed; one that sends no complete line for `idleTimeout` seconds is closed, so silent
+/// clients cannot hold the 8 places.
 public final class ControlSocket: Sendable {
     /// Where the socket listens.
     public let path: String
+    /// Seconds a client may stay without sending a complete request line before it is closed.
+    public let idleTimeout: Double
+    /// The default `idleTimeout`: 30 s.
+    public static let defaultIdleTimeout: Double = 30
     private let fd: Int32
+    /// The socket file's device and inode when bound: `stop()` removes the path only while it
+    /// is still this socket.
+    private let boundFile: (dev: UInt, ino: UInt)
     private let stopped = Atomic<Bool>(false)
     private let clients = Atomic<Int>(0)
     private let done = DispatchSemaphore(value: 0)
@@ -35,9 +46,11 @@ public final class ControlSocket: Sendable {
 
     /// Binds and listens at `path` (`socket`, `bind` under umask 077, `chmod` 0600, `listen`).
     /// A stale socket there (nobody accepts on it) is replaced; anything else there is refused:
-    /// a live socket exits 75, another file 73. Throws `ControlError`.
-    public init(path: String, dispatcher: CaptureEventDispatcher, controls: ControlSet) throws {
+    /// a live socket exits 75, another file 73. `idleTimeout`: see the type. Throws `ControlError`.
+    public init(path: String, dispatcher: CaptureEventDispatcher, controls: ControlSet,
+                idleTimeout: Double = ControlSocket.defaultIdleTimeout) throws {
         self.path = path
+        self.idleTimeout = idleTimeout
         self.dispatcher = dispatcher
         self.controls = controls
         var addr = sockaddr_un()
@@ -65,12 +78,14 @@ public final class ControlSocket: Sendable {
         let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
         let bindErrno = errno
         umask(old)
-        guard bound == 0, chmod(path, 0o600) == 0, listen(s, 8) == 0 else {
+        var mine = stat()
+        guard bound == 0, chmod(path, 0o600) == 0, lstat(path, &mine) == 0, listen(s, 8) == 0 else {
             let e = bound == 0 ? errno : bindErrno
             FileDescriptor(rawValue: s, path: path).closeQuietly()
             throw ControlError("--control-socket: cannot listen at \(path): \(String(cString: strerror(e)))",
                                exitStatus: e == EACCES || e == EPERM ? ExitStatus.permission : ExitStatus.cantCreate)
         }
+        boundFile = (UInt(mine.st_dev), UInt(mine.st_ino))
         fd = s
         let t = Thread { [self] in acceptLoop(); done.signal() }
         t.name = "reel.control"
@@ -86,12 +101,24 @@ public final class ControlSocket: Sendable {
         return withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } } == 0
     }
 
-    /// Stops accepting, closes the socket and removes its path. Safe more than once.
+    /// Stops accepting, closes the socket and removes its path — only while the path is
+    /// still this socket (the device and inode recorded at bind): a socket another process
+    /// made there since is left alone. Safe more than once.
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         done.wait()
+        var now = stat()
+        if lstat(path, &now) == 0, now.st_mode & S_IFMT == S_IFSOCK, UInt(now.st_dev) == boundFile.dev, UInt(now.st_ino) == boundFile.ino {
+            if unlink(path) != 0 { /* gone meanwhile: nothing to remove */ }
+        }
         FileDescriptor(rawValue: fd, path: path).closeQuietly()
-        if unlink(path) != 0 { /* already gone: nothing to remove */ }
+    }
+
+    /// The uid of the process at the other end of `c` (`SO_PEERCRED`), nil when unknown.
+    private static func peerUID(_ c: Int32) -> uid_t? {
+        var uid: UInt32 = 0
+        guard CLinux_peer_uid(c, &uid) == 0 else { return nil }
+        return uid_t(uid)
     }
 
     private func acceptLoop() {
@@ -108,18 +135,29 @@ public final class ControlSocket: Sendable {
                 FileDescriptor(rawValue: c, path: path).closeQuietly()
                 continue
             }
+            guard Self.peerUID(c) == geteuid() else {
+                // Another user (a socket made reachable to others, or a descriptor handed on).
+                // Refused and closed either way: whether the line went out changes nothing.
+                if !send(c, Self.reply(["ok": false, "error": "this control socket serves uid \(geteuid()) only"])) { /* gone */ }
+                clients.subtract(1, ordering: .relaxed)
+                FileDescriptor(rawValue: c, path: path).closeQuietly()
+                continue
+            }
             let t = Thread { [self] in serve(c); clients.subtract(1, ordering: .relaxed) }
             t.name = "reel.control.client"
             t.start()
         }
     }
 
-    /// Reads lines from one client and answers each; a line over 64 KiB closes the connection.
+    /// Reads lines from one client and answers each; a line over 64 KiB closes the connection,
+    /// and so do `idleTimeout` seconds without a complete line.
     private func serve(_ c: Int32) {
         defer { FileDescriptor(rawValue: c, path: path).closeQuietly() }
         var buffer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
+        var lastLine = DispatchTime.now().uptimeNanoseconds
         while !stopped.load(ordering: .acquiring) {
+            if Double(DispatchTime.now().uptimeNanoseconds - lastLine) / 1e9 >= idleTimeout { return }
             var pfd = pollfd(fd: c, events: Int16(POLLIN), revents: 0)
             let r = poll(&pfd, 1, 100)
             if r < 0 && errno != EINTR { return }
@@ -132,6 +170,7 @@ public final class ControlSocket: Sendable {
                 let line = Array(buffer[..<nl])
                 buffer.removeSubrange(...nl)
                 guard send(c, answer(line)) else { return }
+                lastLine = DispatchTime.now().uptimeNanoseconds
             }
             if buffer.count > 65536 {
                 // Answered and closed either way: whether the reply went out changes nothing.

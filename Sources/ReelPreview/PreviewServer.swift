@@ -17,6 +17,9 @@ public struct PreviewStatus: Codable, Sendable {
     public var fps: Double
     /// Frames dropped, every reason.
     public var drops: Int
+    /// Requests the server refused with 403 because another origin sent them (`Origin` or
+    /// `Sec-Fetch-Site`), since it started.
+    public var crossOriginRefused: Int
     /// The ratio in force (`16x9`, …).
     public var ratio: String
     /// Pictures the preview encoded, and its clients now streaming.
@@ -44,7 +47,7 @@ public struct PreviewStatus: Codable, Sendable {
                 poolRemainingCapacity: Int64? = nil) {
         self.recording = recording; self.elapsed = elapsed; self.frames = frames
         self.fps = fps; self.drops = drops; self.ratio = ratio
-        previewFrames = 0; previewClients = 0; previewEncodeMs = 0
+        previewFrames = 0; previewClients = 0; previewEncodeMs = 0; crossOriginRefused = 0
         self.poolRemainingCapacity = poolRemainingCapacity
     }
 }
@@ -73,7 +76,7 @@ public struct PreviewAddress: Sendable, Hashable, CustomStringConvertible {
     /// The address `host`:`port`, unchecked.
     public init(host: String, port: UInt16) { self.host = host; self.port = port }
 
-    /// True for 127.0.0.0/8 and ::1: no token needed.
+    /// True for 127.0.0.0/8 and ::1 (the `Host` header must then name this server too).
     public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" || host == "localhost" }
 
     /// `HOST:PORT`, or `[IPv6]:PORT`.
@@ -84,25 +87,28 @@ public struct PreviewAddress: Sendable, Hashable, CustomStringConvertible {
 /// `GET /` (the page), `/stream.mjpg`, `/snapshot.jpg`, `/status`, `/events`, and the
 /// controls `POST /ratio`, `POST /shutter` and `POST /record`.
 ///
-/// Limits: at most `connectionLimit` connections at once and `perAddressLimit` from one IP
-/// address (more are refused by the server), request headers within `requestMemory` bytes,
-/// a connection idle for `idleTimeout` seconds (a client that stopped reading) is closed.
-/// Stream clients share each picture's one immutable copy, so memory is bounded by the
-/// pictures clients still hold (at most one each) plus per-connection buffers.
+/// Access: every request carries the session's token — `?token=`, `Authorization: Bearer`,
+/// or the cookie the page's address sets (`HttpOnly; SameSite=Strict`) — or gets 401, whatever
+/// the address it listens on (another local user can reach 127.0.0.1 too). A request that
+/// changes something (any method but GET and HEAD) and comes from another origin (an `Origin`
+/// that is not `http://` + its `Host`, or `Sec-Fetch-Site` other than `same-origin`/`none`)
+/// gets 403 and changes nothing, cookie or not; so does a cookie-only GET that another site's
+/// page embeds or fetches (`Sec-Fetch-Site: same-site|cross-site`, not a navigation).
 ///
-/// On loopback without a token, a request whose `Host` header is not this server's address
-/// (`localhost`, `127.0.0.1`, `[::1]` or the bound address, with the bound port) is refused
-/// with 403: a page of another site that a DNS-rebinding attack points at 127.0.0.1 does not
-/// reach the preview.
-public final class PreviewServer: @unchecked Sendable { // immutable after init; `daemon` is used only by stop(), called once
-    /// Connections at once (MHD_OPTION_CONNECTION_LIMIT).
-    public static let connectionLimit: UInt32 = 32
-    /// Connections at once from one IP address (MHD_OPTION_PER_IP_CONNECTION_LIMIT).
-    public static let perAddressLimit: UInt32 = 16
+/// Limits (`PreviewLimits`): connections at once, connections that have not made an
+/// authorized request (the oldest is shut when a newer one needs the room), a total deadline
+/// from accept for such a connection's headers (however slowly it trickles), an idle timeout,
+/// request headers within `requestMemory` bytes, bodies within `limits.body` bytes (decided on
+/// the headers: a body is never read before the request is authorized and allowed). Stream
+/// clients share each picture's one immutable copy, so memory is bounded by the pictures
+/// clients still hold (at most one each) plus per-connection buffers.
+///
+/// On loopback, a request whose `Host` header is not this server's address (`localhost`,
+/// `127.0.0.1`, `[::1]` or the bound address, with the bound port) is refused with 403: a
+/// page of another site that a DNS-rebinding attack points at 127.0.0.1 does not reach it.
+public final class PreviewServer: @unchecked Sendable { // immutable after init but `daemon`/`context`, guarded by `stopLock`
     /// Bytes a connection may use for its request (MHD_OPTION_CONNECTION_MEMORY_LIMIT).
     public static let requestMemory = 32 * 1024
-    /// Seconds a connection may stay idle (MHD_OPTION_CONNECTION_TIMEOUT).
-    public static let idleTimeout: UInt32 = 10
     /// How long a stream or snapshot waits for a picture before answering 503 or ending.
     public static let pictureWait: Double = 5
 
@@ -110,25 +116,32 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
     public let output: PreviewOutput
     /// Where it listens (the bound port when 0 was asked).
     public let address: PreviewAddress
-    /// The access token every request must carry (`?token=` or `Authorization: Bearer`), if any.
-    public let token: String?
+    /// The access token every request must carry (`?token=`, `Authorization: Bearer`, or the
+    /// cookie `cookieName`).
+    public let token: String
     /// What `POST /ratio` and `POST /shutter` call.
     public let controls: PreviewControls
+    /// The server's limits.
+    public let limits: PreviewLimits
     let status: @Sendable () -> PreviewStatus
     let clients = Counter()
+    let refusedCrossOrigin = Counter()
+    let connections: PreviewConnectionGuard
     private let stopLock = NSLock()
     private var daemon: OpaquePointer?
     private var context: Unmanaged<PreviewServer>?
 
     /// Starts `output` (its JPEG thread), binds `address` (port 0: any free port, see
-    /// `address.port` after) and starts serving. On any failure nothing is left behind: the
-    /// output is stopped and joined, the socket closed, the daemon not running.
+    /// `address.port` after) and starts serving, with `token` (nil: a fresh random one,
+    /// `generateToken()`). On any failure nothing is left behind: the output is stopped and
+    /// joined, the socket closed, the daemon not running.
     /// - Throws: `PreviewError.alreadyStarted`/`.encoderUnavailable` (from `output.start()`),
     ///   `.badAddress`, `.listen` (errno, EADDRINUSE when the port is in use),
     ///   `.serverUnavailable` (`MHD_start_daemon` failed).
-    public init(address: PreviewAddress, token: String?, output: PreviewOutput, controls: PreviewControls = PreviewControls(),
-                status: @escaping @Sendable () -> PreviewStatus) throws {
-        self.output = output; self.token = token; self.status = status; self.controls = controls
+    public init(address: PreviewAddress, token: String? = nil, output: PreviewOutput, controls: PreviewControls = PreviewControls(),
+                limits: PreviewLimits = .standard, status: @escaping @Sendable () -> PreviewStatus) throws {
+        self.output = output; self.token = token ?? Self.generateToken(); self.status = status; self.controls = controls
+        self.limits = limits
         try output.start()
         var error: Int32 = 0
         var bound: UInt16 = 0
@@ -139,11 +152,13 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
             throw PreviewError.listen(address: address.description, errno: error)
         }
         self.address = PreviewAddress(host: address.host, port: bound)
+        connections = PreviewConnectionGuard(limits: limits)
         let me = Unmanaged.passRetained(self)
-        guard let d = CMicroHTTPD_start(fd, previewAccessHandler, me.toOpaque(), Self.connectionLimit, Self.perAddressLimit,
-                                        Self.requestMemory, Self.idleTimeout) else {
+        guard let d = CMicroHTTPD_start(fd, previewAccessHandler, me.toOpaque(), previewConnectionNotice, limits.connections,
+                                        Self.requestMemory, limits.idleTimeout) else {
             me.release()
             if close(fd) != 0 { /* the start failure is the one reported */ }
+            connections.stop()
             output.stop()
             throw PreviewError.serverUnavailable(address.description)
         }
@@ -151,10 +166,16 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         context = me
     }
 
-    /// The page's address, with the token when one is needed.
-    public var pageURL: String {
-        "http://\(address)/" + (token.map { "?token=\($0)" } ?? "")
-    }
+    /// The page's address with the token: `http://HOST:PORT/?token=TOKEN` (opening it sets the cookie).
+    public var pageURL: String { "http://\(address)/?token=\(token)" }
+
+    /// Connections shut so far that made no authorized request: at the header deadline
+    /// (`limits.headerDeadline`), and to make room for newer ones (`limits.unauthenticated`).
+    public var shutConnections: (deadline: Int, room: Int) { connections.counts }
+
+    /// The cookie that carries the token once the page's address was opened: one name per
+    /// port, so two previews on one host keep theirs apart.
+    public var cookieName: String { "reel-preview-\(address.port)" }
 
     /// Stops serving: stops the output (streaming clients end), closes every connection
     /// (`MHD_stop_daemon`, which joins the connection threads) and the listening socket.
@@ -166,10 +187,11 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         stopLock.unlock()
         guard let d else { return }
         MHD_stop_daemon(d)
+        connections.stop()
         c?.release()
     }
 
-    /// A random 128-bit token as 32 hex digits (from /dev/urandom through `SystemRandomNumberGenerator`).
+    /// A random 128-bit token as 32 hex digits (`SystemRandomNumberGenerator`: getrandom(2) on Linux).
     public static func generateToken() -> String {
         var g = SystemRandomNumberGenerator()
         return (0..<4).map { _ in String(format: "%08x", UInt32.random(in: .min ... .max, using: &g)) }.joined()
@@ -181,6 +203,7 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         s.previewFrames = counters.encoded
         s.previewEncodeMs = counters.meanEncodeMilliseconds
         s.previewClients = clients.value
+        s.crossOriginRefused = refusedCrossOrigin.value
         return s
     }
 
@@ -190,13 +213,42 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         return Array((try? encoder.encode(currentStatus())) ?? Data("{}".utf8))
     }
 
-    func authorized(_ connection: OpaquePointer) -> Bool {
-        guard let token else { return true }
-        if let q = MHD_lookup_connection_value(connection, CMicroHTTPD_argumentKind, "token"),
-           constantTimeEqual(String(cString: q), token) { return true }
-        if let h = MHD_lookup_connection_value(connection, CMicroHTTPD_headerKind, "Authorization"),
-           constantTimeEqual(String(cString: h), "Bearer " + token) { return true }
+    /// How a request carries the token.
+    enum Credential { case query, bearer, cookie }
+
+    /// How `connection`'s request carries the token, or nil when it does not (compared in
+    /// constant time).
+    func credential(_ connection: OpaquePointer) -> Credential? {
+        if let q = value(connection, CMicroHTTPD_argumentKind, "token"), Self.constantTimeEqual(q, token) { return .query }
+        if let h = value(connection, CMicroHTTPD_headerKind, "Authorization"), Self.constantTimeEqual(h, "Bearer " + token) { return .bearer }
+        if let c = value(connection, CMicroHTTPD_cookieKind, cookieName), Self.constantTimeEqual(c, token) { return .cookie }
+        return nil
+    }
+
+    /// True when the request comes from a page of another origin: `Sec-Fetch-Site` other
+    /// than `same-origin` or `none` (typed by the user), or an `Origin` that is not `http://`
+    /// + the request's `Host`. A client that sends neither (curl) is not a browser page.
+    func crossOrigin(_ connection: OpaquePointer) -> Bool {
+        if let site = value(connection, CMicroHTTPD_headerKind, "Sec-Fetch-Site")?.lowercased(), site != "same-origin", site != "none" {
+            return true
+        }
+        if let origin = value(connection, CMicroHTTPD_headerKind, "Origin") {
+            guard let host = value(connection, CMicroHTTPD_headerKind, "Host") else { return true }
+            return origin.lowercased() != "http://" + host.lowercased()
+        }
         return false
+    }
+
+    /// A GET that another site's page embeds or fetches (`Sec-Fetch-Site` `same-site` — another
+    /// port of 127.0.0.1 is the same site — or `cross-site`), other than a navigation to it.
+    func embeddedByAnotherSite(_ connection: OpaquePointer) -> Bool {
+        guard let site = value(connection, CMicroHTTPD_headerKind, "Sec-Fetch-Site")?.lowercased(),
+              site == "same-site" || site == "cross-site" else { return false }
+        return value(connection, CMicroHTTPD_headerKind, "Sec-Fetch-Mode")?.lowercased() != "navigate"
+    }
+
+    func value(_ connection: OpaquePointer, _ kind: MHD_ValueKind, _ key: String) -> String? {
+        MHD_lookup_connection_value(connection, kind, key).map { String(cString: $0) }
     }
 
     /// True when the `Host` header names this server: `localhost`, `127.0.0.1`, `[::1]` or
@@ -227,7 +279,8 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         return address.port == 80
     }
 
-    private func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    /// Equal strings, in time that depends only on their lengths.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)
         guard x.count == y.count else { return false }
         var diff: UInt8 = 0
@@ -235,19 +288,19 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         return diff == 0
     }
 
+    /// The page. It holds no token: its requests carry the cookie its address set.
     var page: String {
-        let q = token.map { "?token=\($0)" } ?? ""
-        let amp = token.map { "&token=\($0)" } ?? ""
         let buttons = ["1x1", "4x3", "3x4", "16x9", "9x16"].map { "<button data-r=\"\($0)\">\($0)</button>" }.joined()
         return """
         <!doctype html><html><head><meta charset="utf-8"><title>reel preview</title>
         <style>body{margin:0;background:#111;color:#ddd;font:14px system-ui,sans-serif}
         img{display:block;max-width:100vw;max-height:80vh;margin:auto}#s,#c,#r{padding:6px 12px}
         button{font:inherit;margin-right:4px}</style></head>
-        <body><img id="p" src="/stream.mjpg\(q)" alt="live preview"><div id="s">connecting…</div>
+        <body><img id="p" src="/stream.mjpg" alt="live preview"><div id="s">connecting…</div>
         <div id="c"><button id="record" data-recording="false">record</button> \(buttons) <button id="shutter">shutter</button></div><div id="r"></div>
         <script>
-        const s=document.getElementById('s'),r=document.getElementById('r');const e=new EventSource('/events\(q)');let last='';
+        if(location.search.includes('token='))history.replaceState(null,'',location.pathname);
+        const s=document.getElementById('s'),r=document.getElementById('r');const e=new EventSource('/events');let last='';
         e.onmessage=m=>{const j=JSON.parse(m.data);last=(j.recording?'● recording':'○ not recording')+
         '  '+j.elapsed.toFixed(1)+' s  '+j.frames+' frames  '+j.fps.toFixed(1)+' fps  '+j.drops+' dropped  '+j.ratio+
         (j.poolRemainingCapacity==null?'':'  pool '+(j.poolRemainingCapacity/1e9).toFixed(2)+' GB left')+
@@ -260,9 +313,9 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init;
         e.onerror=()=>{s.textContent=(last?last+'  ':'')+'(disconnected)';};
         async function post(path){const x=await fetch(path,{method:'POST'});const t=await x.text();
         r.textContent=path.split('?')[0]+': '+x.status+' '+t;r.dataset.status=x.status;return t;}
-        for(const b of document.querySelectorAll('button[data-r]'))b.onclick=()=>post('/ratio?to='+b.dataset.r+'\(amp)');
-        document.getElementById('shutter').onclick=()=>post('/shutter\(q)');
-        document.getElementById('record').onclick=()=>post('/record?action=toggle\(amp)');
+        for(const b of document.querySelectorAll('button[data-r]'))b.onclick=()=>post('/ratio?to='+b.dataset.r);
+        document.getElementById('shutter').onclick=()=>post('/shutter');
+        document.getElementById('record').onclick=()=>post('/record?action=toggle');
         </script></body></html>
         """
     }
@@ -295,31 +348,65 @@ private func jsonError(_ connection: OpaquePointer, _ code: UInt32, _ why: Strin
     return respond(connection, code, Array(body), type: "application/json")
 }
 
+/// libmicrohttpd's word on each connection: started (watched by the deadline until it makes
+/// an authorized request) or closed (its socket still open: unlisted before it closes).
+private let previewConnectionNotice: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    let server = Unmanaged<PreviewServer>.fromOpaque(cls).takeUnretainedValue()
+    let key = UInt(bitPattern: connection)
+    if code == CMicroHTTPD_connectionStarted {
+        server.connections.started(key, fd: CMicroHTTPD_connection_fd(connection))
+    } else {
+        server.connections.closed(key)
+    }
+}
+
+/// A refusal, decided on the headers alone: the connection closes after it (libmicrohttpd
+/// reads no body of a request answered on its first call).
+private func refuse(_ connection: OpaquePointer, _ code: UInt32, _ text: String, headers: [(String, String)] = []) -> MHD_Result {
+    respond(connection, code, Array(text.utf8), type: "text/plain", headers: headers + [("Connection", "close")])
+}
+
 private let previewAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, uploadSize, connectionContext in
-    guard let cls, let connection, let url, let method else { return CMicroHTTPD_no }
+    guard let cls, let connection, let url, let method, let connectionContext else { return CMicroHTTPD_no }
     let server = Unmanaged<PreviewServer>.fromOpaque(cls).takeUnretainedValue()
     let verb = String(cString: method)
-    if verb == "POST", let connectionContext {
-        // First call: headers only. Then the body in chunks (ignored: controls take query
-        // arguments). Then one call with no data: answer.
-        if connectionContext.pointee == nil {
-            connectionContext.pointee = cls // any non-nil marker: nothing to free
-            return CMicroHTTPD_yes
-        }
+    if connectionContext.pointee != nil {
+        // A later call of an allowed request with a small body: the body in chunks (read and
+        // dropped: controls take query arguments), then one call with no data: answer.
         if let uploadSize, uploadSize.pointee > 0 {
             uploadSize.pointee = 0
             return CMicroHTTPD_yes
         }
+        return answer(connection, server, verb: verb, path: String(cString: url), credential: .bearer)
     }
-    if server.token == nil && !server.hostAllowed(connection) {
-        return respond(connection, 403, Array("403 the Host header does not name this preview (use http://\(server.address)/)\n".utf8),
-                       type: "text/plain")
+    // The first call: headers only. Everything is decided here, before any body is read.
+    connectionContext.pointee = cls // any non-nil marker: nothing to free
+    if server.address.isLoopback && !server.hostAllowed(connection) {
+        return refuse(connection, 403, "403 the Host header does not name this preview (use http://\(server.address)/)\n")
     }
-    guard server.authorized(connection) else {
-        return respond(connection, 401, Array("401 access token required (?token=…)\n".utf8), type: "text/plain",
-                       headers: [("WWW-Authenticate", "Bearer")])
+    guard let credential = server.credential(connection) else {
+        return refuse(connection, 401, "401 access token required (open the address the preview: line shows, or send ?token=…)\n",
+                      headers: [("WWW-Authenticate", "Bearer")])
     }
-    let path = String(cString: url)
+    server.connections.authorized(UInt(bitPattern: connection))
+    let changes = verb != "GET" && verb != "HEAD"
+    if changes ? server.crossOrigin(connection) : (credential == .cookie && server.embeddedByAnotherSite(connection)) {
+        server.refusedCrossOrigin.add(1)
+        return refuse(connection, 403, "403 a page of another origin may not use this preview\n")
+    }
+    let chunked = server.value(connection, CMicroHTTPD_headerKind, "Transfer-Encoding").map { $0.lowercased().contains("chunked") } ?? false
+    let length = server.value(connection, CMicroHTTPD_headerKind, "Content-Length").map { Int($0.trimmingCharacters(in: .whitespaces)) ?? Int.max } ?? 0
+    if chunked || length > server.limits.body || length < 0 {
+        return refuse(connection, 413, "413 request bodies are \(server.limits.body) bytes at most, with a Content-Length\n")
+    }
+    if length > 0 && changes { return CMicroHTTPD_yes } // read (and drop) the small body first
+    return answer(connection, server, verb: verb, path: String(cString: url), credential: credential)
+}
+
+/// The answer to an authorized, allowed request.
+private func answer(_ connection: OpaquePointer, _ server: PreviewServer, verb: String, path: String,
+                    credential: PreviewServer.Credential) -> MHD_Result {
     if verb == "POST" {
         switch path {
         case "/ratio": return ratio(connection, server)
@@ -340,7 +427,12 @@ private let previewAccessHandler: MHD_AccessHandlerCallback = { cls, connection,
     }
     switch path {
     case "/":
-        return respond(connection, 200, Array(server.page.utf8), type: "text/html; charset=utf-8")
+        // The address with the token sets the cookie the page's own requests carry.
+        var headers = [("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY")]
+        if credential == .query {
+            headers.append(("Set-Cookie", "\(server.cookieName)=\(server.token); Path=/; HttpOnly; SameSite=Strict"))
+        }
+        return respond(connection, 200, Array(server.page.utf8), type: "text/html; charset=utf-8", headers: headers)
     case "/status":
         return respond(connection, 200, server.statusJSON(), type: "application/json")
     case "/snapshot.jpg":

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 // MARK: HTTP as a user's client sees it: Debian's curl (an independent client), one helper for
@@ -22,13 +23,33 @@ struct HTTPAnswer {
     var object: [String: Any]? { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] }
 }
 
-/// `curl -s -m SECONDS [-X POST] EXTRA… URL`: the status code, headers and body.
+/// The preview tokens of the `reel` processes this test run started, by port: read from
+/// each `preview: http://HOST:PORT/?token=TOKEN` line on their stderr as it comes (`Launched`).
+private let previewTokens = Mutex<[UInt16: String]>([:])
+
+/// Notes the token of every `preview:` line in `stderr`.
+func notePreviewTokens(in stderr: String) {
+    for match in stderr.matches(of: /preview: http:\/\/[^\s\/]+:([0-9]+)\/\?token=([A-Za-z0-9_-]+)\n/) {
+        if let port = UInt16(match.1) { previewTokens.withLock { $0[port] = String(match.2) } }
+    }
+}
+
+/// The token the `preview:` line of the process serving on `port` printed, if one did yet.
+func previewToken(_ port: UInt16) -> String? { previewTokens.withLock { $0[port] } }
+
+/// `curl -s -m SECONDS [-X POST] EXTRA… URL`: the status code, headers and body. With
+/// `authorized` (the default) a URL on a port whose `reel` printed its preview token carries
+/// it as `Authorization: Bearer TOKEN`, as a user's script would; tests of refusals pass false.
 /// - Throws: when curl is not installed or cannot be started.
-func curl(_ url: String, post: Bool = false, extra: [String] = [], seconds: Double = 10) throws -> HTTPAnswer {
+func curl(_ url: String, post: Bool = false, extra: [String] = [], seconds: Double = 10, authorized: Bool = true) throws -> HTTPAnswer {
     let dir = temporaryDirectory("reel-curl")
     defer { removeTree(dir) }
+    var auth: [String] = []
+    if authorized, let port = url.firstMatch(of: /^http:\/\/[^\/]+:([0-9]+)\//).flatMap({ UInt16($0.1) }), let token = previewToken(port) {
+        auth = ["-H", "Authorization: Bearer \(token)"]
+    }
     let code = try runTool("curl", ["-s", "-m", String(seconds), "-D", dir + "/h", "-o", dir + "/b", "-w", "%{http_code}"]
-                                   + (post ? ["-X", "POST"] : []) + extra + [url]).stdout
+                                   + (post ? ["-X", "POST"] : []) + auth + extra + [url]).stdout
     var headers: [String: String] = [:]
     for line in (try? String(contentsOfFile: dir + "/h", encoding: .utf8))?.split(separator: "\r\n") ?? [] {
         if let colon = line.firstIndex(of: ":") {
@@ -41,6 +62,9 @@ func curl(_ url: String, post: Bool = false, extra: [String] = [], seconds: Doub
 
 /// The address of the preview on `port` of loopback: `http://127.0.0.1:PORT/`.
 func previewBase(_ port: UInt16) -> String { "http://127.0.0.1:\(port)/" }
+
+/// The page's address with its token, as the `preview:` line prints it (a browser opens it).
+func previewPage(_ port: UInt16) -> String { previewBase(port) + (previewToken(port).map { "?token=\($0)" } ?? "") }
 
 /// The preview's `/status` at `base` (`query` carries a token) as a JSON object, asked with
 /// `seconds` to answer; nil while it does not answer 200 with one (not yet serving, or curl

@@ -231,7 +231,7 @@ extension RealtimeRecordToggleTests {
                               "--plain", "--json", "--out", dir + "/out"])
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
         #expect(waitUntil(every: 0.05) { framesCaptured(base) >= 1 }, "the preview never answered")
-        let (code, text, why) = try runPreviewBrowser(base, shots: shots, click: "record")
+        let (code, text, why) = try runPreviewBrowser(previewPage(port), shots: shots, click: "record")
         rec.signal(SIGINT)
         #expect(code == 0, "\(String(decoding: why, as: UTF8.self))")
         let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])

@@ -34,8 +34,12 @@ final class Launched: @unchecked Sendable {
     let process: Process
     private let out: Pipe, err: Pipe
     /// The two buffers are written by one reader each (which hold this, not the `Launched`)
-    /// and read only after `group` says both readers finished.
-    private final class Output: @unchecked Sendable { var out = Data(), err = Data() }
+    /// and read only after `group` says both readers finished; `err` also under `lock`, so
+    /// `stderrSoFar` can read it while the process runs.
+    private final class Output: @unchecked Sendable {
+        var out = Data(), err = Data()
+        let lock = NSLock()
+    }
     private let output = Output()
     private let group = DispatchGroup()
 
@@ -45,7 +49,26 @@ final class Launched: @unchecked Sendable {
         group.enter()
         DispatchQueue.global().async { output.out = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
         group.enter()
-        DispatchQueue.global().async { output.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async {
+            // Line by line as it comes: a `preview:` line's token is known while the process runs.
+            let handle = err.fileHandleForReading
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                output.lock.lock()
+                output.err.append(chunk)
+                let text = String(decoding: output.err, as: UTF8.self)
+                output.lock.unlock()
+                notePreviewTokens(in: text)
+            }
+            group.leave()
+        }
+    }
+
+    /// What the process has written on stderr so far.
+    var stderrSoFar: String {
+        output.lock.lock(); defer { output.lock.unlock() }
+        return String(decoding: output.err, as: UTF8.self)
     }
 
     deinit {

@@ -161,11 +161,11 @@ func scratch(_ tag: String) -> String {
         try write(RegisteredSession(pid: pid, start: id.start, boot: id.boot, shares: Self.shares, registeredAt: 0), to: dir)
         // The same pid with another start time: a process that reused the pid is not the recorder.
         let registry = SessionRegistry(directory: dir)
-        #expect(registry.live().map(\.pid) == [pid])
+        #expect(try registry.live().map(\.pid) == [pid])
 
         #expect(kill(pid, SIGKILL) == 0)
         child.waitUntilExit()
-        #expect(registry.live().isEmpty)
+        #expect(try registry.live().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/\(pid).json"))
     }
 
@@ -177,7 +177,7 @@ func scratch(_ tag: String) -> String {
         // A dead pid's half-written entry (pid_max is at most 2^22).
         try Data("{\"pid\":".utf8).write(to: URL(fileURLWithPath: "\(dir)/4194305.json"))
         let registry = SessionRegistry(directory: dir)
-        #expect(registry.live().isEmpty)
+        #expect(try registry.live().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/4194305.json"))
     }
 
@@ -188,7 +188,7 @@ func scratch(_ tag: String) -> String {
         let r = try #require(try registry.admit { others in #expect(others.isEmpty); return Self.shares })
         #expect(FileManager.default.fileExists(atPath: "\(dir)/\(getpid()).json"))
         // This process does not count itself.
-        #expect(registry.live().isEmpty)
+        #expect(try registry.live().isEmpty)
         r.release()
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/\(getpid()).json"))
         // A refusal registers nothing.

@@ -61,7 +61,7 @@ struct RealtimePreviewServerTests {
         for i in 0..<3 { #expect(output.offer(try frame(pool, index: i), waiting: false) == .taken); usleep(20_000) }
         let base = "http://127.0.0.1:\(server.address.port)/"
         for path in ["stream.mjpg", "snapshot.jpg"] {
-            let r = try curl(base + path, seconds: 15)
+            let r = try curl(base + path + "?token=\(server.token)", seconds: 15)
             #expect(r.status == 503, "/\(path): \(r.status) after \(r.took) s")
             #expect(r.body == "503 no picture: the camera's pixel format yuv422p10 cannot be previewed (8-bit YUV only)\n")
             #expect(r.took < 3)
@@ -73,7 +73,7 @@ struct RealtimePreviewServerTests {
         let output = PreviewOutput()
         let server = try PreviewServer(address: PreviewAddress(host: "127.0.0.1", port: 0), token: nil, output: output) { Self.status() }
         defer { server.stop() }
-        let r = try curl("http://127.0.0.1:\(server.address.port)/stream.mjpg", seconds: 20)
+        let r = try curl("http://127.0.0.1:\(server.address.port)/stream.mjpg?token=\(server.token)", seconds: 20)
         #expect(r.status == 503)
         #expect(r.body == "503 no picture: no picture within 5 s\n")
         #expect(r.took > 4.5 && r.took < 10, "took \(r.took) s")

@@ -28,7 +28,7 @@ struct RealtimeRatioTimeoutTests {
         defer { server.stop() }
         session.startRunning()
         defer { session.stopRunning(); _ = try? session.waitUntilStopped() }
-        let (code, body, took) = try post("http://127.0.0.1:\(server.address.port)/ratio?to=9x16")
+        let (code, body, took) = try post("http://127.0.0.1:\(server.address.port)/ratio?to=9x16&token=\(server.token)")
         #expect(code == "503", "\(body) after \(took) s")
         #expect(body == "{\"error\":\"no frame came within 5 s to carry the ratio change\"}", "\(body)")
         #expect(took > 4.5 && took < 20, "answered after \(took) s (the wait is 5 s)")
@@ -52,7 +52,7 @@ struct RealtimeRatioTimeoutTests {
         defer { release.signal() }
         // Every pool thread but this test's own (when it runs on one) is held.
         for _ in 0..<max(1, width - 1) { #expect(held.wait(timeout: .now() + 10) == .success) }
-        let (code, body, took) = try post("http://127.0.0.1:\(server.address.port)/ratio?to=4x3")
+        let (code, body, took) = try post("http://127.0.0.1:\(server.address.port)/ratio?to=4x3&token=\(server.token)")
         #expect(code == "422", "\(body) after \(took) s")
         #expect(body.contains("4x3"), "\(body)")
         #expect(took < 2.5, "answered after \(took) s")

@@ -4,7 +4,7 @@
 # CODECS (default "prores:hq ffv1"; FFV1's encoder is the slowest to open).
 #
 # For each launch: the time from exec to the first complete JPEG an HTTP client reads from
-# /snapshot.jpg (the client learns the port from the `preview:` line on stderr), and the time
+# /snapshot.jpg (the client learns the port and token from the `preview:` line on stderr), and the time
 # from exec to the first frame written (the summary's firstFrameWrittenMs, ±10 ms: the process
 # start time's resolution); and whether frame 0 is in the clip (decoded: `reel probe --frames`).
 # Prints medians, min–max and the ratio eager/deferred of the medians, and the load.
@@ -36,12 +36,14 @@ reel, pool, work, launches, codecs, source, photos = sys.argv[1], sys.argv[2], s
 photos = "" if photos == "none" else photos
 recovery = sys.argv[8] == "1"
 
+TOKENS = {}  # port -> the token its `preview:` line printed
+
 def first_jpeg(port, deadline):
     """GET /snapshot.jpg until one whole JPEG arrives; the monotonic time it was complete."""
     while time.monotonic() < deadline:
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            c.request("GET", "/snapshot.jpg")
+            c.request("GET", "/snapshot.jpg", headers={"Authorization": f"Bearer {TOKENS.get(port, '')}"})
             r = c.getresponse()
             body = r.read()
             c.close()
@@ -53,20 +55,22 @@ def first_jpeg(port, deadline):
     return None, None
 
 def preview_port(p):
-    """The port of the `preview:` line a `reel record --preview 0` prints on stderr."""
+    """The port of the `preview:` line a `reel record --preview 0` prints on stderr (its
+    token noted in TOKENS)."""
     lines = []
     while True:
         line = p.stderr.readline().decode()
         if not line:
             return None, lines
         lines.append(line)
-        m = re.search(r"preview: http://[^:]+:(\d+)/", line)
+        m = re.search(r"preview: http://[^:]+:(\d+)/\?token=([\w-]+)", line)
         if m:
+            TOKENS[int(m.group(1))] = m.group(2)
             return int(m.group(1)), lines
 
 def status(port):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    c.request("GET", "/status")
+    c.request("GET", "/status", headers={"Authorization": f"Bearer {TOKENS.get(port, '')}"})
     body = json.loads(c.getresponse().read())
     c.close()
     return body

@@ -18,10 +18,12 @@ swift build -c release 2>&1 | tail -1
 load_before=$(cat /proc/loadavg)
 echo "load: $load_before"
 LOAD_BEFORE="$load_before" python3 - "$PWD/.build/release/reel" "${DURATION:-10}" <<'PY'
-import json, os, socket, subprocess, sys, tempfile, threading, time, urllib.request
+import json, os, secrets, socket, subprocess, sys, tempfile, threading, time, urllib.request
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
 import results as R
 reel, dur = sys.argv[1], float(sys.argv[2])
+
+TOKEN = secrets.token_hex(16)  # every run's --preview-token: each request carries it
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
@@ -33,7 +35,7 @@ def pct(xs, p):
 def stream_client(port, stop, out):
     """Reads /stream.mjpg; for each part, ms from its capture to its last byte read here."""
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(f"GET /stream.mjpg HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    s.sendall(f"GET /stream.mjpg HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
     buf = b""
     s.settimeout(1)
     while not stop.is_set():
@@ -60,8 +62,8 @@ def stream_client(port, stop, out):
             # HTTP/1.0: the body is not chunked, the parts follow one another as sent.
     s.close()
 
-BROWSER_JS = """async ([offsetMs, seconds]) => {
-  const res = await fetch('/stream.mjpg'); const reader = res.body.getReader();
+BROWSER_JS = """async ([offsetMs, seconds, token]) => {
+  const res = await fetch('/stream.mjpg?token=' + token); const reader = res.body.getReader();
   let buf = new Uint8Array(0); const lat = []; const end = performance.now() + seconds * 1000;
   const enc = new TextEncoder(), dec = new TextDecoder();
   const find = (a, n, from) => { outer: for (let i = from; i + n.length <= a.length; i++) { for (let k = 0; k < n.length; k++) if (a[i + k] !== n[k]) continue outer; return i; } return -1; };
@@ -91,13 +93,13 @@ def run(clients=0, preview=True, browser=False):
     args = [reel, "record", "--pressure-handler", "off", "--source", "synthetic:1920", "--codec", "prores", "--duration", str(dur + 4),
             "--plain", "--json", "--out", out]
     if preview:
-        args += ["--preview", f"127.0.0.1:{port}"]
+        args += ["--preview", f"127.0.0.1:{port}", "--preview-token", TOKEN]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     lat, browser_lat, threads, stop = [], [], [], threading.Event()
     if preview:
         for _ in range(100):
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=1).read(); break
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/status?token={TOKEN}", timeout=1).read(); break
             except Exception:
                 time.sleep(0.05)
         time.sleep(1)  # past the start
@@ -108,14 +110,14 @@ def run(clients=0, preview=True, browser=False):
             with sync_playwright() as pw:
                 b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
                 page = b.new_page()
-                page.goto(f"http://127.0.0.1:{port}/status")
+                page.goto(f"http://127.0.0.1:{port}/status?token={TOKEN}")
                 offset_ms = (time.time_ns() - time.monotonic_ns()) / 1e6
-                browser_lat = page.evaluate(BROWSER_JS, [offset_ms, dur - 2])
+                browser_lat = page.evaluate(BROWSER_JS, [offset_ms, dur - 2, TOKEN])
                 b.close()
         else:
             time.sleep(dur - 1)
         try:  # the browser may outlast the recording
-            status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5).read())
+            status = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/status?token={TOKEN}", timeout=5).read())
             encode_ms.append(status["previewEncodeMs"])
         except OSError:
             pass

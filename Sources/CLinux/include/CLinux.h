@@ -60,4 +60,8 @@ extern const int32_t CLinux_V4L2_EXPOSURE_MANUAL;
 /// shows it). Returns 0 or an errno value.
 int CLinux_name_this_thread(const char *name);
 
+/// The uid of the process at the other end of the UNIX socket `fd` (getsockopt SO_PEERCRED:
+/// `struct ucred` needs _GNU_SOURCE, which Swift's Glibc lacks). Returns 0, or -1 with errno.
+int CLinux_peer_uid(int fd, uint32_t *uid);
+
 #endif
