@@ -110,7 +110,7 @@ extension StoragePool {
                 } catch {}
             }
             preparation.finish()   // nothing to hand over: the recording need not wait for this thread
-            if !Sys.lowerToIdleIOPriority() {
+            if !StoragePool.lowerToIdlePriority() {
                 // No say over I/O priority here: the pace alone keeps the preparation gentle.
             }
             // A failure (no room, an I/O error) is kept in the manifest (`lastError`); the
@@ -122,9 +122,15 @@ extension StoragePool {
         return preparation
     }
 
-    /// Puts the calling thread in the idle I/O class (`ioprio_set`, `IOPRIO_CLASS_IDLE`);
-    /// false when the kernel refused (the I/O then goes at its default priority).
-    public static func lowerToIdleIOPriority() -> Bool { Sys.lowerToIdleIOPriority() }
+    /// Puts the calling thread in the idle I/O class (`ioprio_set`, `IOPRIO_CLASS_IDLE`) and
+    /// at the lowest CPU priority (nice 19): a preparation beside a recording takes neither
+    /// disk nor CPU from it. False when the kernel refused either (that part then goes at its
+    /// default priority).
+    public static func lowerToIdlePriority() -> Bool {
+        let io = Sys.lowerToIdleIOPriority()
+        let cpu = Sys.lowerToLowestCPUPriority()
+        return io && cpu
+    }
 
     /// Stores the bit rate of the recording that just used the pool (bits a second), which
     /// `status()` turns remaining capacity into time with.
