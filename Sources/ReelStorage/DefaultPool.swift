@@ -99,10 +99,13 @@ extension StoragePool {
     /// added) in a detached process that outlives this one, else on a thread of this process
     /// (slots it leaves `preparing` when the process ends are made again by the next
     /// replenishing). `wait()` on the result waits for the hand-over, never for the work.
-    public func startPreparing(command: [String]?, pace: PreparationPace = .beside) -> BackgroundPreparation {
+    /// The work starts `delay` seconds from now (the recording's first seconds — encoders
+    /// opening, the held frames draining — are the busiest), or at once on `hurry()`.
+    public func startPreparing(command: [String]?, pace: PreparationPace = .beside, delay: Double = 2) -> BackgroundPreparation {
         let preparation = BackgroundPreparation()
         let t = Thread { [self] in
             defer { preparation.finish() }
+            preparation.waitToStart(seconds: delay)
             if let command {
                 // Handing over fails only when the process cannot start: then prepare here.
                 do {
@@ -145,6 +148,16 @@ extension StoragePool {
 public final class BackgroundPreparation: Sendable {
     private let handedOver = Mutex(false)
     private let group = DispatchGroup()
+    private let go = DispatchSemaphore(value: 0)
+
+    /// Starts the work now if it is still waiting out its delay (the recording ends).
+    public func hurry() { go.signal() }
+
+    func waitToStart(seconds: Double) {
+        if go.wait(timeout: .now() + seconds) == .timedOut {
+            // The delay ran out: start.
+        }
+    }
 
     init() { group.enter() }
 
