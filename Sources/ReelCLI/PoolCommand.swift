@@ -102,7 +102,7 @@ enum PoolCommand {
             setsid()
             let pool = try StoragePool.open(at: p)
             if let from = inv.from { _ = try pool.adoptPreparation(from: from) }
-            if inv.idle && !StoragePool.lowerToIdleIOPriority() {
+            if inv.idle && !StoragePool.lowerToIdlePriority() {
                 // No say over I/O priority here: the pace alone keeps the preparation gentle.
             }
             try pool.fillReservedSlots(pace: inv.idle ? .beside : nil)

@@ -99,10 +99,13 @@ extension StoragePool {
     /// added) in a detached process that outlives this one, else on a thread of this process
     /// (slots it leaves `preparing` when the process ends are made again by the next
     /// replenishing). `wait()` on the result waits for the hand-over, never for the work.
-    public func startPreparing(command: [String]?, pace: PreparationPace = .beside) -> BackgroundPreparation {
+    /// The work starts `delay` seconds from now (the recording's first seconds — encoders
+    /// opening, the held frames draining — are the busiest), or at once on `hurry()`.
+    public func startPreparing(command: [String]?, pace: PreparationPace = .beside, delay: Double = 2) -> BackgroundPreparation {
         let preparation = BackgroundPreparation()
         let t = Thread { [self] in
             defer { preparation.finish() }
+            preparation.waitToStart(seconds: delay)
             if let command {
                 // Handing over fails only when the process cannot start: then prepare here.
                 do {
@@ -110,7 +113,7 @@ extension StoragePool {
                 } catch {}
             }
             preparation.finish()   // nothing to hand over: the recording need not wait for this thread
-            if !Sys.lowerToIdleIOPriority() {
+            if !StoragePool.lowerToIdlePriority() {
                 // No say over I/O priority here: the pace alone keeps the preparation gentle.
             }
             // A failure (no room, an I/O error) is kept in the manifest (`lastError`); the
@@ -122,9 +125,15 @@ extension StoragePool {
         return preparation
     }
 
-    /// Puts the calling thread in the idle I/O class (`ioprio_set`, `IOPRIO_CLASS_IDLE`);
-    /// false when the kernel refused (the I/O then goes at its default priority).
-    public static func lowerToIdleIOPriority() -> Bool { Sys.lowerToIdleIOPriority() }
+    /// Puts the calling thread in the idle I/O class (`ioprio_set`, `IOPRIO_CLASS_IDLE`) and
+    /// at the lowest CPU priority (nice 19): a preparation beside a recording takes neither
+    /// disk nor CPU from it. False when the kernel refused either (that part then goes at its
+    /// default priority).
+    public static func lowerToIdlePriority() -> Bool {
+        let io = Sys.lowerToIdleIOPriority()
+        let cpu = Sys.lowerToLowestCPUPriority()
+        return io && cpu
+    }
 
     /// Stores the bit rate of the recording that just used the pool (bits a second), which
     /// `status()` turns remaining capacity into time with.
@@ -139,6 +148,16 @@ extension StoragePool {
 public final class BackgroundPreparation: Sendable {
     private let handedOver = Mutex(false)
     private let group = DispatchGroup()
+    private let go = DispatchSemaphore(value: 0)
+
+    /// Starts the work now if it is still waiting out its delay (the recording ends).
+    public func hurry() { go.signal() }
+
+    func waitToStart(seconds: Double) {
+        if go.wait(timeout: .now() + seconds) == .timedOut {
+            // The delay ran out: start.
+        }
+    }
 
     init() { group.enter() }
 

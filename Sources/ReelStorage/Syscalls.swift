@@ -77,6 +77,10 @@ enum Sys {
     /// `none` and `mq-deadline`, ignore it). False when the kernel refused.
     static func lowerToIdleIOPriority() -> Bool { CLinux_set_io_priority(3, 0) == 0 }
 
+    /// Gives the calling thread the lowest CPU priority (`setpriority`, nice 19; on Linux
+    /// `PRIO_PROCESS` with 0 is the calling thread). False when the kernel refused.
+    static func lowerToLowestCPUPriority() -> Bool { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) == 0 }
+
     static func freeSpace(at path: String) throws -> Int64? {
         var p = path
         while true {

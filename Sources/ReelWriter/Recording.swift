@@ -507,7 +507,10 @@ public final class Recording: Sendable {
         let (framesEncoded, bytesEncoded) = writer.encoded
         rate.add(bytes: bytesEncoded, at: mediaNanoseconds(frames: framesEncoded))
         // The default pool's background preparation is handed over (or begun) before the end.
-        opened.withLock { $0.preparation }?.wait()
+        if let preparation = opened.withLock({ $0.preparation }) {
+            preparation.hurry()
+            preparation.wait()
+        }
         pool?.waitForReplenishing()
         let stats = session.stats
         var drops = stats.drops

@@ -202,3 +202,34 @@ func warningLines(_ stderr: String) -> [Substring] {
         #expect(DefaultPoolSize.compute(bitrate: 45e6, freeBytes: 1 << 40, cap: 64 << 20).slotSize == 16 << 20)
     }
 }
+
+/// Issue 23: the progress line shows the time the pool's free slots hold at the current bit
+/// rate (`pool M:SS left`), and the drops as they happen.
+@Suite(.serialized) struct RealtimePoolProgressTests {
+    @Test func theProgressLineShowsThePoolsTimeLeft() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = dir + "/pool"
+        #expect(try createPool(pool, "256M", slot: "64M").status == 0)
+        let term = try TerminalRun(["record", "--duration", "4", "--source", "synthetic:1280", "--codec", "prores:proxy",
+                                    "--pool", pool, "--out", dir + "/out", "--name", "p"])
+        defer { term.finish() }
+        _ = try #require(term.waitForProgress(60) { frames, _ in frames >= 90 }, "no progress line: \(term.screen)")
+        let line = try #require(term.screen.split(whereSeparator: { $0 == "\r" || $0 == "\n" }).last { $0.contains(" left ") }, "\(term.screen)")
+        let words = line.split(separator: " ").map(String.init)
+        let at = try #require(words.firstIndex(of: "pool"), "\(line)")
+        let parts = words[at + 1].split(separator: ":").compactMap { Double($0) }
+        try #require(parts.count == 2 && words[at + 2] == "left", "\(line)")
+        let shown = parts[0] * 60 + parts[1]
+        let dropped = try #require(words.firstIndex(of: "dropped").flatMap { Int(words[$0 - 1]) }, "\(line)")
+        #expect(term.waitForExit(60).status == 0)
+        // The free slots (one is the clip's while it records) at the clip's own bit rate.
+        let clip = try #require(try FileManager.default.contentsOfDirectory(atPath: dir + "/out").first)
+        let bytes = try #require((try FileManager.default.attributesOfItem(atPath: dir + "/out/" + clip)[.size] as? NSNumber)?.doubleValue)
+        let frames = try #require(try probeFrames(dir + "/out/" + clip).frameIndices?.count)
+        let clipRate = bytes * 8 / (Double(frames) / 30)
+        let expected = Double(192 << 20) * 8 / clipRate
+        #expect(abs(shown / expected - 1) < 0.10, "the line says \(shown) s, the free slots hold \(expected) s: \(line)")
+        #expect(dropped <= 120 - frames, "\(line)")
+    }
+}

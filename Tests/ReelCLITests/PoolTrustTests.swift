@@ -144,8 +144,10 @@ struct PoolFaultTests {
         defer { removeTree(dir) }
         let pool = dir + "/default-pool"
         let log = dir + "/faults.log"
-        // The 3rd 1 MiB write is in the first slot: the pool would be left with no slot at all.
-        var env = faultEnvironment("pwrite:EIO:3", under: pool, log: log)
+        // The 3rd 1 MiB write of a slot is in the first slot: the pool would be left with no slot
+        // at all. (The recorder writes no slot: its clip is plain; the detached preparation,
+        // which inherits the faults, does.)
+        var env = faultEnvironment("pwrite:EIO:3", under: pool + "/slots", log: log)
         env["REEL_POOL"] = pool
         env["REEL_DEFAULT_POOL_CAPACITY"] = "16M"
         let first = try reel(["record", "--frames", "10", "--no-realtime", "--codec", "prores:proxy", "--out", dir + "/o", "--name", "a", "--json"],
