@@ -44,24 +44,25 @@ func fragmentEnds(_ path: String) throws -> [Int64] {
     return ends
 }
 
-/// `--plain` recordings under storage faults (LD_PRELOAD of scripts/faults), as
-/// `PoolFaultTests` has them for pooled ones: a plain clip is synced as it goes, and after a
-/// failure what is kept is only what was known to be on disk, decodable, and never deleted by
-/// a failed publish.
-@Suite(.serialized, .enabled(if: faultsLibrary != nil, "the fault library is not built: scripts/faults --build"))
-struct PlainFaultTests {
-    /// `reel record --plain` of `frames` frames in 0.2 s fragments into `dir/out`, with `rule`
-    /// injected into files under it and every successful sync traced into `dir/faults.log`.
-    func recordPlain(_ dir: String, rule: String, frames: Int, realtime: Bool = true) throws -> (Run, [FaultLogLine]) {
-        var env = faultEnvironment(rule, under: dir + "/out", log: dir + "/faults.log")
-        env["REEL_FAULT_TRACE"] = "1"
-        let run = try #require(try reel(["record", "--plain", "--json", "--frames", String(frames), "--fragment", "0.2",
-                                         "--source", "synthetic:1280", "--codec", "prores:proxy", "--out", dir + "/out", "--name", "p"]
-                                        + (realtime ? [] : ["--no-realtime"]),
-                                        within: 90, environment: env), "\(rule): reel record did not end within 90 s")
-        return (run, FaultLogLine.read(dir + "/faults.log"))
-    }
+/// `reel record --plain` (faults injected) of `frames` frames in 0.2 s fragments into `dir/out`, with `rule`
+/// injected into files under it and every successful sync traced into `dir/faults.log`.
+func recordPlain(_ dir: String, rule: String, frames: Int, realtime: Bool = true) throws -> (Run, [FaultLogLine]) {
+    var env = faultEnvironment(rule, under: dir + "/out", log: dir + "/faults.log")
+    env["REEL_FAULT_TRACE"] = "1"
+    let run = try #require(try reel(["record", "--plain", "--json", "--frames", String(frames), "--fragment", "0.2",
+                                     "--source", "synthetic:1280", "--codec", "prores:proxy", "--out", dir + "/out", "--name", "p"]
+                                    + (realtime ? [] : ["--no-realtime"]),
+                                    within: 90, environment: env), "\(rule): reel record did not end within 90 s")
+    return (run, FaultLogLine.read(dir + "/faults.log"))
+}
 
+/// `--plain` recordings under sync faults (LD_PRELOAD of scripts/faults), as `PoolFaultTests`
+/// has them for pooled ones: a plain clip is synced as it goes, and after a failed sync what
+/// is kept is only what was known to be on disk, decodable, and never deleted by a failed
+/// publish. Real time: how many syncs a recording makes depends on the disk keeping up with
+/// 0.2 s fragments, so these run in the serial pass.
+@Suite(.serialized, .enabled(if: faultsLibrary != nil, "the fault library is not built: scripts/faults --build"))
+struct RealtimePlainFaultTests {
     /// A plain recording is fdatasync'ed as each fragment completes — not once at the end —
     /// and its directory is fsynced once its first bytes are on disk and again when it is
     /// published.
@@ -129,6 +130,12 @@ struct PlainFaultTests {
         #expect(files == ["p-0001-16x9.mov"])
     }
 
+}
+
+/// `--plain` recordings under write faults: every write of a short recording (as fast as it
+/// goes: the writes are the same, in the same order, every run).
+@Suite(.serialized, .enabled(if: faultsLibrary != nil, "the fault library is not built: scripts/faults --build"))
+struct PlainFaultTests {
     /// A failed write — the n-th pwrite failing once with EIO, or the disk full from the n-th
     /// on — at any point of a plain recording: exit 74 with one error line, and any clip kept
     /// is salvaged, decodes as the recording's first frames and is the only file left.
