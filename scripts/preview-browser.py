@@ -3,7 +3,8 @@
 
     scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record | --follow FILE]
 
-Opens URL, waits until the live picture shows (the <img> has decoded a JPEG), saves the
+Opens URL (the page's address with its token, as the `preview:` line prints it: the page
+sets its cookie), waits until the live picture shows (the <img> has decoded a JPEG), saves the
 picture as OUTDIR/picture.png (an element screenshot, at the picture's natural size) and the
 whole page as OUTDIR/page.png; with --click it clicks that ratio button, waits for the
 answer shown on the page and for the state line to show the new ratio, then saves

@@ -135,17 +135,31 @@ public final class ControlSocket: Sendable {
                 FileDescriptor(rawValue: c, path: path).closeQuietly()
                 continue
             }
-            guard Self.peerUID(c) == geteuid() else {
-                // Another user (a socket made reachable to others, or a descriptor handed on).
-                // Refused and closed either way: whether the line went out changes nothing.
-                if !send(c, Self.reply(["ok": false, "error": "this control socket serves uid \(geteuid()) only"])) { /* gone */ }
+            let t = Thread { [self] in
+                if Self.peerUID(c) == geteuid() { serve(c) } else { refuse(c) }
                 clients.subtract(1, ordering: .relaxed)
-                FileDescriptor(rawValue: c, path: path).closeQuietly()
-                continue
             }
-            let t = Thread { [self] in serve(c); clients.subtract(1, ordering: .relaxed) }
             t.name = "reel.control.client"
             t.start()
+        }
+    }
+
+    /// Another user's client (a socket made reachable to others, or a descriptor handed on):
+    /// one refusal line, then what it sent is read and dropped for up to a second (closing with
+    /// unread data would reset the connection before the client reads the refusal), then closed.
+    private func refuse(_ c: Int32) {
+        defer { FileDescriptor(rawValue: c, path: path).closeQuietly() }
+        // Refused either way: whether the line went out changes nothing.
+        guard send(c, Self.reply(["ok": false, "error": "this control socket serves uid \(geteuid()) only"])),
+              shutdown(c, Int32(SHUT_WR)) == 0 else { return }
+        let end = DispatchTime.now().uptimeNanoseconds + 1_000_000_000
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while DispatchTime.now().uptimeNanoseconds < end {
+            var pfd = pollfd(fd: c, events: Int16(POLLIN), revents: 0)
+            let r = poll(&pfd, 1, 100)
+            if r < 0 && errno != EINTR { return }
+            if r <= 0 { continue }
+            if chunk.withUnsafeMutableBytes({ recv(c, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) <= 0 { return }
         }
     }
 

@@ -259,7 +259,7 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init 
     }
 
     /// Whether a `Host` header value names a server bound at `address` (the DNS-rebinding
-    /// guard of a loopback preview without a token).
+    /// guard of a loopback preview).
     public static func hostAllowed(_ header: String, address: PreviewAddress) -> Bool {
         let value = header.lowercased()
         var name: Substring, port: Substring?
@@ -378,7 +378,7 @@ private let previewAccessHandler: MHD_AccessHandlerCallback = { cls, connection,
             uploadSize.pointee = 0
             return CMicroHTTPD_yes
         }
-        return answer(connection, server, verb: verb, path: String(cString: url), credential: .bearer)
+        return answer(connection, server, verb: verb, path: String(cString: url), credential: nil)
     }
     // The first call: headers only. Everything is decided here, before any body is read.
     connectionContext.pointee = cls // any non-nil marker: nothing to free
@@ -404,9 +404,10 @@ private let previewAccessHandler: MHD_AccessHandlerCallback = { cls, connection,
     return answer(connection, server, verb: verb, path: String(cString: url), credential: credential)
 }
 
-/// The answer to an authorized, allowed request.
+/// The answer to an authorized, allowed request (`credential`: how it carried the token, nil
+/// for a request whose body came after its headers: a `POST`, never the page).
 private func answer(_ connection: OpaquePointer, _ server: PreviewServer, verb: String, path: String,
-                    credential: PreviewServer.Credential) -> MHD_Result {
+                    credential: PreviewServer.Credential?) -> MHD_Result {
     if verb == "POST" {
         switch path {
         case "/ratio": return ratio(connection, server)

@@ -24,12 +24,13 @@ struct HTTPAnswer {
 }
 
 /// The preview tokens of the `reel` processes this test run started, by port: read from
-/// each `preview: http://HOST:PORT/?token=TOKEN` line on their stderr as it comes (`Launched`).
+/// each `preview: http://HOST:PORT/?token=TOKEN` line on their stderr as it comes (`Launched`,
+/// `TerminalRun`).
 private let previewTokens = Mutex<[UInt16: String]>([:])
 
-/// Notes the token of every `preview:` line in `stderr`.
+/// Notes the token of every whole `preview:` line in `stderr` (a terminal's lines end `\r\n`).
 func notePreviewTokens(in stderr: String) {
-    for match in stderr.matches(of: /preview: http:\/\/[^\s\/]+:([0-9]+)\/\?token=([A-Za-z0-9_-]+)\n/) {
+    for match in stderr.matches(of: /preview: http:\/\/[^\s\/]+:([0-9]+)\/\?token=([A-Za-z0-9_-]+)\s/) {
         if let port = UInt16(match.1) { previewTokens.withLock { $0[port] = String(match.2) } }
     }
 }

@@ -380,14 +380,6 @@ private func connectLoopback(port: UInt16, from source: String = "127.0.0.1", re
     return fd
 }
 
-/// True when the server closed `fd` within `seconds` (recv sees end of file or a reset).
-private func closedByServer(_ fd: Int32, within seconds: Double) -> Bool {
-    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    guard poll(&p, 1, Int32(seconds * 1000)) == 1 else { return false }
-    var byte: UInt8 = 0
-    return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) <= 0
-}
-
 /// Resident memory of process `pid` in KiB (`VmRSS` of /proc/PID/status).
 private func residentKiB(_ pid: Int32) -> Int {
     let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""

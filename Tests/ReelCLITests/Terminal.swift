@@ -108,7 +108,10 @@ final class TerminalRun: Sendable {
             let r = poll(&pfd, 1, 50)
             if r <= 0 { continue }
             let n = read(master, &buffer, buffer.count)
-            if n > 0 { shown.withLock { $0 += buffer[0..<n] } } else if n < 0 && errno != EINTR && errno != EAGAIN { usleep(10_000) }
+            if n > 0 {
+                let text = shown.withLock { $0 += buffer[0..<n]; return String(decoding: $0, as: UTF8.self) }
+                notePreviewTokens(in: text)   // the preview's token, for curl
+            } else if n < 0 && errno != EINTR && errno != EAGAIN { usleep(10_000) }
         }
     }
 

@@ -138,7 +138,7 @@ struct RealtimePreviewServerTests {
         #expect(output.frame(after: 0, timeout: 1) === picture)
     }
 
-    /// The Host header on loopback without a token (DNS rebinding).
+    /// The Host header on loopback (DNS rebinding).
     @Test(arguments: [
         ("127.0.0.1:8080", true), ("localhost:8080", true), ("LOCALHOST:8080", true), ("[::1]:8080", true),
         ("127.0.0.1:8081", false), ("evil.example:8080", false), ("evil.example", false), ("127.0.0.1", false),
