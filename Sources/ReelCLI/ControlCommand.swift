@@ -66,8 +66,9 @@ enum ControlCommand {
         func bound(_ s: Int32) throws {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now < deadline else { throw timedOut() }
-            let left = deadline - now
-            var tv = timeval(tv_sec: Int(left / 1_000_000_000), tv_usec: Int((left % 1_000_000_000) / 1000) + 1)
+            // Rounded up to the next µs (never 0: that would mean no timeout), carried into seconds.
+            let left = (deadline - now + 999) / 1000
+            var tv = timeval(tv_sec: Int(left / 1_000_000), tv_usec: Int(left % 1_000_000))
             guard setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size)) == 0,
                   setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size)) == 0 else {
                 throw CommandError(status: ExitStatus.unavailable, "control: setsockopt: \(String(cString: strerror(errno)))")

@@ -84,16 +84,28 @@ public struct SessionRegistry: Sendable {
         }
     }
 
-    /// `path` is a real directory of this user, closed to others. Throws `RegistryError.unsafe`.
+    /// `path` is a real directory of this user, closed to others. One that others may read but
+    /// not write (an older Reel made it 0755: nobody else could have planted entries in it) is
+    /// closed to 0700 through a descriptor opened without following symlinks. Throws
+    /// `RegistryError.unsafe` for a symlink, another user's directory, or one others may write.
     private func check(_ path: String) throws {
         var st = stat()
         guard lstat(path, &st) == 0 else { throw SystemError("lstat", path: path, errno: errno) }
         if st.st_mode & S_IFMT == S_IFLNK { throw RegistryError.unsafe(path, "is a symbolic link") }
         if st.st_mode & S_IFMT != S_IFDIR { throw RegistryError.unsafe(path, "is not a directory") }
         if st.st_uid != geteuid() { throw RegistryError.unsafe(path, "belongs to uid \(st.st_uid), not \(geteuid())") }
-        if st.st_mode & 0o077 != 0 {
+        if st.st_mode & 0o022 != 0 {
             throw RegistryError.unsafe(path, "is open to other users (mode \(String(st.st_mode & 0o7777, radix: 8)))")
         }
+        guard st.st_mode & 0o077 != 0 else { return }
+        let fd = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        defer { fd.closeQuietly() }
+        var now = stat()
+        guard fstat(fd.rawValue, &now) == 0 else { throw SystemError("fstat", path: path, errno: errno) }
+        guard now.st_ino == st.st_ino, now.st_dev == st.st_dev, now.st_uid == geteuid() else {
+            throw RegistryError.unsafe(path, "changed while it was checked")
+        }
+        guard fchmod(fd.rawValue, 0o700) == 0 else { throw SystemError("fchmod", path: path, errno: errno) }
     }
 
     /// The live sessions other than this process; stale entries are removed on the way.

@@ -159,15 +159,9 @@ final class ClipRecorder: @unchecked Sendable {
     func salvage() -> ClipSummary? {
         // Only the bytes that reached the file count: a pool slot is longer than its clip,
         // and after a writeback error only what was synced before it counts.
-        let written = file.writtenLength
-        let playable: Int64?
-        switch container {
-        case .mkv: playable = FragmentScanner.completeClusters(of: file.workingPath, limit: written)?.length
-        default: playable = container.isFragmented ? FragmentScanner.playableLength(of: file.workingPath, limit: written) : nil
-        }
-        // Not even a header within what is on disk: nothing to keep (and nothing to open, which
-        // would have libavformat complain on stderr).
-        guard let playable else {
+        guard var playable = playableLength(within: file.writtenLength) else {
+            // Not even a header within what is on disk: nothing to keep (and nothing to open,
+            // which would have libavformat complain on stderr).
             file.discard()
             return nil
         }
@@ -175,13 +169,23 @@ final class ClipRecorder: @unchecked Sendable {
             file.discard()
             return nil
         }
+        // The cut stopped the file's syncer: a sync that failed between the first reading and
+        // the cut lowered what is known to be on disk, read again now that it cannot move.
+        let settled = file.writtenLength
+        if settled < playable {
+            guard let within = playableLength(within: settled) else {
+                file.discard()
+                return nil
+            }
+            do { try file.truncate(to: within) } catch {
+                file.discard()
+                return nil
+            }
+            playable = within
+        }
         // Count what is there before publishing: the working file is this clip's own (a pool
         // slot, or a file made with O_EXCL), whereas a file at the destination name may not be.
-        var kept = 0
-        if let reader = try? MediaReader(path: file.workingPath) {
-            do { try reader.forEachPacket { _ in kept += 1 } } catch {}
-        }
-        kept = min(kept, indices.count)
+        var kept = countPackets()
         guard kept > 0 else {
             file.discard()
             return nil
@@ -189,11 +193,34 @@ final class ClipRecorder: @unchecked Sendable {
         let bytes: Int64
         do { bytes = try file.publish() } catch {
             // What is kept was on disk before the failure: a failed publish never deletes the
-            // only copy. A plain file stays at its path (listed, salvaged); a pool slot stays
+            // only copy. A plain file stays at its path (listed, salvaged), cut back to its last
+            // fragment known to be on disk when the failed sync lowered that; a pool slot stays
             // for recovery to publish once this process is gone.
+            let known = file.writtenLength
+            if file.workingPath == file.path, known < playable, let within = playableLength(within: known), (try? file.truncate(to: within)) != nil {
+                kept = countPackets()
+            }
             return file.keep() ? summary(frames: kept, bytes: file.size, salvaged: true) : nil
         }
         return summary(frames: kept, bytes: bytes, salvaged: true)
+    }
+
+    /// The length of the clip's complete fragments (clusters) within `limit` bytes; nil when
+    /// not even a header is.
+    private func playableLength(within limit: Int64) -> Int64? {
+        switch container {
+        case .mkv: return FragmentScanner.completeClusters(of: file.workingPath, limit: limit)?.length
+        default: return container.isFragmented ? FragmentScanner.playableLength(of: file.workingPath, limit: limit) : nil
+        }
+    }
+
+    /// The frames (packets) the working file holds now, at most the clip's.
+    private func countPackets() -> Int {
+        var kept = 0
+        if let reader = try? MediaReader(path: file.workingPath) {
+            do { try reader.forEachPacket { _ in kept += 1 } } catch {}
+        }
+        return min(kept, indices.count)
     }
 
     private func summary(frames: Int, bytes: Int64, salvaged: Bool) -> ClipSummary {

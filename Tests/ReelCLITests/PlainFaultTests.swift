@@ -159,5 +159,30 @@ struct PlainFaultTests {
         #expect(files.sorted() == s.clips.map { fileName($0.path) }.sorted(), "\(rule): \(files) left, \(s.clips.map(\.path)) listed")
     }
 
+    /// A write fails and then every fdatasync after it fails too, the salvage's own included: a
+    /// clip kept is no longer than what the last successful fdatasync of it covered, decodes,
+    /// and is the only file left — the double fault keeps nothing past the last sync.
+    @Test(arguments: ["pwrite:EIO:4,fdatasync:EIO:@1+", "pwrite:EIO:6,fdatasync:EIO:@1+", "pwrite:EIO:7,fdatasync:EIO:@1+"])
+    func aFailedWriteThenAFailedSyncKeepsOnlyWhatWasSynced(rule: String) throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let (run, log) = try recordPlain(dir, rule: rule, frames: 30, realtime: false)
+        try #require(log.contains { $0.call == "pwrite" && $0.errno != nil }, "the write fault never fired: \(rule)")
+        try #require(log.contains { $0.call == "fdatasync" && $0.errno != nil }, "the sync fault never fired: \(rule)")
+        #expect(run.status == 74, "\(rule): \(run.stderr)")
+        let s = try run.decode(RecordingSummary.self)
+        let clipPath = dir + "/out/p-0001-16x9.mov"
+        let synced = log.filter { $0.call == "fdatasync" && $0.errno == nil && $0.path == clipPath }.compactMap(\.length).max() ?? 0
+        for clip in s.clips {
+            #expect(clip.salvaged && clip.path == clipPath)
+            #expect(clip.bytes <= synced, "\(rule): \(clip.bytes) bytes kept, only \(synced) were synced")
+            let onDisk = try FileManager.default.attributesOfItem(atPath: clip.path)[.size] as? NSNumber
+            #expect(onDisk?.int64Value == clip.bytes)
+            #expect(try risingIndices(clip.path, count: clip.frames), "\(rule): \(clip.path)")
+        }
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: dir + "/out")) ?? []
+        #expect(files.sorted() == s.clips.map { fileName($0.path) }.sorted(), "\(rule): \(files) left, \(s.clips.map(\.path)) listed")
+    }
+
     private func fileName(_ path: String) -> String { (path as NSString).lastPathComponent }
 }

@@ -38,10 +38,10 @@ private func mode(_ path: String) -> mode_t? {
         #expect(mode(registry.directory + "/lock") == 0o600 && mode(r.path) == 0o600)
     }
 
-    /// A pre-made directory open to others (0777, or 0755 sessions), one owned by another
+    /// A pre-made directory others may write (0777, or 0775 sessions), one owned by another
     /// user (uid 65534), or a symlink planted in its place: refused with one clear line and
     /// exit 77, and nothing is registered or read there.
-    @Test(arguments: ["root 0777", "sessions 0755", "root owner", "sessions owner", "root symlink", "sessions symlink"])
+    @Test(arguments: ["root 0777", "sessions 0775", "root owner", "sessions owner", "root symlink", "sessions symlink"])
     func anUnsafeDirectoryIsRefused(_ case_: String) throws {
         let dir = scratch("safety")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -61,7 +61,7 @@ private func mode(_ path: String) -> mode_t? {
             #expect(chown(path, 65534, 65534) == 0)
             why = "belongs to uid 65534, not \(geteuid())"
         default:
-            let m: mode_t = how == "0777" ? 0o777 : 0o755
+            let m: mode_t = how == "0777" ? 0o777 : 0o775
             #expect(mkdir(path, 0o700) == 0 && chmod(path, m) == 0)
             why = "is open to other users (mode \(String(m, radix: 8)))"
         }
@@ -71,6 +71,20 @@ private func mode(_ path: String) -> mode_t? {
         #expect(throws: error) { _ = try registry.admit { _ in shares } }
         #expect(throws: error) { _ = try registry.live() }
         #expect(!FileManager.default.fileExists(atPath: registry.directory + "/\(getpid()).json"))
+    }
+
+    /// A registry an older Reel made 0755 (readable by others, writable by nobody else: no
+    /// entry can have been planted) is closed to 0700 and used, so an upgrade records at once.
+    @Test func anOlderReadableRegistryIsClosedTo0700() throws {
+        let dir = scratch("safety")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let registry = fallback(dir)
+        #expect(mkdir(registry.root, 0o755) == 0 && chmod(registry.root, 0o755) == 0)
+        #expect(mkdir(registry.directory, 0o755) == 0 && chmod(registry.directory, 0o755) == 0)
+        let r = try #require(try registry.admit { _ in shares })
+        defer { r.release() }
+        #expect(mode(registry.root) == 0o700 && mode(registry.directory) == 0o700)
+        #expect(FileManager.default.fileExists(atPath: registry.directory + "/\(getpid()).json"))
     }
 
     /// Entries are read without following symlinks: a planted symlink to a forged entry is

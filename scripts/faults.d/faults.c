@@ -6,6 +6,9 @@
  * REEL_FAULT (comma-separated rules):
  *   CALL:ERRNO:N     the N-th matching CALL fails with ERRNO, once
  *   CALL:ERRNO:N+    the N-th matching CALL and every later one fail
+ *   CALL:ERRNO:@N[+] as above, counting only the calls made after another rule's failure
+ *                    was injected (e.g. pwrite:EIO:4,fdatasync:EIO:@1+: a write fails, then
+ *                    every sync after it — the salvage's own too)
  *   CALL is pwrite (pwrite and pwrite64), write, fdatasync, fsync, sync_file_range or
  *   fallocate (fallocate and fallocate64);
  *   ERRNO is EIO or ENOSPC, or SLOWms: the call is made, but only after ms milliseconds (a
@@ -38,7 +41,8 @@ enum call { C_PWRITE, C_WRITE, C_FDATASYNC, C_FSYNC, C_SYNC_FILE_RANGE, C_FALLOC
 static const char *call_names[C_COUNT] = { "pwrite", "write", "fdatasync", "fsync", "sync_file_range", "fallocate" };
 
 #define MAX_RULES 16
-struct rule { enum call call; int err; long delay_ms; long nth; int onward; };
+struct rule { enum call call; int err; long delay_ms; long nth; int onward; int after_fault; long seen; };
+static int fault_fired;
 static struct rule rules[MAX_RULES];
 static int nrules;
 static long counters[C_COUNT];
@@ -81,9 +85,11 @@ static void parse(void) {
         char name[32], err[16];
         long nth = 0;
         char plus = 0;
-        int got = sscanf(item, "%31[a-z_0-9]:%15[A-Z0-9]:%ld%c", name, err, &nth, &plus);
-        if (got < 3 || nth < 1) { fprintf(stderr, "faults: bad rule '%s' (CALL:EIO|ENOSPC|SLOWms:N[+])\n", item); _exit(64); }
-        struct rule r = { .nth = nth, .onward = plus == '+' };
+        int after = 1;
+        int got = sscanf(item, "%31[a-z_0-9]:%15[A-Z0-9]:@%ld%c", name, err, &nth, &plus);
+        if (got < 3) { after = 0; plus = 0; got = sscanf(item, "%31[a-z_0-9]:%15[A-Z0-9]:%ld%c", name, err, &nth, &plus); }
+        if (got < 3 || nth < 1) { fprintf(stderr, "faults: bad rule '%s' (CALL:EIO|ENOSPC|SLOWms:[@]N[+])\n", item); _exit(64); }
+        struct rule r = { .nth = nth, .onward = plus == '+', .after_fault = after };
         int found = 0;
         for (int c = 0; c < C_COUNT; c++) if (!strcmp(name, call_names[c])) { r.call = c; found = 1; }
         if (!strcmp(name, "pwrite64")) { r.call = C_PWRITE; found = 1; }
@@ -157,7 +163,13 @@ static int fault_n(enum call c, int fd, long *number) {
     *number = n;
     for (int i = 0; i < nrules; i++) {
         struct rule *r = &rules[i];
-        if (r->call != c || !(n == r->nth || (r->onward && n > r->nth))) continue;
+        if (r->call != c) continue;
+        long k = n;
+        if (r->after_fault) {
+            if (!__atomic_load_n(&fault_fired, __ATOMIC_ACQUIRE)) continue;
+            k = __atomic_add_fetch(&r->seen, 1, __ATOMIC_ACQ_REL);
+        }
+        if (!(k == r->nth || (r->onward && k > r->nth))) continue;
         if (r->delay_ms) {
             struct timespec t = { r->delay_ms / 1000, (r->delay_ms % 1000) * 1000000L };
             while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
@@ -166,6 +178,7 @@ static int fault_n(enum call c, int fd, long *number) {
         char line[PATH_MAX + 64];
         const char *p = (fd >= 0 && fd < MAX_FDS && paths[fd]) ? paths[fd] : "";
         log_line(line, snprintf(line, sizeof line, "%s #%ld %s %s\n", call_names[c], n, r->err == EIO ? "EIO" : "ENOSPC", p));
+        __atomic_store_n(&fault_fired, 1, __ATOMIC_RELEASE);
         return r->err;
     }
     return 0;
