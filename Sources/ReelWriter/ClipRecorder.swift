@@ -91,6 +91,11 @@ final class ClipRecorder: @unchecked Sendable {
     private var largestPacket = 0
     /// Packet bytes since `takePacketBytes` was last called.
     private var newPacketBytes: Int64 = 0
+    /// The clip's pool slot (nil for a plain file).
+    private var slot: PoolSlotFile? { file as? PoolSlotFile }
+    /// The session-clock time of the first frame appended once the slot had grown beyond the
+    /// pool: when the clip left the pool, in media time as the plain clips' `firstPTS` are.
+    private var leftPoolPTS: Int64?
 
     /// The bytes of the packets encoded since the last call.
     func takePacketBytes() -> Int64 {
@@ -112,6 +117,7 @@ final class ClipRecorder: @unchecked Sendable {
             newPacketBytes += Int64(packet.byteCount)
             try muxer.write(packet)
         }
+        if leftPoolPTS == nil, slot?.beyondPool != nil { leftPoolPTS = frame.pts.value }
         indices.append(frame.index)
         ends.append(frame.pts.value + frame.duration)
         lastFrameDuration = frame.duration
@@ -232,11 +238,13 @@ final class ClipRecorder: @unchecked Sendable {
                             lastFrameIndex: frames > 0 ? indices[frames - 1] : -1,
                             firstPTS: sessionStart.seconds, durationSeconds: seconds, bytes: bytes,
                             salvaged: salvaged, take: take)
-        if let slot = file as? PoolSlotFile {
+        if let slot {
             c.storage = "pool"
             if let beyond = slot.beyondPool {
                 c.bytesBeyondPool = max(0, bytes - beyond.offset)
-                c.leftPoolSeconds = Double(beyond.at) / 1e9
+                // Grown while the last packets were flushed: from the clip's last frame.
+                let at = leftPoolPTS ?? timestamps.last ?? sessionStart.value
+                c.leftPoolSeconds = Double(at) / Double(sessionStart.timescale)
             }
         }
         return c

@@ -548,7 +548,8 @@ public final class Recording: Sendable {
         }
         var clips = result.clips
         for i in clips.indices {
-            if let t = clips[i].leftPoolSeconds { clips[i].leftPoolSeconds = max(0, t - origin) }
+            // Media time since the recording's first frame, as `leftPool.atSeconds` counts plain clips.
+            if let t = clips[i].leftPoolSeconds { clips[i].leftPoolSeconds = max(0, t - (result.clips.first?.firstPTS ?? t)) }
             let c = clips[i]
             if let t = toggles.first(where: { $0.action == .start && $0.take == c.take && $0.frameIndex == c.firstFrameIndex }) {
                 clips[i].startRequestSeconds = t.atSeconds

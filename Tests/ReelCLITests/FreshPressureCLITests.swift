@@ -3,7 +3,7 @@ import Testing
 
 /// `reel record`'s first pressure level comes from a fresh reading of the stall counters, not
 /// from `avg10` (which still holds an I/O burst that ended just before the recording).
-@Suite struct FreshPressureCLITests {
+@Suite struct RealtimeFreshPressureCLITests {
     /// PSI files as an I/O burst that has just ended leaves them: avg10 high (io some 70 %,
     /// full 45 %: critical; cpu some 55 %: serious), but counters that no longer move. The
     /// recording sees nominal throughout, and its handler never steps the rate down: all 60
