@@ -28,16 +28,25 @@ public enum Jitter {
                 floor = f
             }
             var results: [ArmResult] = []
-            for scenario in scenarios {
-                for arm in o.arms {
-                    var r = try bench.run(arm, scenario)
-                    if let f = floor, f.latencyMs.p999 > 0 { r.p999VsFloor = r.latencyMs.p999 / f.latencyMs.p999 }
-                    results.append(r)
+            for round in 1...max(1, o.rounds) {
+                // Interleaved: each round starts one arm later than the round before.
+                let shift = (round - 1) % max(1, o.arms.count)
+                let order = Array(o.arms[shift...] + o.arms[..<shift])
+                for scenario in scenarios {
+                    for arm in order {
+                        if o.rounds > 1 { progress("round \(round) of \(o.rounds)") }
+                        var r = try bench.run(arm, scenario)
+                        r.round = round
+                        if let f = floor, f.latencyMs.p999 > 0 { r.p999VsFloor = r.latencyMs.p999 / f.latencyMs.p999 }
+                        results.append(r)
+                    }
                 }
             }
+            let verdicts = JitterVerdict.all(results)
             return JitterReport(directory: o.directory, filesystem: mount.filesystem, device: mount.device, mountOptions: mount.options,
                                 rateMBps: Double(o.bytesPerSecond) / 1e6, blockBytes: o.blockSize, secondsPerArm: o.seconds,
-                                fps: o.fps, floor: floor, arms: results)
+                                fps: o.fps, floor: floor, arms: results, rounds: max(1, o.rounds),
+                                verdicts: verdicts.isEmpty ? nil : verdicts)
         }
     }
 

@@ -21,7 +21,7 @@ extension Jitter {
         let mount = mountInfo(for: directory)
         return JitterReport(directory: directory, filesystem: mount.filesystem, device: mount.device, mountOptions: mount.options,
                             rateMBps: Double(o.bytesPerSecond) / 1e6, blockBytes: StoragePool.blockSize, secondsPerArm: span,
-                            fps: fps, floor: nil, arms: [r])
+                            fps: fps, floor: nil, arms: [r], rounds: nil, verdicts: nil)
     }
 
     /// Latency of each write from when it was due; the ring simulation; throughput.

@@ -40,6 +40,9 @@ public struct JitterOptions: Sendable {
     public var fps: Double = 30
     /// Also run the device floor (pool-direct, alone, no contention).
     public var floor = true
+    /// Rounds: each runs every scenario once, its arms in an order rotated by one from the
+    /// round before (arms interleaved, so a drift of the machine falls on every arm alike).
+    public var rounds = 1
     /// The `reel` executable, to start contention processes.
     public var executable: String
     /// Defaults for everything but where to write and the `reel` binary.
@@ -52,6 +55,8 @@ public struct ArmResult: Sendable, Codable {
     public var arm: String
     /// The loads beside it (`none`, `bulk`, `bulk+fsync`, …).
     public var contention: String
+    /// The round it ran in, from 1 (nil for the floor and a recording's own report).
+    public var round: Int?
     /// Latency of each write from when it was due, in ms.
     public var latencyMs: LatencySummary
     /// The longest any write was late, in ms.
@@ -98,6 +103,10 @@ public struct JitterReport: Sendable, Codable {
     public var floor: ArmResult?
     /// Every arm under every scenario, in the order run.
     public var arms: [ArmResult]
+    /// Rounds run (each arm ran once per scenario per round).
+    public var rounds: Int?
+    /// Per scenario where `pool` and `buffered` both ran: the statistic fixed in advance.
+    public var verdicts: [JitterVerdict]?
 }
 
 /// Errors of `reel jitter` writing its files (bad options are a `UsageError`).

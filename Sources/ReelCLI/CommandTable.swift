@@ -116,6 +116,7 @@ public enum CommandTable {
         .value("--arms", "LIST", "pool, pool-direct, pool-fallocate, buffered, buffered-fdatasync, direct, comma-separated", sample: "pool,buffered"),
         .value("--ring", "SIZE", "capture ring to simulate, 1M–1G (default 64M)", sample: "64M"),
         .value("--fps", "N", "frame rate for the frame budget, 1–1000 (default 30)", sample: "30"),
+        .value("--rounds", "N", "rounds of every scenario, arms interleaved, 1–100 (default 1); with pool and buffered, the verdict over the rounds", sample: "1"),
         .flag("--no-floor", "skip the device floor (pool-direct alone)"),
         .value("--report", "DIR", "write DIR/jitter.json and DIR/jitter.svg", sample: "report"),
         json,

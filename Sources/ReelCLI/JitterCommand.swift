@@ -32,6 +32,11 @@ enum JitterCommand {
                     throw UsageError("--fps: '\(printable(v))' is not a frame rate from 1 to 1000")
                 }
                 j.options.fps = f
+            case "--rounds":
+                guard let n = Int(v.trimmingCharacters(in: .whitespaces)), (1...100).contains(n) else {
+                    throw UsageError("--rounds: '\(printable(v))' is not a whole number from 1 to 100")
+                }
+                j.options.rounds = n
             case "--no-floor": j.options.floor = false
             case "--report":
                 guard !v.isEmpty else { throw UsageError("--report needs a directory") }
@@ -87,19 +92,22 @@ enum JitterCommand {
 
     static func printTable(_ r: JitterReport) {
         print("\(r.filesystem) on \(r.device) (\(r.mountOptions)); \(fixed(r.rateMBps, 0)) MB/s in \(r.blockBytes / 1024) KiB writes, \(fixed(r.secondsPerArm, 0)) s per arm; latency from when each write was due")
-        let head = ["arm", "contention", "p50", "p90", "p99", "p99.9", "p99.99", "max", "over budget", "ring drops", "MB/s", "p99.9/floor", "PSI io some", "dirty peak"]
-        print(head.map { $0.padding(toLength: $0 == "arm" || $0 == "contention" ? 28 : 12, withPad: " ", startingAt: 0) }.joined())
+        let head = ["round", "arm", "contention", "p50", "p90", "p99", "p99.9", "p99.99", "max", "over budget", "ring drops", "MB/s", "p99.9/floor", "PSI io some", "dirty peak"]
+        print(head.map { $0.padding(toLength: $0 == "arm" || $0 == "contention" ? 28 : $0 == "round" ? 6 : 12, withPad: " ", startingAt: 0) }.joined())
         var rows = r.arms
         if let f = r.floor { rows.insert(f, at: 0) }
         for a in rows {
             let l = a.latencyMs
-            let cells = [a.arm, a.contention].map { $0.padding(toLength: 28, withPad: " ", startingAt: 0) } +
+            let round: String = a.round.map { String($0) } ?? "-"
+            let cells: [String] = [round.padding(toLength: 6, withPad: " ", startingAt: 0)] +
+                [a.arm, a.contention].map { $0.padding(toLength: 28, withPad: " ", startingAt: 0) } +
                 [l.p50, l.p90, l.p99, l.p999, l.p9999, l.max].map { fixed($0, 2).padding(toLength: 12, withPad: " ", startingAt: 0) } +
                 [String(a.writesOverFrameBudget), String(a.framesDroppedByRing), fixed(a.throughputMBps, 0),
                  a.p999VsFloor.map { fixed($0, 1) + "x" } ?? "-", fixed(a.psiIoSomeMs, 0) + " ms", fixed(a.peakDirtyMiB, 0) + " MiB"]
                 .map { $0.padding(toLength: 12, withPad: " ", startingAt: 0) }
             print(cells.joined())
         }
+        for v in r.verdicts ?? [] { print("verdict over \(r.rounds ?? 1) round\(r.rounds == 1 ? "" : "s"), \(v.line)") }
         print("latencies in ms; over budget: writes later than 1/\(fixed(r.fps, 0)) s; ring drops: frames a \(((r.arms.first ?? r.floor)?.ringBytes ?? 0) >> 20) MiB capture ring would have dropped")
     }
 
