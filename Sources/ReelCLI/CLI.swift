@@ -30,8 +30,12 @@ public enum ParsedCommand: Sendable {
     case load(LoadInvocation)
     /// `reel preview`.
     case preview(PreviewInvocation)
-    /// `reel help`: every command's options.
-    case help
+    /// `reel help`: every command's options; `reel help COMMAND` and `reel COMMAND --help`:
+    /// that command's alone (its name: `record`, `pool create`).
+    case help(String?)
+    /// `reel _docs man|bash-completion`: the man page or the bash completion, made from the
+    /// option tables (`scripts/make-docs` writes them to `docs/`).
+    case docs(String)
 }
 
 /// `reel jitter …` as parsed: the options and where the report goes.
@@ -70,6 +74,7 @@ public enum ReelCLI {
             throw UsageError("no command: use record, preview, photo, cost, calibrate, probe, verify, pool, jitter, devices or control (reel help lists every option)")
         }
         let rest = Array(argv.dropFirst())
+        if let name = CommandTable.helpAsked(command: command, rest: rest) { return .help(name) }
         switch command {
         case "record":
             let (o, json, report, preview, controls, photos) = try RecordCommand.parse(rest)
@@ -86,8 +91,15 @@ public enum ReelCLI {
         case "_load": return .load(try JitterCommand.parseLoad(rest))
         case "preview": return .preview(try PreviewCommand.parse(rest))
         case "help", "--help", "-h":
-            guard rest.isEmpty else { throw UsageError("help takes no arguments") }
-            return .help
+            guard !rest.isEmpty else { return .help(nil) }
+            let name = rest.joined(separator: " ")
+            guard CommandTable.help(for: name) != nil else {
+                throw UsageError("help: unknown command '\(printable(name))' (use record, preview, photo, cost, calibrate, probe, verify, pool, jitter, devices or control)")
+            }
+            return .help(name)
+        case "_docs":
+            guard rest.count == 1, ["man", "bash-completion"].contains(rest[0]) else { throw UsageError("_docs takes man or bash-completion") }
+            return .docs(rest[0])
         default:
             throw UsageError("unknown command '\(printable(command))' (use record, preview, photo, cost, calibrate, probe, verify, pool, jitter, devices or control)")
         }
@@ -111,8 +123,11 @@ public enum ReelCLI {
         case .pool(let p): return try PoolCommand.run(p)
         case .load(let l): return JitterCommand.load(l)
         case .preview(let p): return try PreviewCommand.run(p)
-        case .help:
-            print(CommandTable.help, terminator: "")
+        case .help(let name):
+            print(name.flatMap(CommandTable.help(for:)) ?? CommandTable.help, terminator: "")
+            return 0
+        case .docs(let which):
+            print(which == "man" ? CommandTable.manPage : CommandTable.bashCompletion, terminator: "")
             return 0
         }
     }
