@@ -476,7 +476,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private func writerLoop() {
         // Best-effort class, highest level (real-time class needs CAP_SYS_ADMIN and can starve
         // the rest of the system): the recording's writes go ahead of ordinary ones.
-        if CLinux_set_io_priority(2, 0) != 0 {
+        if !Sys.setRecordingIOPriority(level: 0) {
             // No say over I/O priority here: the writes go at the default priority.
         }
         while true {

@@ -82,7 +82,7 @@ final class Syncer: @unchecked Sendable {
     }
 
     private func run() {
-        if CLinux_set_io_priority(2, 4) != 0 {
+        if !Sys.setRecordingIOPriority(level: 4) {
             // No say over I/O priority here (a seccomp filter, say): writeback runs at the default.
         }
         var lastSync = MonotonicClock.now()

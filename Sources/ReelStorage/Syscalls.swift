@@ -77,6 +77,15 @@ enum Sys {
     /// `none` and `mq-deadline`, ignore it). False when the kernel refused.
     static func lowerToIdleIOPriority() -> Bool { CLinux_set_io_priority(3, 0) == 0 }
 
+    /// Puts the calling thread — a recording's writer (`level` 0) or syncer (4) — in the
+    /// best-effort I/O class; with `REEL_IO_CLASS=realtime` in the environment (for measuring:
+    /// `reel jitter`), in the real-time class instead where the kernel allows it (root), else
+    /// best-effort. False when the kernel refused both.
+    static func setRecordingIOPriority(level: Int32) -> Bool {
+        if ProcessInfo.processInfo.environment["REEL_IO_CLASS"] == "realtime", CLinux_set_io_priority(1, level) == 0 { return true }
+        return CLinux_set_io_priority(2, level) == 0
+    }
+
     /// Gives the calling thread the lowest CPU priority (`setpriority`, nice 19; on Linux
     /// `PRIO_PROCESS` with 0 is the calling thread). False when the kernel refused.
     static func lowerToLowestCPUPriority() -> Bool { setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) == 0 }

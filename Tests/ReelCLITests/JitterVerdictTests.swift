@@ -91,3 +91,41 @@ import ReelBench
         #expect(bad.status == 64 && bad.stderr.contains("--rounds: '0' is not a whole number from 1 to 100"))
     }
 }
+
+/// `REEL_IO_CLASS=realtime` (for measuring, as root) puts the pool's writer and syncer
+/// threads in the real-time I/O class; without it they are best-effort, levels 0 and 4.
+@Suite(.serialized) struct RecordingIOClassTests {
+    /// The I/O class `ionice` reports for each thread of `pid` named `reel.storage` or
+    /// `reel.sync`, once both are there.
+    func threadClasses(_ pid: Int32) throws -> [String: String]? {
+        var found: [String: String] = [:]
+        let ok = try waitUntil(20) {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            for tid in tasks {
+                guard let comm = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8) else { continue }
+                let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+                guard name == "reel.storage" || name == "reel.sync" else { continue }
+                let (status, out) = try runTool("ionice", ["-p", tid])
+                if status == 0 { found[name] = String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+            }
+            return found.count == 2
+        }
+        return ok ? found : nil
+    }
+
+    @Test(.enabled(if: getuid() == 0, "the real-time I/O class needs root"), arguments: [true, false])
+    func theWriterThreadsTakeTheClassAsked(realtime: Bool) throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let run = try launch(["jitter", "--dir", dir, "--duration", "8", "--rate", "4M", "--contention", "none", "--arms", "pool", "--no-floor"],
+                             environment: realtime ? ["REEL_IO_CLASS": "realtime"] : [:])
+        let classes = try #require(try threadClasses(run.process.processIdentifier), "no reel.storage and reel.sync threads seen")
+        kill(run.process.processIdentifier, SIGTERM)
+        _ = run.wait()
+        if realtime {
+            #expect(classes == ["reel.storage": "realtime: prio 0", "reel.sync": "realtime: prio 4"])
+        } else {
+            #expect(classes == ["reel.storage": "best-effort: prio 0", "reel.sync": "best-effort: prio 4"])
+        }
+    }
+}
