@@ -4,17 +4,33 @@ import ReelCLI
 import ReelCore
 import ReelWriter
 
-/// The repository's root (README.md, Sources/), from this file's path.
+/// The repository's root (README.md, docs/, Sources/), from this file's path.
 let repositoryRoot: String = {
     var url = URL(fileURLWithPath: #filePath)
     for _ in 0..<3 { url.deleteLastPathComponent() }
     return url.path
 }()
 
-func readme() throws -> String { try String(contentsOfFile: repositoryRoot + "/README.md", encoding: .utf8) }
+/// The documentation's Markdown pages: README.md, then every `docs/*.md` sorted by name
+/// (paths relative to the repository's root).
+func documentationPages() throws -> [String] {
+    let pages = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot + "/docs")
+        .filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+    return ["README.md"] + pages
+}
 
-/// The lines of the README section that starts with `heading` (up to the next heading of
-/// the same or a higher level).
+/// The documentation as one text: README.md followed by every `docs/*.md` page (sorted by
+/// name), each after a newline. Every docs page starts with a `# Title` line, so a section
+/// `readmeSection` finds ends at the end of its page at the latest
+/// (`everyDocsPageStartsWithATitle`).
+func readme() throws -> String {
+    try documentationPages()
+        .map { try String(contentsOfFile: repositoryRoot + "/" + $0, encoding: .utf8) }
+        .joined(separator: "\n")
+}
+
+/// The lines of the documentation section that starts with `heading` (up to the next heading
+/// of the same or a higher level; a page's `# Title` ends every section before it).
 func readmeSection(_ heading: String, in text: String) -> [String] {
     let lines = text.components(separatedBy: "\n")
     guard let start = lines.firstIndex(of: heading) else { return [] }
@@ -35,7 +51,8 @@ func optionNames(in text: String) -> Set<String> {
     return Set(regex.matches(in: text, range: NSRange(location: 0, length: ns.length)).map { ns.substring(with: $0.range) })
 }
 
-/// The README's usage block: command (`record`, `pool create`, …) → options it shows.
+/// The usage block (the first code block under "## The command line", in docs/cli.md):
+/// command (`record`, `pool create`, …) → options it shows.
 func readmeSynopsis() throws -> [String: Set<String>] {
     let section = readmeSection("## The command line", in: try readme())
     guard let open = section.firstIndex(where: { $0.hasPrefix("```") }),
@@ -96,7 +113,7 @@ func minimalArguments(_ spec: CommandSpec) -> [String] {
     return argv
 }
 
-/// The exit statuses the README's table documents.
+/// The exit statuses the exit-status table (docs/cli.md) documents.
 func documentedStatuses() throws -> Set<Int32> {
     let rows = tableRows(readmeSection("### Exit status", in: try readme()), after: { $0.hasPrefix("| status") })
     return Set(rows.compactMap { Int32($0[0]) })
@@ -110,19 +127,19 @@ func ranges(in text: String) -> Set<String> {
 }
 
 @Suite struct ReadmeMatchesTheCommandLineTests {
-    /// Every option of every subcommand's table is in the README's usage block, and every
+    /// Every option of every subcommand's table is in the usage block (docs/cli.md), and every
     /// option the usage block shows is one that subcommand's table (so its parser) has.
     @Test func usageBlockListsExactlyTheOptionsEachParserAccepts() throws {
         let documented = try readmeSynopsis()
         for spec in CommandTable.all where !spec.hidden {
             let accepted = Set(spec.options.filter { !$0.hidden }.map(\.name))
             let shown = documented[spec.name] ?? []
-            #expect(documented[spec.name] != nil, "README's usage block has no line for reel \(spec.name)")
-            #expect(accepted.subtracting(shown).isEmpty, "reel \(spec.name) accepts \(accepted.subtracting(shown).sorted()) but README's usage does not show them")
-            #expect(shown.subtracting(accepted).isEmpty, "README shows \(shown.subtracting(accepted).sorted()) for reel \(spec.name), which its parser refuses")
+            #expect(documented[spec.name] != nil, "docs/cli.md's usage block has no line for reel \(spec.name)")
+            #expect(accepted.subtracting(shown).isEmpty, "reel \(spec.name) accepts \(accepted.subtracting(shown).sorted()) but docs/cli.md's usage does not show them")
+            #expect(shown.subtracting(accepted).isEmpty, "docs/cli.md shows \(shown.subtracting(accepted).sorted()) for reel \(spec.name), which its parser refuses")
         }
         let commands = Set(CommandTable.all.filter { !$0.hidden }.map(\.name) + ["help"])
-        #expect(Set(documented.keys).subtracting(commands).isEmpty, "README documents unknown commands \(Set(documented.keys).subtracting(commands))")
+        #expect(Set(documented.keys).subtracting(commands).isEmpty, "docs/cli.md documents unknown commands \(Set(documented.keys).subtracting(commands))")
     }
 
     /// Each documented option, given its sample value, parses (the parser is the table's).
@@ -143,8 +160,8 @@ func ranges(in text: String) -> Set<String> {
         }
     }
 
-    /// `reel record`'s option table in the README has a row for each option and no more;
-    /// the ranges the parser enforces are the ones the README states.
+    /// `reel record`'s option table in docs/cli.md has a row for each option and no more;
+    /// the ranges the parser enforces are the ones docs/cli.md states.
     @Test func recordOptionTableMatchesTheParserAndItsRanges() throws {
         let rows = tableRows(readmeSection("## The command line", in: try readme()), after: { $0.hasPrefix("| option | meaning") })
         var documented: [String: String] = [:]   // option → its rows' text
@@ -154,11 +171,11 @@ func ranges(in text: String) -> Set<String> {
                 "undocumented: \(accepted.subtracting(documented.keys).sorted()); not accepted: \(Set(documented.keys).subtracting(accepted).sorted())")
         for o in CommandTable.record.options {
             let missing = ranges(in: o.help).subtracting(ranges(in: documented[o.name] ?? ""))
-            #expect(missing.isEmpty, "README's row for \(o.name) lacks the range \(missing.sorted())")
+            #expect(missing.isEmpty, "docs/cli.md's row for \(o.name) lacks the range \(missing.sorted())")
         }
     }
 
-    /// The pool and jitter options that take numbers are in the README's range table, with
+    /// The pool and jitter options that take numbers are in docs/cli.md's range table, with
     /// the parser's ranges.
     @Test func poolAndJitterRangesAreDocumented() throws {
         let rows = tableRows(readmeSection("## The command line", in: try readme()), after: { $0.hasPrefix("| option | range") })
@@ -173,18 +190,18 @@ func ranges(in text: String) -> Set<String> {
         for spec in CommandTable.all where !spec.hidden && (spec.name.hasPrefix("pool") || spec.name == "jitter") {
             for o in spec.options where !ranges(in: o.help).isEmpty {
                 let key = "\(spec.name) \(o.name)"
-                let row = try #require(documented[key], "README's range table has no row for \(key)")
-                #expect(ranges(in: o.help).isSubset(of: ranges(in: row)), "\(key): parser \(ranges(in: o.help).sorted()), README \(row)")
+                let row = try #require(documented[key], "docs/cli.md's range table has no row for \(key)")
+                #expect(ranges(in: o.help).isSubset(of: ranges(in: row)), "\(key): parser \(ranges(in: o.help).sorted()), docs/cli.md \(row)")
             }
         }
         for key in documented.keys {
             let words = key.split(separator: " ")
             let spec = CommandTable.spec(words.dropLast().joined(separator: " "))
-            #expect(spec?.option(String(words.last!)) != nil, "README's range table lists \(key), which the parser refuses")
+            #expect(spec?.option(String(words.last!)) != nil, "docs/cli.md's range table lists \(key), which the parser refuses")
         }
     }
 
-    /// Every status in the README's exit-status table is one the code returns, and every
+    /// Every status in the exit-status table (docs/cli.md) is one the code returns, and every
     /// status the code returns (named constants, literal returns, `_exit`) is documented.
     @Test func exitStatusTableMatchesTheCode() throws {
         var returned: Set<Int32> = [0]
@@ -214,7 +231,7 @@ func ranges(in text: String) -> Set<String> {
         #expect(Set(ExitStatus.all.values).isSubset(of: documented))
     }
 
-    /// The causes of 66 and 73 that pools add are in the README's rows for them.
+    /// The causes of 66 and 73 that pools add are in the exit-status table's rows for them (docs/cli.md).
     @Test func poolCausesOfStatusesAreDocumented() throws {
         let rows = tableRows(readmeSection("### Exit status", in: try readme()), after: { $0.hasPrefix("| status") })
         func row(_ status: String) -> String { rows.first { $0[0] == status }?.joined(separator: " ") ?? "" }
