@@ -44,7 +44,7 @@ struct PackageGraph {
 
 /// The structure issue 10 asks for, checked against Package.swift itself.
 @Suite struct ArchitectureTests {
-    /// README: "plus one library per target" — every Swift library target of the product
+    /// docs/architecture.md: "plus one library per target" — every Swift library target of the product
     /// (all but the benchmarks and the command line) is a library product of its own name,
     /// so another package can depend on just the preview, the photo output, the controls….
     @Test func everyLibraryTargetIsAProduct() throws {
@@ -70,18 +70,18 @@ struct PackageGraph {
         #expect(graph.closure(of: "ReelCLI").contains("ReelBench") && graph.closure(of: "reel").contains("ReelWriter"))
     }
 
-    /// README's Architecture section names every target in Package.swift.
+    /// The Architecture section (docs/architecture.md) names every target in Package.swift.
     @Test func theReadmeArchitectureNamesEveryTarget() throws {
         let graph = try PackageGraph.describe()
         let section = readmeSection("## Architecture", in: try readme()).joined(separator: "\n")
         let missing = graph.targets.filter { $0.type != "test" && !section.contains("`\($0.name)`") }.map(\.name)
         #expect(graph.targets.count > 5 && !section.isEmpty)
-        #expect(missing.isEmpty, "README's Architecture section does not name \(missing.sorted())")
+        #expect(missing.isEmpty, "docs/architecture.md's Architecture section does not name \(missing.sorted())")
     }
 }
 
 extension ArchitectureTests {
-    /// The README lists the targets bottom up: each depends only on targets listed before it.
+    /// The Architecture section (docs/architecture.md) lists the targets bottom up: each depends only on targets listed before it.
     @Test func theReadmeListsTheTargetsBottomUp() throws {
         let graph = try PackageGraph.describe()
         let section = readmeSection("## Architecture", in: try readme()).joined(separator: "\n")

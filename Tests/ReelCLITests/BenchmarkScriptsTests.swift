@@ -41,7 +41,7 @@ private func svgElements(_ path: String) -> [String]? {
 
 @Suite struct BenchmarkScriptsTests {
     /// Every benchmark in scripts/bench.d is a `scripts/bench` subcommand, listed in its usage
-    /// and described in the README's Benchmarks section (as `all` is).
+    /// and described in the Benchmarks section, docs/benchmarks.md (as `all` is).
     @Test func everyBenchmarkIsACommandAndInTheReadme() throws {
         let bench = try String(contentsOfFile: repositoryRoot + "/scripts/bench", encoding: .utf8)
         let section = readmeSection("## Benchmarks", in: try readme()).joined(separator: "\n")
@@ -52,7 +52,7 @@ private func svgElements(_ path: String) -> [String]? {
         for name in scripts + ["all"] {
             #expect(bench.contains("    \(name))"), "scripts/bench has no case for \(name)")
             #expect(usage.contains(name), "the usage of scripts/bench does not list \(name)")
-            #expect(section.contains("`scripts/bench \(name)"), "README's Benchmarks section does not describe scripts/bench \(name)")
+            #expect(section.contains("`scripts/bench \(name)"), "docs/benchmarks.md's Benchmarks section does not describe scripts/bench \(name)")
         }
     }
 

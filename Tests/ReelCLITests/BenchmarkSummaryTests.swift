@@ -31,9 +31,10 @@ private func jsonObject(_ path: String) throws -> [String: Any] {
 }
 
 /// Issue 15's results page: every benchmark's headlines (Reel, its peer, the ratio with its
-/// spread, the target and whether it is met) in `summary.json` / `summary.md`, and the README's
-/// "Latest results" table printed from them by `scripts/bench table`, so that no figure in the
-/// README is typed by hand. Fast and load-independent: sample results, no benchmark runs.
+/// spread, the target and whether it is met) in `summary.json` / `summary.md`, and the
+/// "Latest results" table of docs/benchmarks.md printed from them by `scripts/bench table`, so
+/// that no figure in the documentation is typed by hand. Fast and load-independent: sample
+/// results, no benchmark runs.
 @Suite struct BenchmarkSummaryTests {
     static let recordSpec = """
     {"title": "record", "rows": [], "load_before": "1.50 0.40 0.30 1/100 42",
@@ -68,8 +69,8 @@ private func jsonObject(_ path: String) throws -> [String: Any] {
         return dir
     }
 
-    /// summary.json: the machine once, every benchmark in the README's order with its command,
-    /// load and headlines; each headline's median, range and run count, the ratio's direction,
+    /// summary.json: the machine once, every benchmark in docs/benchmarks.md's order with its
+    /// command, load and headlines; each headline's median, range and run count, the ratio's direction,
     /// and `met` computed against the target (the ratio's median, or Reel's figure).
     @Test func summaryJsonHoldsEveryHeadlineWithItsSpreadAndVerdict() throws {
         let dir = try sampleResults()
@@ -101,7 +102,7 @@ private func jsonObject(_ path: String) throws -> [String: Any] {
     }
 
     /// summary.md and `scripts/bench table`: one markdown row a headline with Reel's figure,
-    /// the peer's, the ratio with its spread, the target and met?; the README table names
+    /// the peer's, the ratio with its spread, the target and met?; the Latest results table names
     /// each benchmark's command and the machine.
     @Test func benchTablePrintsTheReadmeTableFromSummaryJson() throws {
         let dir = try sampleResults()
@@ -120,7 +121,7 @@ private func jsonObject(_ path: String) throws -> [String: Any] {
         #expect(lines.contains("| record | `FRAMES=600 RUNS=3 scripts/bench record` | ProRes HQ CPU time, /dev/shm | 12 (11.8–12.3) s | ffmpeg-tmpfs 13.4 (13.2–13.4) s | 1.08× (1.07–1.09), peer/Reel | ratio ≥ 1 | yes |"), "\(table.stdout)")
         #expect(lines.contains("|  |  | ProRes HQ CPU time against the encoder alone, /dev/shm | 12 (11.8–12.3) s | encoder-only 10.9 (10.8–11) s | 0.91× (0.90–0.92), peer/Reel | ratio ≥ 0.95 | NO |"), "\(table.stdout)")
         #expect(lines.contains("| launch | `LAUNCHES=10 scripts/bench launch` | prores:hq: frames lost at start | 0 frames | — | — | Reel = 0 frames | yes |"), "\(table.stdout)")
-        // A supporting figure (key: false) is in summary.md and `table --all`, not in the README table.
+        // A supporting figure (key: false) is in summary.md and `table --all`, not in the Latest results table.
         let wall = "|  | ProRes HQ wall time, /dev/shm | 5.1 (5–5.2) s | ffmpeg-tmpfs 5.5 (5.4–5.6) s | 1.10× (1.04–1.12), peer/Reel | ratio ≥ 1 | yes |"
         #expect(md.contains(wall) && !table.stdout.contains("ProRes HQ wall time"), "\(md)")
         let every = try runScript(["scripts/bench", "table", "--all", dir])
@@ -131,7 +132,7 @@ private func jsonObject(_ path: String) throws -> [String: Any] {
     }
 
     /// Every benchmark writes headlines into its results (none is left to its printed output),
-    /// `scripts/bench all` writes the summary, and the README tells how its table is made.
+    /// `scripts/bench all` writes the summary, and docs/benchmarks.md tells how its table is made.
     @Test func everyBenchmarkWritesHeadlinesAndTheReadmeSaysHowTheTableIsMade() throws {
         let scripts = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot + "/scripts/bench.d").filter { $0.hasSuffix(".sh") }
         #expect(scripts.count >= 9)

@@ -16,7 +16,7 @@ private func rgb(y: Double, u: Double, v: Double) -> RGB {
 
 private func clamp(_ v: Double) -> Double { min(1, max(0, v)) }
 
-/// Each effect's formula as the README states it.
+/// Each effect's formula as the documentation (docs/controls.md) states it.
 private let formulas: [String: @Sendable (RGB) -> RGB] = [
     "none": { $0 },
     "sepia": { c in (clamp(0.393 * c.r + 0.769 * c.g + 0.189 * c.b), clamp(0.349 * c.r + 0.686 * c.g + 0.168 * c.b),

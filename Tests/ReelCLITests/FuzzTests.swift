@@ -145,7 +145,7 @@ func bounded(_ groups: [[String]]) -> [String] {
 
     /// 110 (`REEL_FUZZ_RUNS`) random command lines through the real binary, each bounded (short recordings,
     /// small pools, a 60 s kill), with every path, pool and cache in a temporary directory:
-    /// no run ends by a signal or hangs, every status is one the README documents, and a
+    /// no run ends by a signal or hangs, every status is one the exit-status table (docs/cli.md) documents, and a
     /// failing run's stderr is exactly one line starting `reel: `.
     @Test func binary() throws {
         print("CLI fuzz (binary): seed \(fuzzSeed); REEL_FUZZ_SEED=\(fuzzSeed) reproduces")
@@ -174,9 +174,9 @@ func bounded(_ groups: [[String]]) -> [String] {
             #expect(!run.timedOut, "\(what) still ran after 60 s")
             guard run.signal == nil, !run.timedOut else { continue }
             statuses[run.status, default: 0] += 1
-            #expect(documented.contains(run.status), "\(what) exited \(run.status), which README does not document: \(run.stderr)")
+            #expect(documented.contains(run.status), "\(what) exited \(run.status), which the exit-status table (docs/cli.md) does not document: \(run.stderr)")
             if run.status != 0 {
-                // The addresses `--preview` and `--control-socket` print once they listen (README) may
+                // The addresses `--preview` and `--control-socket` print once they listen (docs/cli.md) may
                 // come before the error: Deferred Start serves the preview before the pool is opened;
                 // so may `reel: warning:` lines (the pool's announcement, drops, the pool outgrown).
                 let lines = run.stderr.split(separator: "\n", omittingEmptySubsequences: true)

@@ -65,7 +65,7 @@ import ReelBench
 }
 
 /// `reel jitter --rounds`: every round's rows, the arms interleaved, and the verdict with the
-/// keys the README names (whether it is met depends on the disk: the benchmark says).
+/// keys the documentation (docs/storage.md) names (whether it is met depends on the disk: the benchmark says).
 @Suite struct JitterRoundsCLITests {
     @Test func roundsRotateTheArmsAndEndInAVerdict() throws {
         let dir = temporaryDirectory()

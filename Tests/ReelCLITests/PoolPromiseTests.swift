@@ -189,7 +189,7 @@ func warningLines(_ stderr: String) -> [Substring] {
     /// environment's cap (slots a quarter of a capacity under 1 GiB).
     @Test func thirtyMinutesCappedAtATenthOfTheFreeSpace() {
         let standard = DefaultPoolSize.compute(freeBytes: 1 << 40, cap: nil)
-        #expect(standard.capacity == 37 * (256 << 20) && standard.reason == "30 min at 44 Mbit/s", "README: 9.9 GB, 37 slots")
+        #expect(standard.capacity == 37 * (256 << 20) && standard.reason == "30 min at 44 Mbit/s", "docs/storage.md: 9.9 GB, 37 slots")
         let roomy = DefaultPoolSize.compute(bitrate: 45e6, freeBytes: 1 << 40, cap: nil)
         #expect(roomy.slotSize == 256 << 20 && roomy.capacity == 38 * (256 << 20) && roomy.reason == "30 min at 45 Mbit/s")
         #expect(Double(roomy.capacity) * 8 / 45e6 >= 1800)

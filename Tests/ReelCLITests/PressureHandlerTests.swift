@@ -14,7 +14,7 @@ private func writePSI(_ dir: String, cpuSome: Double = 1, memoryFull: Double = 0
 }
 
 
-/// The summary's pressure part, as the README documents it.
+/// The summary's pressure part, as the documentation (docs/json.md) documents it.
 private struct PressureJSON: Decodable {
     struct Action: Decodable { var framesPerSecond: Double; var previewPaused: Bool; var stop: Bool }
     struct Entry: Decodable {

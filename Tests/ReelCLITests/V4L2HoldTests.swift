@@ -8,7 +8,7 @@ import ReelWriter
 /// frames a V4L2 camera's writer used to hold, each dropped 150 of 900 frames late
 /// (`scripts/bench capacity`), where ffmpeg, holding up to 256 V4L2 buffers, dropped none.
 @Suite struct V4L2HoldTests {
-    /// README: the writer holds the source's buffers less 4; a 1920×1080 YUYV camera gets 40
+    /// docs/json.md: the writer holds the source's buffers less 4; a 1920×1080 YUYV camera gets 40
     /// (192 MiB holds 48 frames of 4.1 MB; 40 at most), a 640×480 one 40 too, the synthetic
     /// sensor at 1920 36 (32 held), and a photo output's ring adds its frames to the pool only.
     @Test(.enabled(if: fakeV4L2Library != nil, "the fake V4L2 library is not built (scripts/fake-v4l2 --build)"),

@@ -3,7 +3,7 @@ import ReelControl
 import ReelCore
 
 @Suite struct KeyMapTests {
-    /// The default map is the one the README documents.
+    /// The default map is the one docs/controls.md documents.
     @Test func theStandardMapFollowsIOS() {
         let names = Dictionary(uniqueKeysWithValues: KeyMap.standard.actions.map { (KeyMap.name(of: $0.key), $0.value) })
         #expect(names == ["KEY_CAMERA": .primary, "KEY_CAMERA_FOCUS": .primary, "KEY_VOLUMEDOWN": .primary,

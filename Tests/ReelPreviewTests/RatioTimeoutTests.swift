@@ -17,11 +17,11 @@ private final class SilentSource: VideoSource {
     func stop() { stopped.signal() }
 }
 
-/// `POST /ratio` while no frame comes (issue 11's leftover): the README's 503.
+/// `POST /ratio` while no frame comes (issue 11's leftover): the 503 docs/preview.md documents.
 @Suite("RealtimeRatioTimeoutTests", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "needs curl (scripts/test installs it)"))
 struct RealtimeRatioTimeoutTests {
     /// A running session whose source sends no frame: `POST /ratio?to=9x16` waits the 5 s
-    /// the README states for the frame the change would land on, then answers 503 with a JSON
+    /// docs/preview.md states for the frame the change would land on, then answers 503 with a JSON
     /// `error` saying so (not a hang, not 200).
     @Test func aRatioChangeNoFrameCarriesAnswers503() throws {
         let (session, server) = try silentSessionAndServer()

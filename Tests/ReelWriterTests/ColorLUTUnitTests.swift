@@ -104,7 +104,7 @@ private func cube(_ name: String, _ map: (Int, Int, Int) -> (Int, Int, Int)) thr
     }
 
     /// Frames per second of each effect at 1920×1080 yuv420p on one core (printed, not
-    /// asserted: the figure is for the README): the sepia LUT against the grayscale effect
+    /// asserted: the figure is for docs/controls.md): the sepia LUT against the grayscale effect
     /// (a copy with chroma set) in the same run, alternating, 3 rounds of 30 frames.
     @Test func lutThroughputAt1080p() throws {
         let size = Size(width: 1920, height: 1080)

@@ -437,7 +437,7 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
 }
 
 @Suite struct WriterHoldTests {
-    /// README: a recording's writer may hold the synthetic sensor's buffers less 4; the sensor
+    /// docs/json.md: a recording's writer may hold the synthetic sensor's buffers less 4; the sensor
     /// has as many buffers (12–40) as 192 MiB holds.
     @Test func aRecordingHoldsAboutASecondOf1920Frames() throws {
         #expect(Recording.sensorBuffers(side: 1920) == 36 && Recording.holdFrames(synthetic: 1920) == 32)

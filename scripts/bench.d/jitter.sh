@@ -4,7 +4,7 @@
 # memory, all), arms pool and buffered interleaved (ARMS to change: buffered-fdatasync, …),
 # plus the device floor; the verdict per scenario is the statistic fixed in advance (the
 # pool's median p99.9 over the rounds ≤ buffered's, its worst ≤ buffered's worst, 0 ring
-# drops in every round: README, Measuring write jitter); then, where fio is
+# drops in every round: docs/storage.md, Measuring write jitter); then, where fio is
 # installed, the same paced load through fio, at the same rate in the same units, one fio job
 # per Reel arm doing what that arm does (below), alone and beside the bulk writer.
 # Report (JSON + SVG) in REPORT (default /tmp/reel-jitter-report; RESULTS_DIR/jitter-reel when

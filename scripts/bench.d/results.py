@@ -20,7 +20,7 @@ From the shell:
     results.py index DIR                 DIR/index.md: every benchmark's table, command, machine
     results.py summary DIR               DIR/summary.json + DIR/summary.md: every benchmark's
                                          headlines (below) in one table
-    results.py table [--all] [DIR|summary.json]  the README's "Latest results" table, made from
+    results.py table [--all] [DIR|summary.json]  the "Latest results" table of docs/benchmarks.md, made from
                                          summary.json: the key headlines (--all: every one)
 
 Headlines: every benchmark also gives `headlines`, the same shape everywhere (`headline()`):
@@ -30,7 +30,7 @@ Headlines: every benchmark also gives `headlines`, the same shape everywhere (`h
      "ratio": {"median", "min", "max", "runs", "of": "peer/reel" | "reel/peer"} | null,
      "target": {"of": "ratio" | "reel", "op": ">=" | "<=" | "==", "value", "text"} | null,
      "met": true | false | null,
-     "key": true | false}                                    false: supporting, not in the README table
+     "key": true | false}                                    false: supporting, not in the Latest results table
 """
 import datetime
 import html
@@ -123,7 +123,7 @@ def headline(row, reel, unit=None, reel_name="reel", peer=None, peer_name=None, 
     says; [] or False: no ratio, the two are shown side by side),
     and a target (op, value[, "reel"]) checked against the ratio's median, or Reel's median
     when the target says "reel" or there is no ratio; `met` may be given instead (True/False).
-    key=False: a supporting figure, in summary.md but left out of the README table."""
+    key=False: a supporting figure, in summary.md but left out of the Latest results table."""
     r = stat(reel, reel_name)
     p = stat(peer, peer_name) if peer is not None else None
     q = stat(ratio) if ratio else None   # [] or False: no ratio
@@ -414,7 +414,7 @@ def _summary_md(doc):
 
 
 def table(path, every=False):
-    """The README's "Latest results" table from summary.json (a file, or the directory
+    """The "Latest results" table of docs/benchmarks.md from summary.json (a file, or the directory
     holding it): a line naming the machine and the command, then one row a key headline
     (every headline with every=True)."""
     if os.path.isdir(path):
