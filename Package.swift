@@ -53,7 +53,7 @@ let package = Package(
         // AssetWriter, clip splitting, probe and verify.
         .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics"]),
         // Measurements: `reel jitter`, its contention loads and its report (also `reel record
-        // --report`). Above the product: only the CLI depends on it (scripts/check-architecture).
+        // --report`). Above the product: only the CLI depends on it (ArchitectureTests.onlyTheCommandLineDependsOnTheBenchmarks checks it).
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
         // The live preview: newest-frame JPEG output and its HTTP server (MJPEG, snapshot, status).
         .target(name: "ReelPreview", dependencies: ["CLinux", "CMicroHTTPD", "CTurboJPEG", "ReelCore", "ReelMedia", "ReelCapture"]),

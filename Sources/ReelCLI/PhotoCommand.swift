@@ -170,7 +170,7 @@ enum PhotoCommand {
         let source = try SyntheticSource(size: settings.photoFormat.size.width, rate: rate, realtime: true,
                                          buffers: settings.ringSize + 8)
         let session = try CaptureSession(source: source, ratio: settings.ratio)
-        session.addOutput(output)
+        try session.addOutput(output)
         final class Box: @unchecked Sendable { var error: (any Error)? } // written by the capture thread before `done`
         let box = Box()
         let done = DispatchSemaphore(value: 0)

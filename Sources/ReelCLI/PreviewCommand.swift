@@ -90,7 +90,7 @@ enum PreviewCommand {
             throw CommandError(status: RecordCommand.previewExitStatus(error), error.description)
         }
         defer { server.stop() }
-        session.addOutput(output)
+        try session.addOutput(output)
         writeStderr("preview: \(server.pageURL)\n")
 
         let limit = p.duration.map { Swift.max(1, Int(($0 * source.format.rate.perSecond).rounded())) }

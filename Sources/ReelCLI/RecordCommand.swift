@@ -348,7 +348,7 @@ enum RecordCommand {
         } catch let error as PreviewError {
             throw CommandError(status: previewExitStatus(error), error.description)
         }
-        if let gate { recording.session.addOutput(gate) } else { recording.session.addOutput(output) }
+        if let gate { try recording.session.addOutput(gate) } else { try recording.session.addOutput(output) }
         writeStderr("preview: \(server.pageURL)\n")
         return server
     }

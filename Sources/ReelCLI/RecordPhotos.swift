@@ -128,7 +128,7 @@ final class RecordPhotos: @unchecked Sendable {
         s.ringSize = ringSize
         s.initialisation = recording.options.deferredStart ? .afterFirstFrame : .inPrepare
         let photos = RecordPhotos(output: try PhotoOutput(settings: s), burstRate: request.burstRate, dispatcher: controls.dispatcher)
-        recording.session.addOutput(photos.output)
+        try recording.session.addOutput(photos.output)
         if request.takesPresses { controls.dispatcher.setHandler { [photos] event, _ in photos.handle(event) } }
         return photos
     }

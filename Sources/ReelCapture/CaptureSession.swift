@@ -268,13 +268,18 @@ public final class CaptureSession: SourceDelegate, Sendable {
 
     /// Adds an output (frames go to outputs in the order they were added). While running, it
     /// gets frames from the next one on (its first frame opens what it needs).
-    public func addOutput(_ output: any FrameOutput) {
-        try? configure { $0.outputs.append(output) }
+    /// - Throws: what the configuration check throws for the graph with the output (outside a
+    ///   batch, when the session does not run; in a batch, `commitConfiguration()` throws it):
+    ///   the output is not added.
+    public func addOutput(_ output: any FrameOutput) throws {
+        try configure { $0.outputs.append(output) }
     }
 
     /// Removes an output; it gets no more frames.
-    public func removeOutput(_ output: any FrameOutput) {
-        try? configure { g in g.outputs.removeAll { $0 === output } }
+    /// - Throws: what the configuration check throws for the graph without the output
+    ///   (outside a batch, when the session does not run): the output stays.
+    public func removeOutput(_ output: any FrameOutput) throws {
+        try configure { g in g.outputs.removeAll { $0 === output } }
     }
 
     /// Replaces the input (a new sensor or camera, and with it the format). Not while running.

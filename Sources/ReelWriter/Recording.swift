@@ -186,8 +186,11 @@ public struct RecordingProgress: Sendable {
     public var remainingSeconds: Double? = nil
 }
 
-/// The JSON summary of a recording (schema in the README).
+/// The JSON summary of a recording (its keys: docs/json.md).
 public struct RecordingSummary: Sendable, Codable {
+    /// The version of the summary's schema, 1: it goes up when a key changes its meaning or
+    /// goes away; keys are added without a new version.
+    public var schemaVersion = 1
     /// The clips published, in order.
     public var clips: [ClipSummary]
     /// Frames the sensor produced (`framesWritten` + `framesDropped`, + `framesLost` after a
@@ -339,7 +342,7 @@ public final class Recording: Sendable {
         writer = try AssetWriter(settings: settings, rate: source.format.rate)
         writer.deferredStartEnabled = options.deferredStart
         writer.standby = options.standby
-        session.addOutput(writer)
+        try session.addOutput(writer)
         frameCount = options.length.frameCount(at: source.format.rate)
         guard frameCount > 0 else { throw UsageError("nothing to record: the length is 0 frames") }
         if case .seconds = options.length, !options.liveFrameRates.isEmpty {

@@ -327,11 +327,17 @@ struct PoolFaultTests {
                 try launch(["record", "--pool", pool, "--duration", "30", "--source", "synthetic:1280", "--fps", "15",
                             "--codec", "prores:proxy", "--out", out, "--name", "r\(k)"])
             }
-            // Kill once each has written something (the first fragment at ~1 s for most).
-            Thread.sleep(forTimeInterval: round % 2 == 0 ? 2.2 : 1.4)
+            // Killed once each holds a slot with something written: in even rounds after its
+            // first complete fragment, in odd ones while the first is still being written
+            // (recovery drops that clip: nothing complete to publish). Every round makes three
+            // orphans, so no round passes for want of one.
+            for r in recorders {
+                #expect(waitForFragments(round % 2 == 0 ? 1 : 0, of: r.process.processIdentifier, in: pool), "round \(round): no fragment written within 60 s")
+            }
             for r in recorders { r.signal(SIGKILL) }
             for r in recorders { _ = r.wait() }
             let orphans = slots(try readManifestJSON(pool)).filter { $0["state"] as? String == "active" }.count
+            #expect(orphans == 3, "round \(round): \(orphans) orphaned slots of 3 killed recorders")
             let recoverers = try (0..<4).map { _ in try launch(["pool", "recover", pool, "--json"]) }
             let runs = recoverers.compactMap { $0.wait(within: 60) }
             #expect(runs.count == recoverers.count, "round \(round): a recovery did not end within 60 s")

@@ -18,6 +18,7 @@ import ReelWriter
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try object(run.stdout)
         #expect(summary["error"] is NSNull, "\(run.stdout)")
+        #expect(summary["schemaVersion"] as? Int == 1, "\(run.stdout)")
         let storage = try #require(summary["storage"] as? [String: Any])
         #expect(storage["mode"] as? String == "plain")
         for key in ["pool", "remainingCapacityBefore", "remainingCapacityAfter"] {

@@ -306,24 +306,22 @@ print("ok")
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let peer = dir + "/ffmpeg.mkv"
+        // The emulated camera at 10 fps: Reel's writer holds 36 frames (3.6 s), far more than
+        // the FFV1 encoder takes to open (170–600 ms here), so nothing may be lost; ffmpeg keeps
+        // 32 buffers queued. Both must record the same 60 frames, frame for frame.
         let ff = try toolWithCamera("ffmpeg", ["-v", "error", "-f", "v4l2", "-input_format", "yuyv422", "-video_size", "1280x720",
-                                               "-i", "/dev/video0", "-frames:v", "60", "-c:v", "ffv1", peer])
+                                               "-i", "/dev/video0", "-frames:v", "60", "-c:v", "ffv1", peer], faults: "fps=10")
         #expect(ff.status == 0, "\(ff.stderr)")
         let run = try reelWithCamera(["record", "--plain", "--source", "v4l2:/dev/video0:1280x720:YUYV", "--frames", "60", "--codec", "ffv1",
-                                      "--container", "mkv", "--out", dir, "--name", "reel", "--json"])
+                                      "--container", "mkv", "--out", dir, "--name", "reel", "--json"], faults: "fps=10")
         #expect(run.status == 0, "\(run.stderr)")
         let s = try run.decode(RecordingSummary.self)
         let clip = try #require(s.clips.first)
         let peerIndices = try #require(try probeFrames(peer).frameIndices)
         let reelIndices = try #require(try probeFrames(clip.path).frameIndices)
-        // ffmpeg keeps 32 buffers queued: it loses nothing. Reel, in real time, may drop frames
-        // while the FFV1 encoder opens (issue 9, item 12, has its own test) or when the machine
-        // is loaded; every frame it did write (at least half) is compared, every drop counted,
-        // and none is damaged.
         #expect(peerIndices == Array(0..<60))
-        #expect(reelIndices.count + s.framesDropped == 60 && s.dropReasons["corrupt"] == 0 && reelIndices.count >= 30, "\(s.dropReasons)")
-        #expect(Set(reelIndices).isSubset(of: Set(peerIndices)) && reelIndices == reelIndices.sorted())
-        if s.framesDropped == 0 { #expect(reelIndices == peerIndices) }
+        #expect(s.framesDropped == 0, "\(s.dropReasons)")
+        #expect(reelIndices == peerIndices)
         let peerLuma = try lumaDigests(peer), reelLuma = try lumaDigests(clip.path)
         #expect(peerLuma.count == peerIndices.count && reelLuma.count == reelIndices.count)
         let byIndex = Dictionary(uniqueKeysWithValues: zip(peerIndices, peerLuma))

@@ -89,8 +89,8 @@ import Testing
         let seen = Seen()
         // Not deferred: gets the first frame before the photo output's Deferred Start begins.
         let first = DataOutput { _ in if seen.ready == nil { seen.ready = output.isReady } }
-        session.addOutput(first)
-        session.addOutput(output)
+        try session.addOutput(first)
+        try session.addOutput(output)
         let pressed = Thread {
             while output.sessionTime() == nil { usleep(1000) }
             do { _ = try output.capture() } catch { Issue.record("press refused: \(error)") }

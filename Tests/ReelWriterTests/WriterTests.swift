@@ -134,7 +134,7 @@ func runInBackground(_ session: CaptureSession, frames: Int?) -> DispatchSemapho
         let source = try SyntheticSource(size: 1280, rate: thirty, realtime: false)
         let session = try CaptureSession(source: source)
         let writer = try makeWriter(dir)
-        session.addOutput(writer)
+        try session.addOutput(writer)
         writer.start()
         let done = runInBackground(session, frames: nil)   // until stopRunning: slow test hosts cannot outrun it
         try await waitForFrames(session, 9)   // the first clip has frames
@@ -171,7 +171,7 @@ func runInBackground(_ session: CaptureSession, frames: Int?) -> DispatchSemapho
         let session = try CaptureSession(source: source)
         #expect(session.ratio == .landscape4x3)
         let writer = try makeWriter(dir)
-        session.addOutput(writer)
+        try session.addOutput(writer)
         writer.start()
         let done = runInBackground(session, frames: nil)   // until stopRunning: slow test hosts cannot outrun it
         try await waitForFrames(session, 6)   // the first clip has frames
@@ -338,7 +338,7 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         try session.scheduleAspectRatio(.portrait9x16, at: .frame(45))   // no change: no clip
         try session.scheduleAspectRatio(.square, at: .frame(80))
         let writer = try makeWriter(dir, codec: .ffv1, container: .mkv)
-        session.addOutput(writer)
+        try session.addOutput(writer)
         writer.start()
         _ = try session.run(frameLimit: 120)
         let result = writer.finishAndWait()
@@ -365,7 +365,7 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         try session.scheduleAspectRatio(.landscape16x9, at: .frame(70))
         try session.scheduleAspectRatio(.portrait9x16, at: .frame(100))
         let writer = try makeWriter(dir, codec: .ffv1, container: .mkv)
-        session.addOutput(writer)
+        try session.addOutput(writer)
         writer.start()
         _ = try session.run(frameLimit: 130)
         let result = writer.finishAndWait()
@@ -388,7 +388,7 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         let session = try CaptureSession(source: source)
         try session.scheduleAspectRatio(.square, at: .frame(20))
         let writer = try makeWriter(dir, codec: .h264, container: .mp4)
-        session.addOutput(writer)
+        try session.addOutput(writer)
         writer.start()
         // Told 3x4 comes next, but 1x1 does: the 3x4 clip opened ahead does not fit and goes,
         // the 1x1 clip opens when its frame comes, and the clip opened ahead after it goes at the end.
@@ -421,7 +421,7 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         let source = try SyntheticSource(size: 1280, rate: thirty, realtime: true)
         let session = try CaptureSession(source: source)
         let output = SlowToPrepare()
-        session.addOutput(output)
+        try session.addOutput(output)
         let done = runInBackground(session, frames: 300)
         #expect(output.started.wait(timeout: .now() + 60) == .success)
         session.stopRunning()          // as SIGINT does, while the first clip opens
