@@ -76,26 +76,28 @@ args_of() {
 }
 names=()
 for name in demo preview ffv1; do [[ ",$only," == *",$name,"* ]] && names+=("$name"); done
-for round in $(seq 1 "$rounds"); do
-    for name in "${names[@]}"; do
-        args_of "$name"
-        run "$name" "$round" fresh "$work/xdg-$name-$round" "${args[@]}"
+warm=$work/xdg-warm
+# every_round STATE: each recording of `names`, ROUNDS times: fresh (an empty machine state
+# each) or warm (the one state whose pool is prepared).
+every_round() {
+    for round in $(seq 1 "$rounds"); do
+        for name in "${names[@]}"; do
+            args_of "$name"
+            local xdg=$warm
+            [ "$1" = fresh ] && xdg=$work/xdg-$name-$round
+            run "$name" "$round" "$1" "$xdg" "${args[@]}"
+        done
     done
-done
+}
+every_round fresh
 # The warm twins share one machine state whose default pool a first recording made and whose
 # detached preparation (idle I/O class) has finished.
 if [ ${#names[@]} -gt 0 ]; then
-    warm=$work/xdg-warm
     args_of "${names[0]}"
     run "${names[0]}" 0 fresh "$warm" "${args[@]}" > /dev/null
     sed -i '$d' "$rows"   # that one only made the pool
     XDG_DATA_HOME=$warm/data "$reel" pool wait --timeout 1200 > /dev/null || echo "firstrun: the default pool was not ready after 20 min" >&2
-    for round in $(seq 1 "$rounds"); do
-        for name in "${names[@]}"; do
-            args_of "$name"
-            run "$name" "$round" warm "$warm" "${args[@]}"
-        done
-    done
+    every_round warm
 fi
 if [[ ",$only," == *",long,"* ]] && [ "$long" != 0 ]; then
     run long 1 fresh "$work/xdg-long" --duration "$long"
