@@ -32,9 +32,9 @@ public enum Jitter {
                 // Interleaved: each round starts one arm later than the round before.
                 let shift = (round - 1) % max(1, o.arms.count)
                 let order = Array(o.arms[shift...] + o.arms[..<shift])
+                if o.rounds > 1 { progress("round \(round) of \(o.rounds)") }
                 for scenario in scenarios {
                     for arm in order {
-                        if o.rounds > 1 { progress("round \(round) of \(o.rounds)") }
                         var r = try bench.run(arm, scenario)
                         r.round = round
                         if let f = floor, f.latencyMs.p999 > 0 { r.p999VsFloor = r.latencyMs.p999 / f.latencyMs.p999 }

@@ -49,7 +49,7 @@ public enum SVGReport {
             svg += "<polyline fill=\"none\" stroke=\"\(c)\" stroke-width=\"2\" points=\"\(pts)\"/>\n"
             let ly = top + 10 + Double(k) * 36
             svg += "<rect x=\"\(right + 12)\" y=\"\(ly)\" width=\"14\" height=\"4\" fill=\"\(c)\"/>"
-            svg += "<text x=\"\(right + 32)\" y=\"\(ly + 6)\">\(esc(a.arm)) / \(esc(a.contention))</text>"
+            svg += "<text x=\"\(right + 32)\" y=\"\(ly + 6)\">\(esc(a.arm)) / \(esc(a.contention))\(a.round.map { " #\($0)" } ?? "")</text>"
             svg += "<text x=\"\(right + 32)\" y=\"\(ly + 20)\" fill=\"#555\">p99.9 \(fmt(a.latencyMs.p999)) ms, max \(fmt(a.latencyMs.max)) ms</text>\n"
         }
         // Strips: latency over time, log y from 0.01 ms to maxMs.
@@ -65,7 +65,7 @@ public enum SVGReport {
             svg += "<line x1=\"\(left)\" y1=\"\(syv(budget))\" x2=\"\(right)\" y2=\"\(syv(budget))\" stroke=\"#f99\" stroke-dasharray=\"4 3\"/>"
             let pts = a.timeline.map { "\(fmt(sx($0[0]))),\(fmt(syv($0[1])))" }.joined(separator: " ")
             svg += "<polyline fill=\"none\" stroke=\"\(c)\" stroke-width=\"1\" points=\"\(pts)\"/>"
-            svg += "<text x=\"\(right + 12)\" y=\"\(sy + 14)\">\(esc(a.arm)) / \(esc(a.contention))</text>"
+            svg += "<text x=\"\(right + 12)\" y=\"\(sy + 14)\">\(esc(a.arm)) / \(esc(a.contention))\(a.round.map { " #\($0)" } ?? "")</text>"
             svg += "<text x=\"\(right + 12)\" y=\"\(sy + 30)\" fill=\"#555\">\(a.framesDroppedByRing) frames dropped by a \(a.ringBytes >> 20) MiB ring</text>"
             svg += "<text x=\"\(right + 12)\" y=\"\(sy + 46)\" fill=\"#555\">\(a.writesOverFrameBudget) writes over \(fmt(budget)) ms</text>"
             svg += "<text x=\"\(left - 6)\" y=\"\(sy + 10)\" text-anchor=\"end\" fill=\"#555\">\(label(maxMs * 1.2))</text>"

@@ -10,24 +10,20 @@ extension CommandTable {
         let top = Array(Set(visible.map { String($0.name.split(separator: " ")[0]) })).sorted() + ["help"]
         let poolSubs = visible.filter { $0.name.hasPrefix("pool ") }.map { String($0.name.dropFirst(5)) }
         func options(_ c: CommandSpec) -> String { c.options.filter { !$0.hidden }.map(\.name).joined(separator: " ") }
-        let pathValues: Set<String> = ["PATH", "DIR", "FILE", "FILE.cube", "DEVICE"]
-        let pathOptions = Set(visible.flatMap { c in c.options.filter { !$0.hidden && $0.value.map(pathValues.contains) == true }.map(\.name) }).sorted()
+        let valueOptions = Set(visible.flatMap { c in c.options.filter { !$0.hidden && $0.takesValue }.map(\.name) }).sorted()
         var s = """
         # bash completion for reel: made by `reel _docs bash-completion` from Reel's option tables
         # (scripts/make-docs); do not edit. Load it with `source docs/reel.bash-completion`, or copy
-        # it to /usr/share/bash-completion/completions/reel.
+        # it to /usr/share/bash-completion/completions/reel. Where it offers nothing (an operand,
+        # an option's value) bash completes file names (`-o default`).
         _reel() {
             local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
             local cmd=${COMP_WORDS[1]} opts=""
+            COMPREPLY=()
             if [ "$COMP_CWORD" -eq 1 ]; then
-                COMPREPLY=($(compgen -W "\(top.joined(separator: " "))" -- "$cur"))
+                mapfile -t COMPREPLY < <(compgen -W "\(top.joined(separator: " "))" -- "$cur")
                 return
             fi
-            case "$prev" in
-                \(pathOptions.joined(separator: "|")))
-                    COMPREPLY=($(compgen -f -- "$cur"))
-                    return ;;
-            esac
             case "$cmd" in
 
         """
@@ -37,7 +33,7 @@ extension CommandTable {
         s += """
                 pool)
                     if [ "$COMP_CWORD" -eq 2 ]; then
-                        COMPREPLY=($(compgen -W "\(poolSubs.joined(separator: " "))" -- "$cur"))
+                        mapfile -t COMPREPLY < <(compgen -W "\(poolSubs.joined(separator: " "))" -- "$cur")
                         return
                     fi
                     case "${COMP_WORDS[2]}" in
@@ -49,12 +45,18 @@ extension CommandTable {
         s += """
                     esac ;;
                 help)
-                    COMPREPLY=($(compgen -W "\(top.filter { $0 != "help" }.joined(separator: " "))" -- "$cur"))
+                    mapfile -t COMPREPLY < <(compgen -W "\(top.filter { $0 != "help" }.joined(separator: " "))" -- "$cur")
                     return ;;
             esac
-            COMPREPLY=($(compgen -W "$opts --help" -- "$cur"))
+            # An option's value, or an operand: left to bash's file-name completion.
+            case "$prev" in
+                \(valueOptions.joined(separator: "|"))) return ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                mapfile -t COMPREPLY < <(compgen -W "$opts --help" -- "$cur")
+            fi
         }
-        complete -F _reel reel
+        complete -o bashdefault -o default -F _reel reel
 
         """
         return s

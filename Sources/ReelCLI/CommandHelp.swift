@@ -26,12 +26,25 @@ extension CommandTable {
         return text
     }
 
-    /// The command a `--help` among `rest` (the words after `reel COMMAND`) asks about:
-    /// `command`, or `pool SUBCOMMAND` when `rest` starts with one; nil when `rest` holds no
-    /// `--help` or `-h`.
+    /// The command a `--help` or `-h` among `rest` (the words after `reel COMMAND`) asks
+    /// about: `command`, or `pool SUBCOMMAND` when `rest` starts with one; nil when there is
+    /// none. The value of an option that takes one is a value, whatever it reads (`--name -h`
+    /// names the clips `-h`).
     static func helpAsked(command: String, rest: [String]) -> String? {
-        guard rest.contains("--help") || rest.contains("-h") else { return nil }
-        if let sub = rest.first, !sub.hasPrefix("-"), spec("\(command) \(sub)") != nil { return "\(command) \(sub)" }
-        return visibleSpecs(named: command).isEmpty ? nil : command
+        var name = command
+        var words = rest[...]
+        if let sub = words.first, !sub.hasPrefix("-"), spec("\(command) \(sub)") != nil {
+            name = "\(command) \(sub)"
+            words = words.dropFirst()
+        }
+        let table = spec(name)
+        if table?.hidden == true { return nil }
+        var i = words.startIndex
+        while i < words.endIndex {
+            let word = words[i]
+            if word == "--help" || word == "-h" { return table != nil || !visibleSpecs(named: name).isEmpty ? name : nil }
+            if !word.contains("="), table?.option(word)?.takesValue == true { i += 2 } else { i += 1 }
+        }
+        return nil
     }
 }

@@ -32,11 +32,7 @@ enum JitterCommand {
                     throw UsageError("--fps: '\(printable(v))' is not a frame rate from 1 to 1000")
                 }
                 j.options.fps = f
-            case "--rounds":
-                guard let n = Int(v.trimmingCharacters(in: .whitespaces)), (1...100).contains(n) else {
-                    throw UsageError("--rounds: '\(printable(v))' is not a whole number from 1 to 100")
-                }
-                j.options.rounds = n
+            case "--rounds": j.options.rounds = try parseInt(v, option: name, range: 1...100)
             case "--no-floor": j.options.floor = false
             case "--report":
                 guard !v.isEmpty else { throw UsageError("--report needs a directory") }

@@ -3,8 +3,8 @@ import ReelCore
 
 /// The man page (`docs/reel.1`), made from the option tables by `reel _docs man`.
 extension CommandTable {
-    /// The exit statuses the man page lists, with what each means (README's table).
-    static let exitStatuses: [(Int32, String)] = [
+    /// The exit statuses the man page lists, with what each means (docs/cli.md's table).
+    public static let exitStatuses: [(Int32, String)] = [
         (0, "success (a recording that dropped frames says so in one reel: warning: line; see --fail-on-drop)"),
         (ExitStatus.usage, "a bad command line or option value"),
         (ExitStatus.dataError, "verify found a violation; a pool manifest is damaged or foreign"),
@@ -59,7 +59,7 @@ extension CommandTable {
             m += ".SS \"reel \(c.name)\"\n"
             m += troff(c.synopsis) + "\n"
             for o in c.options where !o.hidden {
-                m += ".TP\n.B \(troff(o.name))\(o.value.map { " \" \" \(troff($0))" } ?? "")\n"
+                m += ".TP\n" + (o.value.map { ".BI \"\(troff(o.name)) \" \"\(troff($0))\"" } ?? ".B \(troff(o.name))") + "\n"
                 m += troff(o.help) + "\n"
             }
         }

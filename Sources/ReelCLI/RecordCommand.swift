@@ -348,7 +348,12 @@ enum RecordCommand {
         } catch let error as PreviewError {
             throw CommandError(status: previewExitStatus(error), error.description)
         }
-        if let gate { try recording.session.addOutput(gate) } else { try recording.session.addOutput(output) }
+        do {
+            if let gate { try recording.session.addOutput(gate) } else { try recording.session.addOutput(output) }
+        } catch {
+            server.stop()   // refused (the configuration check): nothing is left listening
+            throw error
+        }
         writeStderr("preview: \(server.pageURL)\n")
         return server
     }

@@ -189,8 +189,9 @@ public struct RecordingProgress: Sendable {
 /// The JSON summary of a recording (its keys: docs/json.md).
 public struct RecordingSummary: Sendable, Codable {
     /// The version of the summary's schema, 1: it goes up when a key changes its meaning or
-    /// goes away; keys are added without a new version.
-    public var schemaVersion = 1
+    /// goes away; keys are added without a new version. Nil in a summary written before
+    /// versions (it still decodes).
+    public var schemaVersion: Int? = 1
     /// The clips published, in order.
     public var clips: [ClipSummary]
     /// Frames the sensor produced (`framesWritten` + `framesDropped`, + `framesLost` after a

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ReelCLI
+import ReelCore
 
 /// `reel help COMMAND`, `reel COMMAND --help`, the man page and the bash completion: all made
 /// from the option tables, so what they list is what the parser takes.
@@ -58,6 +59,12 @@ import ReelCLI
         #expect(run.status == 64 && run.stderr == "reel: help: unknown command 'recrod' (use record, preview, photo, cost, calibrate, probe, verify, pool, jitter, devices or control)\n")
         let parsed = try ReelCLI.parse(["verify", "x.mov", "-h"])
         guard case .help(let name) = parsed, name == "verify" else { Issue.record("\(parsed)"); return }
+        // An option's value is a value, whatever it reads: clips named `-h`, a token `--help`.
+        for argv in [["record", "--name", "-h"], ["record", "--preview", "0", "--preview-token", "--help"], ["pool", "create", "p", "--capacity", "1G", "--json"]] {
+            if case .help? = try? ReelCLI.parse(argv) { Issue.record("\(argv) was taken as a request for help") }
+        }
+        for status in CommandTable.exitStatuses.map(\.0) { #expect(status == 0 || ExitStatus.all.values.contains(status), "\(status)") }
+        #expect(Set(CommandTable.exitStatuses.map(\.0)) == Set(ExitStatus.all.values).union([0]))
     }
 
     /// `docs/reel.1` and `docs/reel.bash-completion` are what the tables make now
@@ -99,6 +106,11 @@ import ReelCLI
         #expect(Set(try complete(["reel", "record", "--du"])) == ["--duration"])
         #expect(try complete(["reel", "ver"]) == ["verify"])
         #expect(Set(try complete(["reel", "pool", ""])) == Set(CommandTable.all.filter { $0.name.hasPrefix("pool ") && !$0.hidden }.map { String($0.name.dropFirst(5)) }))
-        #expect(try complete(["reel", "record", "--out", "Packa"]) == ["Package.swift"])
+        // An option's value and an operand are left to bash's file-name completion.
+        #expect(try complete(["reel", "record", "--out", "Packa"]).isEmpty)
+        #expect(try complete(["reel", "record", "--codec", ""]).isEmpty)
+        #expect(try complete(["reel", "verify", "Packa"]).isEmpty)
+        let registered = try command("/bin/bash", ["--norc", "--noprofile", "-c", "source '\(repositoryRoot)/docs/reel.bash-completion'; complete -p reel"])
+        #expect(registered.stdout == "complete -o bashdefault -o default -F _reel reel\n", "\(registered.stdout)")
     }
 }

@@ -327,10 +327,10 @@ struct PoolFaultTests {
                 try launch(["record", "--pool", pool, "--duration", "30", "--source", "synthetic:1280", "--fps", "15",
                             "--codec", "prores:proxy", "--out", out, "--name", "r\(k)"])
             }
-            // Killed once each holds a slot with something written: in even rounds after its
-            // first complete fragment, in odd ones while the first is still being written
-            // (recovery drops that clip: nothing complete to publish). Every round makes three
-            // orphans, so no round passes for want of one.
+            // Killed once each holds a slot with something written: in even rounds once it has
+            // a complete fragment, in odd ones once its first fragment has begun (the kill may
+            // find it complete or not: recovery publishes or drops the clip). Every round makes
+            // three orphans, so no round passes for want of one.
             for r in recorders {
                 #expect(waitForFragments(round % 2 == 0 ? 1 : 0, of: r.process.processIdentifier, in: pool), "round \(round): no fragment written within 60 s")
             }

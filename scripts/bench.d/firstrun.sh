@@ -19,7 +19,8 @@ rounds=${ROUNDS:-3}
 long=${LONG:-900}
 only=${ONLY:-demo,preview,ffv1,long}
 work=$(mktemp -d /var/tmp/reel-firstrun-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# A detached preparation still writing in $work (after Ctrl-C, or a `pool wait` that timed out) is stopped first.
+trap 'pkill -f -- "$work/" 2>/dev/null; rm -rf "$work"' EXIT
 rows=$work/rows.jsonl
 : > "$rows"
 load_before=$(cat /proc/loadavg)
@@ -62,7 +63,8 @@ PY
         # A fresh machine runs no earlier preparation: this one's detached preparation of its
         # default pool is stopped and the pool removed before the next recording.
         pkill -f -- "$xdg/" 2>/dev/null || true
-        while pgrep -f -- "$xdg/" > /dev/null; do sleep 0.1; done
+        for _ in $(seq 100); do pgrep -f -- "$xdg/" > /dev/null || break; sleep 0.1; done
+        pkill -KILL -f -- "$xdg/" 2>/dev/null || true
         rm -rf "$xdg"
     fi
 }
@@ -94,8 +96,7 @@ every_round fresh
 # detached preparation (idle I/O class) has finished.
 if [ ${#names[@]} -gt 0 ]; then
     args_of "${names[0]}"
-    run "${names[0]}" 0 fresh "$warm" "${args[@]}" > /dev/null
-    sed -i '$d' "$rows"   # that one only made the pool
+    rows=$work/discard.jsonl run "${names[0]}" 0 fresh "$warm" "${args[@]}" > /dev/null   # it only makes the pool
     XDG_DATA_HOME=$warm/data "$reel" pool wait --timeout 1200 > /dev/null || echo "firstrun: the default pool was not ready after 20 min" >&2
     every_round warm
 fi
@@ -112,8 +113,8 @@ heads = []
 for name in dict.fromkeys(r["recording"] for r in rows):
     fresh = [r for r in rows if r["recording"] == name and r["state"] == "fresh"]
     warm = [r for r in rows if r["recording"] == name and r["state"] == "warm"]
-    ok = all(r["exit"] == 0 and r["verify"] == 0 and r["dropped"] == 0 for r in fresh)
-    heads.append(R.headline("frames dropped by %s on a fresh machine (peer: the same on the warmed machine); every run exits 0 and verifies" % name,
+    ok = all(r["exit"] == 0 and r["verify"] == 0 and r["dropped"] == 0 for r in fresh + warm)
+    heads.append(R.headline("frames dropped by %s on a fresh machine (peer: the same on the warmed machine, where run); every run exits 0 and verifies" % name,
                             [r["dropped"] if r["dropped"] is not None else -1 for r in fresh], unit="frames", reel_name="fresh",
                             peer=[r["dropped"] if r["dropped"] is not None else -1 for r in warm] or None, peer_name="warm", ratio=False,
                             target=("==", 0, "reel"), met=ok, key=name in ("demo", "long")))

@@ -26,6 +26,7 @@ load_before=$(cat /proc/loadavg)
 echo "load: $load_before"
 fio_rows=$(mktemp /tmp/reel-jitter-fio-XXXXXX)
 trap 'rm -f "$fio_rows"' EXIT
+rm -f "$report/jitter.json"   # never an earlier run's report (FIO_ONLY=1 has none)
 if [ "${FIO_ONLY:-0}" != 1 ]; then
     "$reel" jitter --dir "$dir" --rate 150M --block 1M --duration "$dur" --ring 128M --rounds "$rounds" \
         --contention "${CONTENTION:-none,bulk,fsync,metadata,memory,all}" --arms "$arms" --report "$report"
