@@ -5,9 +5,10 @@ let package = Package(
     name: "Reel",
     products: [
         .executable(name: "reel", targets: ["reel"]),
-        // Everything a package needs to record with the library alone (Fixtures/OutsidePackage
-        // does): the writer and capture APIs and the types they expose.
-        .library(name: "Reel", targets: ["ReelCore", "ReelMetrics", "ReelMedia", "ReelStorage", "ReelCapture", "ReelWriter"]),
+        // Everything a package needs to build a camera with the library alone (Fixtures/OutsidePackage
+        // does): the camera, the writer and capture APIs beneath it, and the types they expose.
+        .library(name: "Reel", targets: ["ReelCore", "ReelMetrics", "ReelMedia", "ReelStorage", "ReelCapture", "ReelWriter",
+                                         "ReelControl", "ReelPreview", "ReelPhoto", "ReelCapacity", "ReelCamera"]),
         .library(name: "ReelWriter", targets: ["ReelWriter"]),
         .library(name: "ReelCapture", targets: ["ReelCapture"]),
         .library(name: "ReelStorage", targets: ["ReelStorage"]),
@@ -18,6 +19,7 @@ let package = Package(
         .library(name: "ReelPreview", targets: ["ReelPreview"]),
         .library(name: "ReelPhoto", targets: ["ReelPhoto"]),
         .library(name: "ReelControl", targets: ["ReelControl"]),
+        .library(name: "ReelCamera", targets: ["ReelCamera"]),
     ],
     targets: [
         // libavformat, libavcodec, libavutil and libswscale from Debian's -dev packages.
@@ -65,8 +67,12 @@ let package = Package(
         .target(name: "ReelCapacity", dependencies: ["ReelCore", "ReelMedia", "ReelStorage"]),
         // Still photos: the zero-shutter-lag frame ring, the shutter, JPEG/HEIC/PNG encoding with EXIF.
         .target(name: "ReelPhoto", dependencies: ["CHeif", "CExif", "CPNG", "CTurboJPEG", "CLinux", "ReelCore", "ReelMedia", "ReelCapture"]),
+        // The camera: a session with its movie output, and the outputs, controls and policies
+        // around it (preview, photos, capture events, picture controls, secondary action, cost
+        // admission, pressure handler). The one place the camera's behaviour lives.
+        .target(name: "ReelCamera", dependencies: ["ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelMedia", "ReelCapacity"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
-        .target(name: "ReelCLI", dependencies: ["ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
+        .target(name: "ReelCLI", dependencies: ["ReelCamera", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
         // `reel` itself: a thin entry into ReelCLI.
         .executableTarget(name: "reel", dependencies: ["ReelCLI"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
@@ -78,6 +84,7 @@ let package = Package(
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelCore"]),
         .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"]),
         .testTarget(name: "ReelCapacityTests", dependencies: ["ReelCapacity", "ReelCore", "ReelMedia"]),
+        .testTarget(name: "ReelCameraTests", dependencies: ["ReelCamera", "ReelCapacity", "ReelCapture", "ReelControl", "ReelCore", "ReelPhoto", "ReelPreview", "ReelWriter"]),
         .testTarget(name: "ReelPhotoTests", dependencies: ["ReelPhoto", "ReelCapture", "ReelCore", "ReelMedia"]),
     ],
     swiftLanguageModes: [.v6]

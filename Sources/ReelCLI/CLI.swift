@@ -1,5 +1,6 @@
 import Foundation
 import ReelBench
+import ReelCamera
 import ReelCore
 import ReelWriter
 
@@ -7,7 +8,7 @@ import ReelWriter
 /// no side effects (no files, no processes, no terminal); `ReelCLI.run` does the work.
 public enum ParsedCommand: Sendable {
     /// `report`: the `--report` directory, where the recording's write-latency plot goes.
-    case record(RecordOptions, json: Bool, report: String?, preview: PreviewRequest?, controls: ControlRequest, photos: RecordPhotoRequest? = nil)
+    case record(CameraConfiguration, json: Bool, report: String?)
     /// `reel photo`.
     case photo(PhotoInvocation)
     /// `reel probe FILE…` (`--frames`: every frame's barcode; `--json`).
@@ -77,8 +78,8 @@ public enum ReelCLI {
         if let name = CommandTable.helpAsked(command: command, rest: rest) { return .help(name) }
         switch command {
         case "record":
-            let (o, json, report, preview, controls, photos) = try RecordCommand.parse(rest)
-            return .record(o, json: json, report: report, preview: preview, controls: controls, photos: photos)
+            let (configuration, json, report) = try RecordCommand.parse(rest)
+            return .record(configuration, json: json, report: report)
         case "photo": return .photo(try PhotoCommand.parse(rest))
         case "probe": return try ProbeCommand.parse(rest)
         case "verify": return try VerifyCommand.parse(rest)
@@ -110,8 +111,8 @@ public enum ReelCLI {
     ///   error, which `report` turns into a line and a status.
     public static func run(_ command: ParsedCommand) throws -> Int32 {
         switch command {
-        case .record(let o, let json, let report, let preview, let controls, let photos):
-            return try RecordCommand.run(o, json: json, report: report, preview: preview, controls: controls, photos: photos)
+        case .record(let configuration, let json, let report):
+            return try RecordCommand.run(configuration, json: json, report: report)
         case .photo(let p): return try PhotoCommand.run(p)
         case .probe(let files, let frames, let json): return try ProbeCommand.run(files: files, frames: frames, json: json)
         case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)

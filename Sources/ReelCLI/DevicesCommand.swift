@@ -31,3 +31,12 @@ enum DevicesCommand {
         var inputDevices: [InputDevice]
     }
 }
+
+/// `reel devices`' input part: the evdev devices that have capture keys.
+func printInputDevices(_ devices: [InputDevice]) {
+    if devices.isEmpty { print("no input devices with capture keys (/proc/bus/input/devices)") }
+    for d in devices {
+        let keys = d.keys.map { "\($0)=\(d.actions[$0] ?? "")" }.joined(separator: " ")
+        print("\(d.path): \(d.name)  \(keys)" + (d.readable ? "" : "  (no access: join the 'input' group or add a udev rule)"))
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import ReelCamera
 import ReelBench
 import ReelCore
 import ReelStorage

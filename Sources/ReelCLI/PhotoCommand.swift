@@ -1,4 +1,5 @@
 import Foundation
+import ReelCamera
 import ReelCapture
 import ReelCore
 import ReelMedia

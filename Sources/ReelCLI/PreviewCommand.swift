@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ReelCamera
 import ReelCapture
 import ReelCore
 import ReelPreview
@@ -38,9 +39,9 @@ enum PreviewCommand {
             case "--duration": p.duration = try parseSeconds(v, option: name, range: 0.001...86_400)
             case "--preview", "--preview-token":
                 // The same checks as `reel record`'s.
-                let (_, _, _, request, _, _) = try RecordCommand.parse(name == "--preview" ? [name, v]
-                                                                 : ["--preview", p.request.address.description, name, v])
-                if let request {
+                let (configuration, _, _) = try RecordCommand.parse(name == "--preview" ? [name, v]
+                                                                    : ["--preview", p.request.address.description, name, v])
+                if let request = configuration.preview {
                     if name == "--preview" { p.request.address = request.address } else { p.request.token = request.token }
                 }
             default: throw UsageError("preview: unknown option '\(name)'")
@@ -87,7 +88,7 @@ enum PreviewCommand {
                                      drops: stats.drops.total, ratio: session.ratio.description)
             }
         } catch let error as PreviewError {
-            throw CommandError(status: RecordCommand.previewExitStatus(error), error.description)
+            throw CommandError(status: CameraPreview.exitStatus(error), error.description)
         }
         defer { server.stop() }
         try session.addOutput(output)

@@ -147,6 +147,9 @@ public final class CaptureSession: SourceDelegate, Sendable {
         var running = false
         /// `stopRunning()` came during this run (before or after the source started).
         var stopRequested = false
+        /// `stopRunning(beforeRun: true)` came while no run was under way: the next run ends
+        /// as it begins.
+        var stopBeforeRun = false
         /// The deferred outputs of this run, and how far their start has come.
         var deferredOutputs: [any FrameOutput] = []
         var deferredPhase = DeferredPhase.idle
@@ -483,7 +486,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
         state.withLock { s in
             guard !s.running else { return false }
             s.running = true
-            s.stopRequested = false
+            s.stopRequested = s.stopBeforeRun
+            s.stopBeforeRun = false
             s.frameRate = nil
             s.deferredPhase = .idle
             s.deferredDone = nil
@@ -549,9 +553,11 @@ public final class CaptureSession: SourceDelegate, Sendable {
 
     /// Asks the run to end after the frame in progress; returns at once (safe from any thread,
     /// a signal handler's queue included). A stop before the source starts ends the run there.
-    public func stopRunning() {
+    /// - Parameter beforeRun: true: when no run is under way, the next run ends as it begins
+    ///   (a stop that comes just before `run` is not lost); false: it does nothing then.
+    public func stopRunning(beforeRun: Bool = false) {
         let source = state.withLock { s -> any VideoSource in
-            if s.running { s.stopRequested = true }
+            if s.running { s.stopRequested = true } else if beforeRun { s.stopBeforeRun = true }
             return s.graph.source
         }
         source.stop()

@@ -52,6 +52,15 @@ public struct ControlSetResult: Sendable, Hashable, Codable {
     public var clamped: Bool
     /// Why the change was refused.
     public var error: String?
+    /// A result with every field given (nil value and title, not clamped, by default).
+    public init(ok: Bool, control: String, value: Double? = nil, title: String? = nil, clamped: Bool = false, error: String? = nil) {
+        self.ok = ok
+        self.control = control
+        self.value = value
+        self.title = title
+        self.clamped = clamped
+        self.error = error
+    }
 }
 
 /// Keeps a value that observers see in the order the actions applied it: the action and the

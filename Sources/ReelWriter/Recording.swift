@@ -477,10 +477,11 @@ public final class Recording: Sendable {
         return t
     }
 
-    /// Ends the recording early (SIGINT): the clip so far is finished and kept.
+    /// Ends the recording early (SIGINT): the clip so far is finished and kept. Before `run`
+    /// has started the session, the run ends as it begins.
     public func stop() {
         stopped.set()
-        session.stopRunning()
+        session.stopRunning(beforeRun: true)
     }
 
     /// Records on the calling thread; `progress` is called about twice a second from another.

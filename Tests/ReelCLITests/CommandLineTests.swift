@@ -327,9 +327,10 @@ func ranges(in text: String) -> Set<String> {
     }
 
     @Test func parsingGivesTheTypedOptions() throws {
-        guard case .record(let o, let json, _, _, _, _) = try ReelCLI.parse(["record", "--frames=7", "--fps", "25", "--plain", "--json", "--realtime", "--no-realtime"]) else {
+        guard case .record(let configuration, let json, _) = try ReelCLI.parse(["record", "--frames=7", "--fps", "25", "--plain", "--json", "--realtime", "--no-realtime"]) else {
             Issue.record("not a record command"); return
         }
+        let o = configuration.recording
         #expect(o.length == .frames(7) && o.rate.perSecond == 25 && o.storage == .plain && json && !o.realtime)
         guard case .pool(let p) = try ReelCLI.parse(["pool", "create", "x", "--capacity", "64M", "--slot", "4M", "--background"]) else {
             Issue.record("not a pool command"); return

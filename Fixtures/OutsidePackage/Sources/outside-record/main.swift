@@ -1,9 +1,10 @@
-// Records 30 frames of the synthetic sensor into plain files in a temporary directory, through
-// the library alone (no `reel` process), then verifies them with the library's decoder.
-// Prints one line per clip and `frames N indices A..B`; exits nonzero on any problem.
+// A camera built on the library alone (no `reel` process): the synthetic sensor recorded to
+// plain files, with the preview page served, a photo taken while it records, and the pressure
+// handler on. It verifies the clips with the library's decoder and prints what it made.
 import Foundation
+import ReelCamera
 import ReelCore
-import ReelMedia
+import ReelPreview
 import ReelWriter
 
 func fail(_ message: String) -> Never {
@@ -14,31 +15,34 @@ func fail(_ message: String) -> Never {
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reel-outside-\(getpid())").path
 defer { try? FileManager.default.removeItem(atPath: directory) }
 
-var options = RecordOptions()
-options.source = .synthetic(size: 1280)
-options.rate = FrameRate(frames: 30)!
-options.length = .frames(30)
-options.codec = .h264
-options.container = .mov
-options.realtime = false
-options.storage = .plain
-options.outputDirectory = directory
-options.namePrefix = "outside"
+var configuration = CameraConfiguration()
+configuration.recording.source = .synthetic(size: 1280)
+configuration.recording.length = .frames(3000)   // until the photo is taken
+configuration.recording.codec = .h264
+configuration.recording.realtime = false
+configuration.recording.storage = .plain
+configuration.recording.outputDirectory = directory
+configuration.preview = PreviewRequest(address: PreviewAddress(host: "127.0.0.1", port: 0))
+configuration.photos = CameraPhotoRequest(directory: directory + "/photos")
+configuration.pressureHandler = true
 
 do {
-    let recording = try Recording(options: options)
-    let summary = recording.run()
-    if let failure = recording.failure { fail("recording failed: \(failure.description)") }
-    guard summary.stopReason == "completed" else { fail("recording stopped: \(summary.stopReason)") }
+    let camera = try Camera(configuration) { event in print("event \(event)") }
+    let ended = DispatchSemaphore(value: 0)
+    Thread {
+        let summary = camera.run()
+        print("recorded \(summary.recording.clips.count) clip(s), \(summary.photos.count) photo(s), pressure \(summary.pressure.level)")
+        ended.signal()
+    }.start()
+    let photo = try camera.takePhoto()   // waits for the first frame, then for the file
+    camera.stop()
+    ended.wait()
+    print("photo \(photo.width)x\(photo.height) frame \(photo.frameIndex)")
+    if let failure = camera.recording.failure { fail("recording failed: \(failure.description)") }
     let report = try Inspector.verify([directory])
-    for clip in report.clips {
-        print("clip \((clip.path as NSString).lastPathComponent) \(clip.width)x\(clip.height) \(clip.frames) frames")
-    }
-    let first = report.clips.first?.firstFrameIndex ?? -1
-    let last = report.clips.last?.lastFrameIndex ?? -1
-    print("frames \(report.framesChecked) indices \(first)..\(last)")
-    guard report.ok else { fail("verify: \(report.violation ?? "failed")") }
-    guard report.framesChecked == 30, first == 0, last == 29 else { fail("expected 30 frames, indices 0..29") }
+    let first = report.clips.first?.firstFrameIndex ?? -1, last = report.clips.last?.lastFrameIndex ?? -1
+    print("frames \(report.framesChecked) indices \(first)..\(last) contiguous \(report.framesChecked == last - first + 1)")
+    guard report.ok, first == 0, report.framesChecked == last + 1 else { fail("verify: \(report.violation ?? "not 0..N-1")") }
 } catch {
     fail("\(error)")
 }

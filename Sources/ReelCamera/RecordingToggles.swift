@@ -3,12 +3,12 @@ import ReelControl
 import ReelCore
 import ReelWriter
 
-/// Start and stop on a running `reel record` (`--standby`, or any recording): the preview
-/// page's record button (`POST /record`), the control socket's `{"record": …}`
+/// Start and stop on a running camera (in standby, or recording): `Camera.startRecording`
+/// and `stopRecording`, the preview page's record button (`POST /record`), the control socket's `{"record": …}`
 /// (`reel control record start|stop`), and — in video mode, without `--photos` — a primary
 /// capture event's `ended` (a `cancelled` press never toggles). Every applied request is in
 /// the summary's `recordingToggles`.
-enum RecordToggles {
+enum RecordingToggles {
     /// Applies `action` (`start`, `stop` or `toggle`) from `source`.
     /// - Throws: `RecordToggleError` when refused.
     static func apply(_ action: String, source: String, to recording: Recording) throws(RecordToggleError) -> RecordingToggle {
@@ -60,17 +60,17 @@ enum RecordToggles {
     /// that ends before the recording exists waits for it (on the dispatcher's queue, so
     /// presses stay in order); none is handled if it never comes. A refused toggle (the
     /// recording is ending) is said on stderr.
-    static func events(_ pending: PendingRecording) -> CaptureEventDispatcher.Handler {
+    static func events(_ pending: PendingRecording, notice: @escaping @Sendable (String) -> Void) -> CaptureEventDispatcher.Handler {
         { event, _ in
             guard event.action == .primary, event.phase == .ended, let recording = pending.wait() else { return }
             do { _ = try apply("toggle", source: event.source, to: recording) } catch {
-                printError("record: \(error)")
+                notice("record: \(error)")
             }
         }
     }
 }
 
-/// The recording of `reel record` once it is made (the input devices are read from before):
+/// The camera's recording once it is made (the input devices are read from before):
 /// `wait` blocks until `settle` says which, or that none will come (nil).
 final class PendingRecording: @unchecked Sendable {
     // Guarded by `condition`.

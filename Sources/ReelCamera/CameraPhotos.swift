@@ -6,36 +6,14 @@ import ReelCore
 import ReelPhoto
 import ReelWriter
 
-/// `reel record --mode video|photo`: what a primary press does.
-public enum CaptureMode: String, Sendable, Hashable, CaseIterable {
-    /// A primary `ended` starts or stops the movie output.
-    case video
-    /// A primary `ended` takes a photo of the pressed frame; a held one takes a burst.
-    case photo
-}
-
-/// `reel record --photos DIR [--photo-format jpeg|heic|png] [--mode photo] [--burst-rate N]`,
-/// as parsed: made for `--photos`, and for `--mode photo` (into the default directory).
-public struct RecordPhotoRequest: Sendable, Hashable {
-    /// Where the photos go (created if needed).
-    public var directory: String
-    /// `--photo-format` (default HEIC).
-    public var format: PhotoFileFormat = .heic
-    /// Photo mode: primary presses take photos (else only the page's shutter does).
-    public var takesPresses = true
-    /// `--burst-rate`: photos per second while a primary press is held past
-    /// `RecordPhotos.holdThreshold` (0: no bursts).
-    public var burstRate = 5
-    /// Photos into `directory`, as HEIC, taken by primary presses, bursts at 5/s.
-    public init(directory: String) { self.directory = directory }
-}
-
 /// One photo of the summary: the keys `reel photo --json` lists, and `burst` (the burst it
 /// belongs to, `null` for a single press).
-struct RecordPhoto: Encodable {
-    let photo: Photo
-    let burst: Int?
-    func encode(to encoder: any Encoder) throws {
+public struct CameraPhoto: Encodable, Sendable {
+    /// The photo as saved.
+    public let photo: Photo
+    /// The burst it belongs to (nil: a single press).
+    public let burst: Int?
+    public func encode(to encoder: any Encoder) throws {
         try photo.encode(to: encoder)
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(burst, forKey: .burst)
@@ -43,28 +21,31 @@ struct RecordPhoto: Encodable {
     enum CodingKeys: String, CodingKey { case burst }
 }
 
-/// The key `reel record --json` adds to the summary: the photos taken during the recording,
-/// each as `reel photo --json` lists them with its `burst` (none without `--photos` or
-/// `--mode photo`).
-struct RecordPhotosSummary: Encodable {
-    var photos: [RecordPhoto]
+/// The key the camera's summary adds: the photos taken during the recording, each as
+/// `reel photo --json` lists them with its `burst` (none without a photo output).
+public struct CameraPhotosSummary: Encodable, Sendable {
+    /// In press order.
+    public var photos: [CameraPhoto]
 }
 
-/// The photo output of one `reel record --photos`: a `PhotoOutput` on the recording's
-/// session (a deferred output under Deferred Start, eager with `--eager-start`), pressed by
+/// The camera's photo output: a `PhotoOutput` on the recording's session (a deferred output
+/// under Deferred Start, eager without), pressed by `Camera.takePhoto`, by
 /// the preview page's shutter (`POST /shutter`) and by primary capture events: a primary
 /// `ended` takes the photo with the time of its `began` (zero shutter lag picks the frame
 /// nearest it), a `cancelled` takes none. A primary press held past `holdThreshold` is a
 /// burst: photos at `burstRate` per second, each at its own time, until its `ended` or
 /// `cancelled`.
-final class RecordPhotos: @unchecked Sendable {
-    let output: PhotoOutput
+public final class CameraPhotos: @unchecked Sendable {
+    /// The output on the session.
+    public let output: PhotoOutput
     /// Photos per second of a burst (0: none).
-    let burstRate: Int
+    public let burstRate: Int
     /// Where events are logged (bursts are marked on them).
     private let dispatcher: CaptureEventDispatcher
+    /// Where refused presses are said.
+    private let notice: @Sendable (String) -> Void
     /// How long a primary press is held before it becomes a burst, in seconds.
-    static let holdThreshold = 0.5
+    public static let holdThreshold = 0.5
 
     /// A primary press still open: its `began` (CLOCK_MONOTONIC, s), the burst timer, the
     /// shots taken and the burst's number once it has started.
@@ -82,19 +63,19 @@ final class RecordPhotos: @unchecked Sendable {
     private let burstOfPress = Mutex<[Double: Int]>([:])
 
     /// How many sensor buffers the output's ring keeps (`RecordOptions.extraSensorBuffers`).
-    static let ringSize = PhotoSettings().ringSize
+    public static let ringSize = PhotoSettings().ringSize
 
-    private init(output: PhotoOutput, burstRate: Int, dispatcher: CaptureEventDispatcher) {
+    private init(output: PhotoOutput, burstRate: Int, dispatcher: CaptureEventDispatcher, notice: @escaping @Sendable (String) -> Void) {
         self.output = output
         self.burstRate = burstRate
         self.dispatcher = dispatcher
+        self.notice = notice
     }
 
-    /// Checks `--photos` against the options before anything is made: the directory created
-    /// and writable (73).
-    static func check(_ request: RecordPhotoRequest, options: RecordOptions) throws {
+    /// Checks the request before anything is made: the directory created and writable (73).
+    static func check(_ request: CameraPhotoRequest) throws {
         guard canWriteInDirectory(request.directory) else {
-            throw CommandError(status: ExitStatus.cantCreate, "--photos: cannot create or write the photo directory '\(printable(request.directory))'")
+            throw CameraError(status: ExitStatus.cantCreate, "--photos: cannot create or write the photo directory '\(printable(request.directory))'")
         }
     }
 
@@ -102,7 +83,8 @@ final class RecordPhotos: @unchecked Sendable {
     /// `recording`'s session, after its movie output (Deferred Start initialises them in that
     /// order), and in photo mode makes primary capture events of `controls` take photos. From a V4L2 camera
     /// the photos' EXIF `Make` is the driver's name and `Model` the card's (`VIDIOC_QUERYCAP`).
-    static func attach(_ request: RecordPhotoRequest, to recording: Recording, controls: ControlHooks) throws -> RecordPhotos {
+    static func attach(_ request: CameraPhotoRequest, to recording: Recording, controls: CameraControls,
+                       notice: @escaping @Sendable (String) -> Void) throws -> CameraPhotos {
         let sensor = recording.session.source.format.size
         var s = PhotoSettings()
         s.format = request.format
@@ -127,7 +109,8 @@ final class RecordPhotos: @unchecked Sendable {
         }
         s.ringSize = ringSize
         s.initialisation = recording.options.deferredStart ? .afterFirstFrame : .inPrepare
-        let photos = RecordPhotos(output: try PhotoOutput(settings: s), burstRate: request.burstRate, dispatcher: controls.dispatcher)
+        let photos = CameraPhotos(output: try PhotoOutput(settings: s), burstRate: request.burstRate,
+                                  dispatcher: controls.dispatcher, notice: notice)
         try recording.session.addOutput(photos.output)
         if request.takesPresses { controls.dispatcher.setHandler { [photos] event, _ in photos.handle(event) } }
         return photos
@@ -137,7 +120,7 @@ final class RecordPhotos: @unchecked Sendable {
     /// photo (press time: the `began`, else the `ended`) — or, when the press was a burst,
     /// takes the burst's shots due before the `ended` that were not taken yet and no other —,
     /// `cancelled` forgets it (a burst's shots taken stay). Secondary events do nothing here.
-    func handle(_ event: CaptureEvent) {
+    public func handle(_ event: CaptureEvent) {
         guard event.action == .primary else { return }
         queue.sync {
             switch event.phase {
@@ -213,14 +196,19 @@ final class RecordPhotos: @unchecked Sendable {
         do {
             let request = try output.capture(pressTime: pressTime)
             if let burst { burstOfPress.withLock { $0[request.pressTime] = burst } }
-        } catch { printError(error.description) }
+        } catch { notice(error.description) }
     }
 
-    /// The page's shutter (`POST /shutter`): a press now; waits until the photo is saved and
-    /// returns it as JSON (the object `reel photo --json` lists). Throws what the output throws.
-    func pageShutter() throws -> Data {
+    /// A press now: waits until the photo is saved and returns it. Throws what the output throws.
+    public func takePhoto() throws -> Photo {
         let request = try output.capture(pressTime: nil)
-        let photo = try output.photo(for: request)
+        return try output.photo(for: request)
+    }
+
+    /// The page's shutter (`POST /shutter`): `takePhoto` as JSON (the object `reel photo
+    /// --json` lists).
+    func pageShutter() throws -> Data {
+        let photo = try takePhoto()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(photo)
@@ -229,22 +217,13 @@ final class RecordPhotos: @unchecked Sendable {
     /// Waits for the photos still being encoded (the recording has ended) and lets the ring's
     /// frames go (a burst still running stops); returns the photos in press order, each with
     /// its burst, and the errors of those not saved.
-    func finish() -> (photos: [RecordPhoto], errors: [PhotoError]) {
+    func finish() -> (photos: [CameraPhoto], errors: [PhotoError]) {
         queue.sync {
             for (_, p) in presses { p.timer?.cancel() }
             presses = [:]
         }
         output.finish()
         let bursts = burstOfPress.withLock { $0 }
-        return (output.photos.sorted { $0.pressTime < $1.pressTime }.map { RecordPhoto(photo: $0, burst: bursts[$0.pressTime]) }, output.errors)
-    }
-
-    /// The text summary's line for each photo taken during the recording.
-    static func printPhotos(_ photos: [RecordPhoto]) {
-        for r in photos {
-            let p = r.photo
-            print("  photo \(p.path)  \(p.width)x\(p.height) \(p.format.rawValue), frame #\(p.frameIndex) (pressed #\(p.pressedFrameIndex), lag \(p.lagFrames))"
-                  + (r.burst.map { "  burst \($0)" } ?? ""))
-        }
+        return (output.photos.sorted { $0.pressTime < $1.pressTime }.map { CameraPhoto(photo: $0, burst: bursts[$0.pressTime]) }, output.errors)
     }
 }

@@ -5,19 +5,14 @@ import ReelCapture
 import ReelCore
 import ReelMedia
 
-/// `reel record`'s pressure handler (issue 13): the system-pressure monitor's level changes go
-/// through the policy (`FrameRateStepPolicy`, or nothing with `--pressure-handler off`) into
-/// the running session — a live frame-rate step, the preview thinned or paused, the recording
+/// The camera's pressure handling (issue 13): the system-pressure monitor's level changes go
+/// through the policy (`FrameRateStepPolicy`, or nothing when the handler is off) into the
+/// running session — a live frame-rate step, the preview thinned or paused, the recording
 /// finished at `shutdown` — and every change and action into the summary's timeline.
-enum RecordPressure {
-    /// The environment variable naming a directory of PSI files (`cpu`, `io`, `memory`, in
-    /// `/proc/pressure`'s format) read instead of the kernel's: for tests, which write the
-    /// figures they want the recording to see.
-    static let directoryVariable = "REEL_PRESSURE_DIR"
-
+public enum PressureHandling {
     /// The rates a recording at `rate` may step through under the default policy, with `rate`
     /// itself (what `RecordOptions.liveFrameRates` gets when the handler is on).
-    static func liveRates(for rate: FrameRate) -> [FrameRate] {
+    public static func liveRates(for rate: FrameRate) -> [FrameRate] {
         [rate] + FrameRateStepPolicy().steps(below: rate.perSecond).compactMap(frameRate)
     }
 
@@ -27,38 +22,33 @@ enum RecordPressure {
         fps == fps.rounded() && fps >= 1 && fps <= 1000 ? FrameRate(frames: Int32(fps)) : FrameRate(parsing: String(fps))
     }
 
-    /// The environment variable naming a directory read instead of `/sys` for thermal zones
-    /// (`class/thermal/thermal_zoneN`) and cpufreq (`devices/system/cpu/cpuN`): for tests.
-    static let sysfsVariable = "REEL_SYSFS_DIR"
-
-    /// The monitor: of `REEL_PRESSURE_DIR` when it is set, else of this process's cgroup or
-    /// /proc/pressure; thermal zones and cpufreq under `REEL_SYSFS_DIR` when it is set, else /sys.
-    static func monitor(note: @escaping @Sendable (String) -> Void,
+    /// The monitor: of `directory` when it is set, else of this process's cgroup or
+    /// /proc/pressure; thermal zones and cpufreq under `sysfsRoot`.
+    static func monitor(directory: String?, sysfsRoot: String, note: @escaping @Sendable (String) -> Void,
                         onChange: @escaping @Sendable (PressureState) -> Void) -> PressureMonitor {
-        let environment = ProcessInfo.processInfo.environment
-        let sysfs = environment[sysfsVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "/sys"
-        if let dir = environment[directoryVariable], !dir.isEmpty {
-            return PressureMonitor(directory: dir, sysfsRoot: sysfs, note: note, onChange: onChange)
+        if let directory, !directory.isEmpty {
+            return PressureMonitor(directory: directory, sysfsRoot: sysfsRoot, note: note, onChange: onChange)
         }
-        return PressureMonitor.forThisProcess(sysfsRoot: sysfs, note: note, onChange: onChange)
+        return PressureMonitor.forThisProcess(sysfsRoot: sysfsRoot, note: note, onChange: onChange)
     }
 }
 
 /// Thins the preview's frames under pressure: every frame, every `n`th, or none (paused).
 /// Frames it lets pass go to the preview output it wraps; the others are taken and let go.
-final class PressurePreviewGate: FrameOutput, Sendable {
+public final class PressurePreviewGate: FrameOutput, Sendable {
     /// The preview output.
-    let inner: any FrameOutput
+    public let inner: any FrameOutput
     /// 1: every frame; n > 1: one in n; 0: paused.
     private let every = Atomic<Int>(1)
     private let counter = Atomic<Int>(0)
 
-    init(_ inner: any FrameOutput) { self.inner = inner }
+    /// A gate letting every frame through to `inner`.
+    public init(_ inner: any FrameOutput) { self.inner = inner }
 
     /// One frame in `n` from now on (0: none).
-    func pass(every n: Int) { every.store(n, ordering: .releasing) }
+    public func pass(every n: Int) { every.store(n, ordering: .releasing) }
     /// What the gate lets through: `full`, `reduced` (one frame in n) or `paused`.
-    var mode: String {
+    public var mode: String {
         switch every.load(ordering: .acquiring) {
         case 0: return "paused"
         case 1: return "full"
@@ -66,36 +56,39 @@ final class PressurePreviewGate: FrameOutput, Sendable {
         }
     }
 
-    func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
+    public func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
         let n = every.load(ordering: .acquiring)
         if n == 0 { return .taken }
         if n > 1, counter.add(1, ordering: .relaxed).oldValue % n != 0 { return .taken }
         return inner.offer(frame, waiting: waiting)
     }
-    func prepare(ratio: AspectRatio, size: Size, timescale: Int32) { inner.prepare(ratio: ratio, size: size, timescale: timescale) }
-    func expect(ratio: AspectRatio, size: Size, timescale: Int32) { inner.expect(ratio: ratio, size: size, timescale: timescale) }
-    var deferredStartEnabled: Bool { inner.deferredStartEnabled }
-    func runDeferredStart(ratio: AspectRatio, size: Size, timescale: Int32) {
+    public func prepare(ratio: AspectRatio, size: Size, timescale: Int32) { inner.prepare(ratio: ratio, size: size, timescale: timescale) }
+    public func expect(ratio: AspectRatio, size: Size, timescale: Int32) { inner.expect(ratio: ratio, size: size, timescale: timescale) }
+    public var deferredStartEnabled: Bool { inner.deferredStartEnabled }
+    public func runDeferredStart(ratio: AspectRatio, size: Size, timescale: Int32) {
         inner.runDeferredStart(ratio: ratio, size: size, timescale: timescale)
     }
 }
 
 /// Applies the policy's action at each level change and keeps the timeline.
-final class RecordPressureHandler: Sendable {
+public final class PressureHandler: Sendable {
     /// One level change: the monitor's state, what the handler did (null when off), and why an
     /// action could not be taken.
-    struct Entry: Encodable {
-        var state: PressureState
-        var action: PressureAction?
+    public struct Entry: Encodable, Sendable {
+        /// The monitor's reading.
+        public var state: PressureState
+        /// What the handler did (nil when it is off).
+        public var action: PressureAction?
         /// The frame from which a frame-rate step applied (filled in from the session's
         /// `frameRateChanges` when the recording ends).
-        var frameIndex: Int?
+        public var frameIndex: Int?
         /// The preview after the action: `full`, `reduced` or `paused` (null without a preview).
-        var preview: String?
-        var note: String?
+        public var preview: String?
+        /// Why an action could not be taken as asked.
+        public var note: String?
 
         enum Keys: String, CodingKey { case action, frameIndex, preview, note }
-        func encode(to encoder: any Encoder) throws {
+        public func encode(to encoder: any Encoder) throws {
             try state.encode(to: encoder)
             var c = encoder.container(keyedBy: Keys.self)
             try c.encode(action, forKey: .action)
@@ -112,7 +105,8 @@ final class RecordPressureHandler: Sendable {
         var level = PressureLevel.unknown
     }
 
-    let enabled: Bool
+    /// False: level changes are only recorded.
+    public let enabled: Bool
     private let policy: any PressurePolicy
     private let nominal: PressureAction
     private let nominalRate: FrameRate
@@ -129,7 +123,7 @@ final class RecordPressureHandler: Sendable {
     ///   - stop: finishes the recording (at `shutdown`).
     ///   - rateChanged: told the frames-per-second after each step taken (the recording's
     ///     share in the session registry follows it); a text it returns joins the note.
-    init(enabled: Bool, session: CaptureSession, preview: PressurePreviewGate?, stop: @escaping @Sendable () -> Void,
+    public init(enabled: Bool, session: CaptureSession, preview: PressurePreviewGate?, stop: @escaping @Sendable () -> Void,
          rateChanged: @escaping @Sendable (Double) -> String? = { _ in nil }) {
         self.rateChanged = rateChanged
         self.enabled = enabled
@@ -143,14 +137,14 @@ final class RecordPressureHandler: Sendable {
     }
 
     /// The current level (`unknown` before the first reading).
-    var level: PressureLevel { state.withLock { $0.level } }
+    public var level: PressureLevel { state.withLock { $0.level } }
     /// What the recorder does now.
-    var current: PressureAction { state.withLock { $0.current } }
+    public var current: PressureAction { state.withLock { $0.current } }
     /// Whether the recording was finished because of `shutdown`.
-    var stoppedForPressure: Bool { state.withLock { $0.stoppedForPressure } }
+    public var stoppedForPressure: Bool { state.withLock { $0.stoppedForPressure } }
 
     /// Called by the monitor (on its queue, one change at a time) with every level change.
-    func handle(_ change: PressureState) {
+    public func handle(_ change: PressureState) {
         let current = state.withLock { $0.current }
         guard enabled else {
             state.withLock { s in s.level = change.level; s.entries.append(Entry(state: change, action: nil)) }
@@ -159,7 +153,7 @@ final class RecordPressureHandler: Sendable {
         var next = policy.action(for: change.level, current: current, nominal: nominal)
         var note: String? = nil
         if next.framesPerSecond != current.framesPerSecond {
-            let rate = next.framesPerSecond == nominal.framesPerSecond ? nominalRate : RecordPressure.frameRate(next.framesPerSecond)
+            let rate = next.framesPerSecond == nominal.framesPerSecond ? nominalRate : PressureHandling.frameRate(next.framesPerSecond)
             do {
                 guard let rate else { throw CaptureError.notConfigurable("\(next.framesPerSecond) fps is not a frame rate") }
                 try session.setFrameRate(rate)
@@ -205,7 +199,7 @@ final class RecordPressureHandler: Sendable {
 
     /// The timeline, each frame-rate step given the frame it applied from (`changes`, the
     /// session's, in order).
-    func timeline(changes: [FrameRateChange]) -> [Entry] {
+    public func timeline(changes: [FrameRateChange]) -> [Entry] {
         var entries = state.withLock { $0.entries }
         var fps = nominal.framesPerSecond
         var remaining = changes[...]
@@ -221,7 +215,7 @@ final class RecordPressureHandler: Sendable {
     }
 
     /// `pressure serious, 24 fps, preview reduced` for the progress line.
-    var progressText: String {
+    public var progressText: String {
         let (level, action) = state.withLock { ($0.level, $0.current) }
         var text = "pressure \(level.rawValue)"
         if action.framesPerSecond != nominal.framesPerSecond { text += " \(CostFormat.fps(action.framesPerSecond)) fps" }

@@ -6,61 +6,31 @@ import ReelPreview
 import ReelWriter
 import Synchronization
 
-/// `reel record`'s capture-event options (`--input`, `--grab`, `--keys`), as parsed.
-public struct ControlRequest: Sendable, Hashable {
-    /// `--input DEVICE` paths, in the order given.
-    public var inputs: [String] = []
-    /// `--grab`: take the devices exclusively (`EVIOCGRAB`).
-    public var grab = false
-    /// The key map: the default one with `--keys` applied over it.
-    public var keys: KeyMap = .standard
-    /// `--control-socket PATH`.
-    public var socket: String? = nil
-    /// `--secondary lock|marker|none` (nil: lock where the camera can, else marker).
-    public var secondary: SecondaryAction? = nil
-    /// `--lut FILE.cube` paths, in the order given: the effect picker offers them after the built-in effects.
-    public var luts: [String] = []
-    /// No devices, no socket, the default key map.
-    public init() {}
-
-    /// Takes one of the options above; false when `name` is not one of them.
-    mutating func take(_ name: String, _ value: String) throws -> Bool {
-        switch name {
-        case "--input":
-            guard !value.isEmpty else { throw UsageError("--input needs a device path (reel devices lists them)") }
-            inputs.append(value)
-        case "--grab": grab = true
-        case "--keys": keys = try KeyMap(parsing: value, over: keys)
-        case "--control-socket":
-            guard !value.isEmpty else { throw UsageError("--control-socket needs a path") }
-            socket = value
-        case "--lut":
-            guard !value.isEmpty else { throw UsageError("--lut needs a .cube file") }
-            luts.append(value)
-        default: return false
-        }
-        return true
-    }
-}
-
-/// The capture events of one `reel record`: the sources it reads and the dispatcher that logs
-/// and handles their events. The lead moves this into the session graph when merging; for now
-/// `RecordCommand` calls `open` before the recording exists, `attach` once it does, and `stop`
-/// when it ends.
-final class ControlHooks: Sendable {
-    let dispatcher = CaptureEventDispatcher()
+/// The camera's capture events and controls: the input devices it reads, the dispatcher that
+/// logs and handles their events, the control socket, and the controls (zoom, exposure bias,
+/// effect, ratio). `Camera` opens it before the recording exists, attaches it once it does,
+/// and stops it when the recording ends.
+public final class CameraControls: Sendable {
+    /// Logs every capture event and hands it to its handler.
+    public let dispatcher = CaptureEventDispatcher()
     /// The session's controls: zoom and exposure bias from the start, the ratio picker once the
     /// sensor is known (`attach`).
-    let controls = ControlSet()
+    public let controls = ControlSet()
     private let sources: [EvdevSource]
     private let socket = Mutex<ControlSocket?>(nil)
     private let changes = Mutex<[ControlChangeRecord]>([])
     private let frame = Mutex<@Sendable () -> Int?>({ nil })
+    /// Where refused control actions are said.
+    private let notice: @Sendable (String) -> Void
 
     /// What the effect picker offers, by index: `none`, `grayscale`, the built-in LUTs, then the `--lut` files.
-    let effects: [PictureEffect]
+    public let effects: [PictureEffect]
 
-    private init(sources: [EvdevSource], effects: [PictureEffect]) { self.sources = sources; self.effects = effects }
+    private init(sources: [EvdevSource], effects: [PictureEffect], notice: @escaping @Sendable (String) -> Void) {
+        self.sources = sources
+        self.effects = effects
+        self.notice = notice
+    }
 
     /// The effect picker's choices: the built-in effects, then each `--lut` file (read here:
     /// missing 66, malformed 65), titled by its name without `.cube` (`-2`, `-3`… added to a
@@ -94,22 +64,26 @@ final class ControlHooks: Sendable {
         do {
             record(control, value, title: title, at: try target.apply(control, value))
         } catch {
-            printError("\(control): \((error as? any UserFacingError)?.description ?? "\(error)")")
+            notice("\(control): \((error as? any UserFacingError)?.description ?? "\(error)")")
             record(control, value, title: title)
         }
     }
 
     /// Opens every `--input` device and starts reading it (before anything is recorded: a
     /// device that cannot be opened ends the command with its exit status, 77 for permission).
-    static func open(_ request: ControlRequest) throws -> ControlHooks {
+    /// - Parameters:
+    ///   - notice: told what went wrong with a device or a control action (the camera goes on).
+    ///   - opened: told the socket's path once it listens.
+    static func open(_ request: ControlRequest, notice: @escaping @Sendable (String) -> Void,
+                     opened: @Sendable (String) -> Void) throws -> CameraControls {
         let effects = try Self.effects(luts: request.luts)
         let sources = request.inputs.map { EvdevSource(path: $0, keys: request.keys, grab: request.grab) }
-        let hooks = ControlHooks(sources: sources, effects: effects)
+        let hooks = CameraControls(sources: sources, effects: effects, notice: notice)
         var started: [EvdevSource] = []
         do {
             for s in sources {
                 try s.start({ [dispatcher = hooks.dispatcher] in dispatcher.send($0) },
-                            notice: { if isatty(STDERR_FILENO) == 1 { writeStderr("\r\u{1B}[K") }; printError($0) })
+                            notice: notice)
                 started.append(s)
             }
             hooks.controls.beginConfiguration()
@@ -123,7 +97,7 @@ final class ControlHooks: Sendable {
                 hooks.socket.withLock { $0 = nil }
                 let server = try ControlSocket(path: path, dispatcher: hooks.dispatcher, controls: hooks.controls)
                 hooks.socket.withLock { $0 = server }
-                writeStderr("control: \(path)\n")
+                opened(path)
             }
         } catch {
             for s in started { s.stop() }
@@ -135,7 +109,7 @@ final class ControlHooks: Sendable {
     /// The preview page's shutter button (`down`, `up`, `leave`; `action` `primary` or
     /// `secondary`) as a capture event: the preview's POST endpoint calls this (the lead wires
     /// it when merging). False for a button or action that is not one.
-    func pageButton(_ button: String, action: String = "primary") -> Bool {
+    public func pageButton(_ button: String, action: String = "primary") -> Bool {
         guard let a = CaptureEvent.Action(rawValue: action), let e = CaptureEvent.fromPage(button, action: a) else { return false }
         dispatcher.send(e)
         return true
@@ -184,13 +158,13 @@ final class ControlHooks: Sendable {
         let zoom = (controls.control("zoom") as? SystemSlider)?.value.value ?? 1
         let bias = (controls.control("exposure") as? SystemSlider)?.value.value ?? 0
         let effect = (controls.control("effect") as? IndexPicker)?.selectedIndex.value ?? 0
-        controls.queue.async {
+        controls.queue.async { [notice] in
             do {
                 if zoom != 1 { try target.apply("zoom", zoom, timeout: 0) }
                 if bias != 0 { try target.apply("exposure", bias, timeout: 0) }
                 if effect != 0 { try target.apply("effect", Double(effect), timeout: 0) }
             } catch {
-                printError("picture controls: \((error as? any UserFacingError)?.description ?? "\(error)")")
+                notice("picture controls: \((error as? any UserFacingError)?.description ?? "\(error)")")
             }
         }
     }
@@ -214,55 +188,23 @@ final class ControlHooks: Sendable {
     }
 
     /// The summary's `captureEvents`, `markers` and `controlChanges`.
-    var summary: ControlSummary {
+    public var summary: ControlSummary {
         ControlSummary(captureEvents: dispatcher.events, markers: dispatcher.markers, controlChanges: changes.withLock { $0 })
-    }
-}
-
-/// Where the picture controls act: the session's `ImageAdjustments`, or the camera's own
-/// exposure control.
-struct PictureTarget: Sendable {
-    let session: CaptureSession
-    /// Sets the camera's exposure for a bias in stops (V4L2); nil: exposure is brightness.
-    let cameraExposure: (@Sendable (Double) throws -> Void)?
-    /// The effect picker's choices, by index.
-    let effects: [PictureEffect]
-
-    /// Applies `control` = `value` and returns the first frame showing it (nil: no frame came
-    /// within `timeout` seconds); for the camera's exposure, the newest frame before it was set.
-    /// - Throws: `MediaError` when the adjustment buffers cannot be allocated; `V4L2Error`
-    ///   when the camera refuses the control.
-    @discardableResult
-    func apply(_ control: String, _ value: Double, timeout: Double = 2) throws -> Int? {
-        let format = session.source.format
-        let adjustments = session.adjustments
-        switch control {
-        case "zoom": return try adjustments.change(format: format, timeout: timeout) { $0.zoom = value }
-        case "exposure":
-            if let cameraExposure {
-                // The camera applies it to frames it draws from now on: the newest frame
-                // before the change is stated (the frames after it show it once the camera has).
-                let newest = session.stats.framesCaptured - 1
-                try cameraExposure(value)
-                return newest >= 0 ? newest : nil
-            }
-            return try adjustments.change(format: format, timeout: timeout) { $0.exposureBias = value }
-        case "effect":
-            let i = min(max(Int(value), 0), effects.count - 1)
-            return try adjustments.change(format: format, timeout: timeout) { $0.effect = effects[i] }
-        default: return nil
-        }
     }
 }
 
 /// One change of a control while recording: the value (a picker's index, with its `title`)
 /// and the newest frame when its action ran.
-struct ControlChangeRecord: Encodable {
-    var control: String
-    var value: Double
-    var title: String?
-    var frameIndex: Int?
-    func encode(to encoder: any Encoder) throws {
+public struct ControlChangeRecord: Encodable, Sendable {
+    /// `zoom`, `exposure`, `effect` or `ratio`.
+    public var control: String
+    /// The value (a picker's index).
+    public var value: Double
+    /// A picker's choice, by name.
+    public var title: String?
+    /// The first frame showing it, or the newest frame when its action ran.
+    public var frameIndex: Int?
+    public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(control, forKey: .control)
         try c.encode(value, forKey: .value)
@@ -274,52 +216,22 @@ struct ControlChangeRecord: Encodable {
 
 /// The keys `reel record --json` adds to the summary: every capture event, every marker and
 /// every control change.
-struct ControlSummary: Encodable {
-    var captureEvents: [CaptureEventRecord]
-    var markers: [MarkerRecord]
-    var controlChanges: [ControlChangeRecord]
-}
-
-/// `base`'s keys and `extra`'s in one JSON object.
-struct MergedJSON<Base: Encodable, Extra: Encodable>: Encodable {
-    let base: Base
-    let extra: Extra
-    init(_ base: Base, _ extra: Extra) { self.base = base; self.extra = extra }
-    func encode(to encoder: any Encoder) throws {
-        try base.encode(to: encoder)
-        try extra.encode(to: encoder)
-    }
-}
-
-/// The text summary's lines for capture events and markers (none without events).
-func printEvents(_ s: ControlSummary) {
-    for e in s.captureEvents {
-        print("  event \(e.action.rawValue) \(e.phase.rawValue) at frame \(e.frameIndex.map(String.init) ?? "-") from \(e.source)")
-    }
-    for m in s.markers {
-        print("  marker at frame \(m.frameIndex.map(String.init) ?? "-")")
-    }
-    for c in s.controlChanges {
-        print("  \(c.control) \(c.title ?? number(c.value)) at frame \(c.frameIndex.map(String.init) ?? "-")")
-    }
-}
-
-/// `reel devices`' input part: the evdev devices that have capture keys.
-func printInputDevices(_ devices: [InputDevice]) {
-    if devices.isEmpty { print("no input devices with capture keys (/proc/bus/input/devices)") }
-    for d in devices {
-        let keys = d.keys.map { "\($0)=\(d.actions[$0] ?? "")" }.joined(separator: " ")
-        print("\(d.path): \(d.name)  \(keys)" + (d.readable ? "" : "  (no access: join the 'input' group or add a udev rule)"))
-    }
+public struct ControlSummary: Encodable, Sendable {
+    /// Every capture event, in the order handled.
+    public var captureEvents: [CaptureEventRecord]
+    /// Every marker laid.
+    public var markers: [MarkerRecord]
+    /// Every control change.
+    public var controlChanges: [ControlChangeRecord]
 }
 
 /// The ratio picker's action: asks `session` for the ratio and waits (at most 2 s) until the
-/// first frame at it, so picks apply one at a time in the order made.
-func setRatioAndWait(_ session: CaptureSession, _ text: String) {
+/// first frame at it, so picks apply one at a time in the order made. A refusal is told to `notice`.
+func setRatioAndWait(_ session: CaptureSession, _ text: String, notice: @Sendable (String) -> Void) {
     guard let ratio = AspectRatio(parsing: text) else { return }
     let done = DispatchSemaphore(value: 0)
     do { try session.setDynamicAspectRatio(ratio) { _ in done.signal() } } catch {
-        printError((error as? any UserFacingError)?.description ?? "\(error)")
+        notice((error as? any UserFacingError)?.description ?? "\(error)")
         return
     }
     if done.wait(timeout: .now() + 2) == .timedOut { /* the recording ended first: nothing to wait for */ }

@@ -1,0 +1,226 @@
+import Foundation
+import Synchronization
+import ReelCapacity
+import ReelCapture
+import ReelControl
+import ReelCore
+import ReelPhoto
+import ReelPreview
+import ReelStorage
+import ReelWriter
+
+/// A camera: a capture session with its movie output, and around it the outputs, controls
+/// and policies of a camera app — the preview page, the photo output, capture events from
+/// input devices, the socket and the page, the picture controls, the secondary action, the
+/// hardware-cost admission and the system-pressure handler.
+///
+/// It is configured once (`CameraConfiguration`), made (`init`: everything opens, nothing is
+/// captured), run (`run`, until its length or `stop`), operated while it runs (`send`,
+/// `takePhoto`, `startRecording`, `stopRecording`, `set`, `setRatio`) and observed (the
+/// observer given to `init`, or `events`). `reel record` is this type with options parsed
+/// into a configuration and the summary printed.
+///
+/// ```swift
+/// var configuration = CameraConfiguration()
+/// configuration.recording.length = .frames(90)
+/// let camera = try Camera(configuration)
+/// let summary = camera.run()
+/// ```
+public final class Camera: Sendable {
+    /// What the camera was made from.
+    public let configuration: CameraConfiguration
+    /// The capture session and its movie output.
+    public let recording: Recording
+    /// Capture events and controls.
+    public let controls: CameraControls
+    /// The photo output (nil: none configured).
+    public let photos: CameraPhotos?
+    /// The preview page's server (nil: none configured).
+    public let preview: PreviewServer?
+    /// The system-pressure handler.
+    public let pressureHandler: PressureHandler
+    /// The cost admitted at the configuration's commit.
+    public let admission: CapacityAdmission
+    /// Events as they happen (the newest 256 kept for a reader that falls behind); finished
+    /// when `run` returns.
+    public let events: AsyncStream<CameraEvent>
+
+    private let secondary: SecondaryPresses?
+    private let pending: PendingRecording
+    private let monitor: PressureMonitor
+    private let emit: @Sendable (CameraEvent) -> Void
+    private let finishEvents: @Sendable () -> Void
+    private let stoppedByApp = Atomic<Bool>(false)
+    private let ended = Atomic<Bool>(false)
+
+    /// The capture session.
+    public var session: CaptureSession { recording.session }
+
+    /// Opens everything the configuration asks for, in the order that lets each refuse before
+    /// anything is recorded: the photo directory (73), the input devices and the socket (77 for
+    /// permission), the session's cost check (69), storage and encoder, the photo output, the
+    /// secondary action (69 for a lock the camera cannot take), the preview's port (75, 77).
+    /// What opened before a refusal is closed again.
+    /// - Parameter observer: told every `CameraEvent` as it happens, on the thread that
+    ///   caused it (also sent to `events`).
+    public init(_ configuration: CameraConfiguration, observer: @escaping @Sendable (CameraEvent) -> Void = { _ in }) throws {
+        self.configuration = configuration
+        let (stream, continuation) = AsyncStream.makeStream(of: CameraEvent.self, bufferingPolicy: .bufferingNewest(256))
+        events = stream
+        let emit: @Sendable (CameraEvent) -> Void = { event in
+            observer(event)
+            continuation.yield(event)
+        }
+        self.emit = emit
+        finishEvents = { continuation.finish() }
+        let notice: @Sendable (String) -> Void = { emit(.notice($0)) }
+
+        var options = configuration.recording
+        // The pressure handler steps the rate live: the session may switch to these rates (the
+        // sensor's clock is chosen for them). Empty: the handler is off.
+        options.liveFrameRates = configuration.pressureHandler ? PressureHandling.liveRates(for: options.rate) : []
+        if let photoRequest = configuration.photos {
+            try CameraPhotos.check(photoRequest)
+            options.extraSensorBuffers = CameraPhotos.ringSize   // the ring's frames are extra
+        }
+        if options.storage == .defaultPool && !FileManager.default.fileExists(atPath: StoragePool.defaultPath + "/manifest.json") {
+            let size = try DefaultPoolSize.forDefaultPool(at: StoragePool.defaultPath)
+            emit(.warning("creating the default storage pool at \(StoragePool.defaultPath): \(formatBytes(size.capacity)) in \(formatBytes(size.slotSize)) slots (\(size.reason)), prepared in the background; clips go to plain files until its slots are ready (see reel pool, or --plain)"))
+        }
+        var undo: [() -> Void] = []
+        do {
+            // Input devices open before anything is made.
+            let controls = try CameraControls.open(configuration.controls, notice: notice, opened: { emit(.controlSocket($0)) })
+            undo.append { controls.stop() }
+            // Video mode: a primary press stops and starts recording; one that comes before the
+            // recording exists waits for it (and is dropped if it never comes).
+            let pending = PendingRecording()
+            undo.append { pending.settle(nil) }
+            if !(configuration.photos?.takesPresses ?? false) {
+                controls.dispatcher.setHandler(RecordingToggles.events(pending, notice: notice))
+            }
+            SecondaryPresses.prepare(configuration.controls.secondary, source: options.source, dispatcher: controls.dispatcher)
+            // The session's configuration check: refused at its commit (69) when this machine
+            // cannot take it, before storage, encoder or preview open; else registered among the
+            // live sessions until the camera ends.
+            let admission = CapacityAdmission()
+            undo.append { admission.release() }
+            let checked = options, withPreview = configuration.preview != nil
+            options.configurationCheck = { c in
+                try admission.admit(checked, preview: withPreview, framesPerSecond: c.format.rate.perSecond)
+            }
+            let recording = try Recording(options: options)
+            let session = recording.session
+            controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
+                            ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,
+                            setRatio: { text in setRatioAndWait(session, text, notice: notice) })
+            controls.setRecordHandler(RecordingToggles.socket(recording))
+            pending.settle(recording)
+            // Zoom, exposure and the effect act on the picture; markers become the clips' chapters.
+            controls.attachPicture(session: session, buffers: recording.sourceBuffers)
+            recording.writer.settings.chapterMarks.setSource { [dispatcher = controls.dispatcher] in dispatcher.markers.compactMap(\.frameIndex) }
+            let photos = try configuration.photos.map { try CameraPhotos.attach($0, to: recording, controls: controls, notice: notice) }
+            let secondary = try SecondaryPresses.attach(configuration.controls.secondary, recording: recording,
+                                                        dispatcher: controls.dispatcher, notice: notice)
+            undo.append { secondary?.finish() }
+            let gate = configuration.preview.map { _ in PressurePreviewGate(PreviewOutput()) }
+            let handler = PressureHandler(enabled: configuration.pressureHandler, session: session, preview: gate,
+                                          stop: { recording.stop() }, rateChanged: { admission.update(framesPerSecond: $0) })
+            // The preview listens before capture starts: a port in use ends here.
+            let preview = try configuration.preview.map { request in
+                try CameraPreview.start(request, recording: recording, photos: photos, gate: gate!,
+                                        pressure: { handler.level }, controls: controls)
+            }
+            if let preview { emit(.preview(preview.pageURL)) }
+            try session.addOutput(FirstFrameSignal(emit))
+            monitor = PressureHandling.monitor(directory: configuration.pressureDirectory, sysfsRoot: configuration.sysfsRoot,
+                                               note: notice, onChange: { change in
+                                                   handler.handle(change)
+                                                   emit(.pressure(change.level))
+                                               })
+            self.controls = controls
+            self.pending = pending
+            self.admission = admission
+            self.recording = recording
+            self.photos = photos
+            self.secondary = secondary
+            self.pressureHandler = handler
+            self.preview = preview
+        } catch {
+            for step in undo.reversed() { step() }
+            continuation.finish()
+            throw error
+        }
+    }
+
+    /// Runs the session until the recording's length, `stop`, a failure or the pressure
+    /// handler's `shutdown`; then closes the inputs, unlocks the camera, waits for the photos
+    /// still encoding, stops the preview and leaves the session registry. Call it once.
+    /// - Parameter progress: called about twice a second while it runs.
+    public func run(progress: (@Sendable (RecordingProgress) -> Void)? = nil) -> CameraSummary {
+        monitor.start()
+        var summary = recording.run(progress: progress)
+        monitor.stop()
+        // A recording the handler finished at `shutdown` says so.
+        if pressureHandler.stoppedForPressure && summary.stopReason == "interrupted" && !stoppedByApp.load(ordering: .acquiring) {
+            summary.stopReason = "pressure"
+        }
+        ended.store(true, ordering: .releasing)
+        controls.stop()   // the event log is final
+        secondary?.finish()   // a lock still held: the camera's auto modes back
+        let taken = photos?.finish() ?? (photos: [], errors: [])   // the photos still encoding are saved
+        preview?.stop()
+        pending.settle(nil)
+        admission.release()
+        let result = CameraSummary(recording: summary, hardwareCost: admission.cost?.cost,
+                                   pressure: .init(level: pressureHandler.level, handler: pressureHandler.enabled ? "on" : "off",
+                                                   timeline: pressureHandler.timeline(changes: summary.frameRateChanges),
+                                                   psiTriggers: monitor.sources.psiTriggers,
+                                                   psiTriggersReason: monitor.sources.psiTriggersReason,
+                                                   thermal: monitor.sources.thermal),
+                                   controls: controls.summary, photos: taken.photos,
+                                   locks: secondary?.summary.locks ?? [], photoErrors: taken.errors)
+        finishEvents()
+        return result
+    }
+
+    /// Finishes the recording: the clip open is closed and kept; `run` returns.
+    public func stop() {
+        stoppedByApp.store(true, ordering: .releasing)
+        recording.stop()
+    }
+
+    /// A capture event (a press of the shutter or volume key, from any source), handled as
+    /// the camera's input devices' are. Ignored once `run` has returned.
+    public func send(_ event: CaptureEvent) {
+        guard !ended.load(ordering: .acquiring) else { return }
+        controls.dispatcher.send(event)
+    }
+
+    /// Takes a photo now and waits until it is saved.
+    /// - Throws: `CameraError` (69) without a photo output; else what the photo output throws.
+    public func takePhoto() throws -> Photo {
+        guard let photos else { throw CameraError(status: ExitStatus.unavailable, "photo: the camera has no photo output") }
+        return try photos.takePhoto()
+    }
+
+    /// Starts the movie output (in standby, or after `stopRecording`); `source` names who asked.
+    public func startRecording(source: String = "app") throws(RecordToggleError) -> RecordingToggle {
+        try RecordingToggles.apply("start", source: source, to: recording)
+    }
+
+    /// Stops the movie output (the session keeps running); `source` names who asked.
+    public func stopRecording(source: String = "app") throws(RecordToggleError) -> RecordingToggle {
+        try RecordingToggles.apply("stop", source: source, to: recording)
+    }
+
+    /// Sets a control by its identifier (`zoom`, `exposure`, `effect`, `ratio`) to `value` (a
+    /// number, or a picker's title), as the control socket does. Applied on the controls'
+    /// queue, from the session's next frame.
+    public func set(_ control: String, to value: String) -> ControlSetResult {
+        guard let c = controls.controls.control(control) else {
+            return ControlSetResult(ok: false, control: control, error: "no control '\(control)'")
+        }
+        return c.set(value, on: controls.controls.queue)
+    }
+}

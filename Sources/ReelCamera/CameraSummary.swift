@@ -1,0 +1,67 @@
+import ReelCapacity
+import ReelCore
+import ReelPhoto
+import ReelWriter
+
+/// What a camera's run made: the recording's summary (clips, seams, drops, storage), with what
+/// the camera around it adds: `hardwareCost`, the `pressure` timeline, the capture events,
+/// markers and control changes, the photos and the locks. Encoded, it is `reel record
+/// --json`'s object (docs/json.md), one object with every key at the top.
+public struct CameraSummary: Encodable, Sendable {
+    /// Clips, seams, drops, storage, the stop reason (`pressure` when the handler finished it).
+    public var recording: RecordingSummary
+    /// The admitted cost (nil without a calibration).
+    public var hardwareCost: Double?
+    /// The system-pressure timeline.
+    public var pressure: PressureTimeline
+    /// Capture events, markers and control changes.
+    public var controls: ControlSummary
+    /// The photos taken during the recording.
+    public var photos: [CameraPhoto]
+    /// Locks and unlocks of the camera's focus and exposure.
+    public var locks: [LockRecord]
+    /// The photos pressed for that could not be saved (not encoded: `reel record` says each
+    /// on stderr and exits with the first one's status).
+    public var photoErrors: [PhotoError] = []
+
+    /// The `pressure` key.
+    public struct PressureTimeline: Encodable, Sendable {
+        /// The last level reported (`unknown` without PSI).
+        public var level: PressureLevel
+        /// `on` or `off`: the configuration's `pressureHandler`.
+        public var handler: String
+        /// Every level change, the first reading included, with the handler's action.
+        public var timeline: [PressureHandler.Entry]
+        /// Whether the monitor waits on PSI triggers (else it reads on a timer).
+        public var psiTriggers: Bool = false
+        /// Why it does not (null when it does).
+        public var psiTriggersReason: String? = nil
+        /// The thermal sources read (`none`, or what was found).
+        public var thermal: String = "none"
+        enum CodingKeys: String, CodingKey { case level, handler, timeline, psiTriggers, psiTriggersReason, thermal }
+        /// Every key, nulls included.
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(level, forKey: .level)
+            try c.encode(handler, forKey: .handler)
+            try c.encode(timeline, forKey: .timeline)
+            try c.encode(psiTriggers, forKey: .psiTriggers)
+            try c.encode(psiTriggersReason, forKey: .psiTriggersReason)   // null when there are triggers
+            try c.encode(thermal, forKey: .thermal)
+        }
+    }
+
+    enum Keys: String, CodingKey { case hardwareCost, pressure, photos, locks }
+
+    /// The recording's keys, then `hardwareCost`, `pressure`, `captureEvents`, `markers`,
+    /// `controlChanges`, `photos` and `locks`, in one object.
+    public func encode(to encoder: any Encoder) throws {
+        try recording.encode(to: encoder)
+        try controls.encode(to: encoder)
+        var c = encoder.container(keyedBy: Keys.self)
+        if let hardwareCost { try c.encode(hardwareCost, forKey: .hardwareCost) } else { try c.encodeNil(forKey: .hardwareCost) }
+        try c.encode(pressure, forKey: .pressure)
+        try c.encode(photos, forKey: .photos)
+        try c.encode(locks, forKey: .locks)
+    }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import Testing
+import ReelCamera
+import ReelCapacity
+import ReelControl
+import ReelCore
+import ReelPreview
+import ReelWriter
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fresh directory under the system's temporary directory.
+func scratchDirectory(_ name: String) -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(getpid())-\(UUID().uuidString.prefix(8))").path
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return dir
+}
+
+/// PSI files (`/proc/pressure`'s format) with `cpu.some` at `cpuSome` per cent, the rest 0.
+func writePSI(_ dir: String, cpuSome: Double) throws {
+    func line(_ kind: String, _ avg10: Double) -> String { "\(kind) avg10=\(String(format: "%.2f", avg10)) avg60=0.00 avg300=0.00 total=0\n" }
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    try (line("some", cpuSome) + line("full", 0)).write(toFile: dir + "/cpu", atomically: true, encoding: .utf8)
+    try (line("some", 0) + line("full", 0)).write(toFile: dir + "/io", atomically: true, encoding: .utf8)
+    try (line("some", 0) + line("full", 0)).write(toFile: dir + "/memory", atomically: true, encoding: .utf8)
+}
+
+/// A camera on the 1280 synthetic sensor, H.264 into plain files in `dir`, its pressure
+/// monitor reading PSI files in `dir/psi` (nominal unless the test writes others) and an
+/// empty `dir/sys`.
+func testConfiguration(_ dir: String, frames: Int, realtime: Bool = false) throws -> CameraConfiguration {
+    var c = CameraConfiguration()
+    c.recording.source = .synthetic(size: 1280)
+    c.recording.length = .frames(frames)
+    c.recording.codec = .h264
+    c.recording.realtime = realtime
+    c.recording.storage = .plain
+    c.recording.outputDirectory = dir + "/out"
+    c.pressureDirectory = dir + "/psi"
+    c.sysfsRoot = dir + "/sys"
+    try writePSI(dir + "/psi", cpuSome: 1)
+    try FileManager.default.createDirectory(atPath: dir + "/sys", withIntermediateDirectories: true)
+    return c
+}
+
+/// `Camera.run` on its own thread; `wait()` returns its summary.
+final class Running: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    // Written once by the thread before `done` is signalled; read after.
+    private var summary: CameraSummary?
+    init(_ camera: Camera) {
+        Thread { [self] in
+            summary = camera.run()
+            done.signal()
+        }.start()
+    }
+    func wait() -> CameraSummary {
+        done.wait()
+        return summary!
+    }
+}
+
+@Suite struct CameraTests {
+    /// A camera made and run in-process records every frame; its summary carries the
+    /// recording's keys and the camera's (pressure, events, photos, locks) in one JSON object.
+    @Test func aCameraRecordsEveryFrameAndSummarisesInProcess() throws {
+        let dir = scratchDirectory("reel-camera")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let camera = try Camera(try testConfiguration(dir, frames: 45))
+        let summary = camera.run()
+        #expect(camera.recording.failure == nil)
+        #expect(summary.recording.stopReason == "completed" && summary.recording.framesDropped == 0)
+        let report = try Inspector.verify([dir + "/out"])
+        #expect(report.ok && report.framesChecked == 45, "\(report.violation ?? "")")
+        #expect(report.clips.first?.firstFrameIndex == 0 && report.clips.last?.lastFrameIndex == 44)
+        let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(summary)) as? [String: Any] ?? [:]
+        for key in ["schemaVersion", "clips", "stopReason", "hardwareCost", "pressure", "captureEvents", "markers", "controlChanges", "photos", "locks"] {
+            #expect(json.keys.contains(key), "no \(key) in \(json.keys.sorted())")
+        }
+        #expect((json["pressure"] as? [String: Any])?["handler"] as? String == "on")
+    }
+
+    /// `takePhoto` while the camera records: it waits for a frame, saves the photo and the
+    /// summary lists it (no burst); the recording goes on until `stop`, every frame kept.
+    @Test func aPhotoTakenWhileRecordingIsInTheSummary() throws {
+        let dir = scratchDirectory("reel-camera-photo")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = try testConfiguration(dir, frames: 100_000)
+        c.photos = CameraPhotoRequest(directory: dir + "/photos")
+        c.photos?.format = .jpeg
+        let camera = try Camera(c)
+        let running = Running(camera)
+        let photo = try camera.takePhoto()
+        camera.stop()
+        let summary = running.wait()
+        #expect(FileManager.default.fileExists(atPath: photo.path) && photo.path.hasPrefix(dir + "/photos/"))
+        #expect(photo.width == 1280 && photo.height == 960, "a 4x3 photo of the 1280 sensor: \(photo.width)x\(photo.height)")
+        #expect(summary.photos.count == 1 && summary.photos.first?.burst == nil && summary.photos.first?.photo.path == photo.path)
+        #expect(summary.recording.stopReason == "interrupted")
+        let report = try Inspector.verify([dir + "/out"])
+        let frames = summary.recording.clips.reduce(0) { $0 + $1.frames }
+        #expect(report.ok && report.framesChecked == frames && report.clips.last?.lastFrameIndex == frames - 1)
+        #expect(photo.frameIndex >= 0 && photo.frameIndex < frames + 16)
+    }
+
+    /// A primary press held for one second in photo mode is a burst: at 5 photos a second
+    /// after the half-second hold, its shots are due at 0.5, 0.7 and 0.9 s — three photos, all
+    /// of burst 1 — whatever the timer managed before the release was handled.
+    @Test func aHeldPressTakesABurstOfThree() throws {
+        let dir = scratchDirectory("reel-camera-burst")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = try testConfiguration(dir, frames: 100_000, realtime: true)
+        c.photos = CameraPhotoRequest(directory: dir + "/photos")
+        c.photos?.format = .jpeg
+        let camera = try Camera(c)
+        let running = Running(camera)
+        _ = try camera.takePhoto()   // the first frame is there: press times map to frames
+        let began = Double(MonotonicClock.now()) / 1e9
+        camera.send(CaptureEvent(phase: .began, action: .primary, source: "test", time: began))
+        camera.send(CaptureEvent(phase: .ended, action: .primary, source: "test", time: began + 1.0))
+        camera.stop()
+        let summary = running.wait()
+        let burst = summary.photos.filter { $0.burst != nil }
+        #expect(summary.photos.count == 4 && burst.count == 3 && burst.allSatisfy { $0.burst == 1 },
+                "\(summary.photos.map { ($0.photo.frameIndex, $0.burst ?? 0) })")
+        #expect(summary.controls.captureEvents.count == 2)
+    }
+
+    /// A `critical` reading pauses the preview and steps the frame rate to the ladder's lowest
+    /// step (15 fps for 30); the timeline says so. Waits on the camera's events, not the clock.
+    @Test(.timeLimit(.minutes(1))) func criticalPressurePausesThePreviewAndStepsTheRate() async throws {
+        let dir = scratchDirectory("reel-camera-pressure")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = try testConfiguration(dir, frames: 1_000_000)
+        c.preview = PreviewRequest(address: PreviewAddress(host: "127.0.0.1", port: 0))
+        try writePSI(dir + "/psi", cpuSome: 90)
+        let camera = try Camera(c)
+        let running = Running(camera)
+        for await event in camera.events {
+            if case .pressure(.critical) = event { break }
+        }
+        #expect(camera.pressureHandler.current.framesPerSecond == 15 && camera.pressureHandler.current.previewPaused)
+        camera.stop()
+        let summary = running.wait()
+        let critical = summary.pressure.timeline.first { $0.state.level == .critical }
+        #expect(critical?.action?.framesPerSecond == 15 && critical?.preview == "paused", "\(summary.pressure.timeline)")
+        #expect(summary.recording.stopReason == "interrupted")
+    }
+
+    /// With the pressure handler off the same reading is only logged: the rate stays.
+    @Test(.timeLimit(.minutes(1))) func theHandlerOffOnlyLogsTheLevel() async throws {
+        let dir = scratchDirectory("reel-camera-pressure-off")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = try testConfiguration(dir, frames: 1_000_000)
+        c.pressureHandler = false
+        try writePSI(dir + "/psi", cpuSome: 90)
+        let camera = try Camera(c)
+        let running = Running(camera)
+        for await event in camera.events {
+            if case .pressure(.critical) = event { break }
+        }
+        camera.stop()
+        let summary = running.wait()
+        #expect(summary.pressure.handler == "off" && summary.pressure.timeline.contains { $0.state.level == .critical && $0.action == nil })
+        #expect(summary.recording.frameRateChanges.isEmpty)
+    }
+
+    /// `stop` before `run` is not lost: the run ends as it begins, nothing recorded.
+    @Test func aStopBeforeRunEndsTheRunAsItBegins() throws {
+        let dir = scratchDirectory("reel-camera-early-stop")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let camera = try Camera(try testConfiguration(dir, frames: 100_000, realtime: true))
+        camera.stop()
+        let summary = camera.run()
+        #expect(summary.recording.stopReason == "interrupted" && camera.session.stats.framesCaptured == 0)
+    }
+
+    /// A camera that cannot serve its preview (the port is taken) refuses with 75, and what it
+    /// had opened before — the control socket — is closed and its file gone.
+    @Test func aRefusedCameraClosesWhatItOpened() throws {
+        let dir = scratchDirectory("reel-camera-refused")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (fd, port) = try listeningSocket()
+        defer { close(fd) }
+        var c = try testConfiguration(dir, frames: 10)
+        c.preview = PreviewRequest(address: PreviewAddress(host: "127.0.0.1", port: port))
+        c.controls.socket = dir + "/control.sock"
+        var opened: [CameraEvent] = []
+        let events = EventLog()
+        do {
+            _ = try Camera(c) { events.append($0) }
+            Issue.record("a camera was made on a port in use")
+        } catch let error as CameraError {
+            #expect(error.exitStatus == ExitStatus.busy, "\(error)")
+        }
+        opened = events.all
+        #expect(opened.contains(.controlSocket(dir + "/control.sock")), "the socket was opened first: \(opened)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/control.sock"))
+        let made = (try? FileManager.default.contentsOfDirectory(atPath: dir + "/out")) ?? []
+        #expect(made.isEmpty, "\(made)")
+    }
+
+    /// Secondary presses on the synthetic sensor lay markers (it has no lock); a primary press
+    /// in video mode toggles the movie output, and both are in the summary.
+    @Test(.timeLimit(.minutes(1))) func pressesLayMarkersAndToggleRecording() async throws {
+        let dir = scratchDirectory("reel-camera-presses")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = try testConfiguration(dir, frames: 100_000, realtime: true)
+        c.recording.standby = true
+        let camera = try Camera(c)
+        let running = Running(camera)
+        for await event in camera.events {
+            if case .firstFrame = event { break }   // the session runs: presses get frame indices
+        }
+        camera.send(CaptureEvent(phase: .began, action: .secondary, source: "test"))
+        camera.send(CaptureEvent(phase: .ended, action: .secondary, source: "test"))
+        let started = try camera.startRecording(source: "test")
+        let stopped = try camera.stopRecording(source: "test")
+        camera.stop()
+        let summary = running.wait()
+        #expect(summary.controls.markers.count == 1 && summary.controls.markers.first?.frameIndex != nil)
+        #expect(started.action == .start && stopped.action == .stop && summary.recording.recordingToggles.count == 2)
+        #expect(summary.recording.recordingToggles.map(\.source) == ["test", "test"])
+    }
+}
+
+/// Events told to an observer, from any thread.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [CameraEvent] = []
+    func append(_ e: CameraEvent) { lock.lock(); events.append(e); lock.unlock() }
+    var all: [CameraEvent] { lock.lock(); defer { lock.unlock() }; return events }
+}
+
+/// A TCP socket listening on 127.0.0.1 at a port the kernel chose.
+func listeningSocket() throws -> (Int32, UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EMFILE) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &len) == 0 }
+    }
+    guard ok else { close(fd); throw POSIXError(.EADDRINUSE) }
+    return (fd, UInt16(bigEndian: addr.sin_port))
+}
