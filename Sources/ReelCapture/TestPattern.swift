@@ -112,7 +112,7 @@ struct TestPattern {
         }
     }
 
-    private func fill(_ buffer: PixelBuffer, x: Int, y: Int, width: Int, height: Int, luma: UInt8, u: UInt8, v: UInt8) {
+    func fill(_ buffer: PixelBuffer, x: Int, y: Int, width: Int, height: Int, luma: UInt8, u: UInt8, v: UInt8) {
         let x0 = max(0, x), y0 = max(0, y)
         let x1 = min(sensor.width, x + width), y1 = min(sensor.height, y + height)
         guard x1 > x0, y1 > y0 else { return }
