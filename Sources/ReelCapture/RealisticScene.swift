@@ -2,19 +2,23 @@ import ReelCore
 import ReelMedia
 
 /// The synthetic sensor's realistic picture (`SyntheticScene.realistic`), drawn whole into
-/// every frame: `SceneTexture` panned a few pixels a frame, plus `SceneNoise`'s temporal
-/// noise, plus the per-frame parts of `TestPattern` (barcode, digits, LEDs) on quiet ground.
+/// every frame: `SceneTexture` panned a few pixels a frame, `SceneObjects`' discs moving
+/// over it, `SceneNoise`'s temporal noise over both, and the per-frame parts of
+/// `TestPattern` (barcode, digits, LEDs) on quiet ground.
 ///
 /// One pass per row does it all: each output row is the texture's row at the pan offset
 /// (wrapping: the texture is periodic) plus a row of noise bytes, added eight at a time as
 /// 64-bit words (the texture's bias makes a carry between bytes impossible). That is about
-/// a memory copy's cost: the scene has no background to draw once and keep.
+/// a memory copy's cost: the scene has no background to draw once and keep. The discs are
+/// drawn the same way over the rows they cover, with the same rows of noise.
 struct RealisticScene: Sendable {
     let sensor: Size
     /// Whether frames carry temporal noise (off: the texture and motion alone).
     let temporalNoise: Bool
     /// Draws the per-frame parts, in the same places as on the test pattern.
     let pattern: TestPattern
+    /// The moving discs.
+    let objects: SceneObjects
     /// The pan, in luma pixels a frame (even: the chroma planes move by whole samples).
     static let pan = (x: 4, y: 2)
     /// The margin of flat ground around the barcode, in pixels.
@@ -25,6 +29,7 @@ struct RealisticScene: Sendable {
         self.sensor = sensor
         self.temporalNoise = temporalNoise
         pattern = TestPattern(sensor: sensor)
+        objects = SceneObjects(sensor: sensor)
     }
 
     /// The texture this sensor pans across (built on the first call in the process).
@@ -60,16 +65,26 @@ struct RealisticScene: Sendable {
             let (out, stride) = buffer.plane(plane)
             let (tex, side) = texture.plane(plane)
             let wrap = side - 1
+            func grain(_ row: Int) -> UnsafePointer<UInt8> {
+                temporalNoise ? noise.row(frame: index, row: row, plane: plane) : noise.flat(plane: plane)
+            }
             for row in 0..<height {
-                let texRow = tex + ((y0 + row) & wrap) * side
-                let grain = temporalNoise ? noise.row(frame: index, row: row, plane: plane) : noise.flat(plane: plane)
-                let line = out + row * stride
-                var column = 0, x = x0
-                while column < width {
-                    let run = min(width - column, side - x)
-                    addBytes(line + column, texRow + x, grain + column, count: run)
-                    column += run
-                    x = 0
+                copyRun(out + row * stride, tex + ((y0 + row) & wrap) * side, side: side, from: x0, count: width, grain: grain(row))
+            }
+            for disc in objects.discs {
+                let centre = disc.position(index: index)
+                let cx = centre.x >> shift, cy = centre.y >> shift
+                let spans = plane == 0 ? disc.lumaSpans : disc.chromaSpans
+                let r = spans.count / 2
+                let sx = disc.source.x >> shift, sy = disc.source.y >> shift
+                for dy in -r...r {
+                    let row = cy + dy
+                    guard row >= 0, row < height else { continue }
+                    let half = spans[dy + r]
+                    let left = max(0, cx - half), right = min(width, cx + half + 1)
+                    guard right > left else { continue }
+                    copyRun(out + row * stride + left, tex + ((sy + dy) & wrap) * side, side: side,
+                            from: (sx + left - cx) & wrap, count: right - left, grain: grain(row) + left)
                 }
             }
         }
@@ -83,6 +98,20 @@ struct RealisticScene: Sendable {
         pattern.fill(buffer, x: (pattern.cx - FrameBarcode.width / 2 - m) & ~1, y: (pattern.cy - FrameBarcode.height / 2 - m) & ~1,
                      width: FrameBarcode.width + 2 * m, height: FrameBarcode.height + 2 * m, luma: 110, u: 128, v: 128)
         pattern.drawFrame(buffer, index: index)
+    }
+}
+
+/// Writes `count` samples of the texture row `texRow` (`side` samples, periodic) from column
+/// `x` on, each plus its byte of `grain`, to `line`.
+@inline(__always)
+private func copyRun(_ line: UnsafeMutablePointer<UInt8>, _ texRow: UnsafePointer<UInt8>, side: Int, from x: Int, count: Int,
+                     grain: UnsafePointer<UInt8>) {
+    var done = 0, x = x
+    while done < count {
+        let run = min(count - done, side - x)
+        addBytes(line + done, texRow + x, grain + done, count: run)
+        done += run
+        x = 0
     }
 }
 

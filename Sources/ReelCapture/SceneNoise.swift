@@ -16,8 +16,8 @@ final class SceneNoise: @unchecked Sendable {   // immutable after init
     /// The largest chroma noise magnitude and the bias of a chroma noise byte.
     static let chromaBias: UInt8 = 6
     /// Standard deviations in 8-bit levels (before clamping).
-    static let lumaSigma: Float = 2.0
-    static let chromaSigma: Float = 1.5
+    static let lumaSigma: Float = 0.25
+    static let chromaSigma: Float = 0.2
     /// Distinct row offsets in each stream (powers of two).
     static let lumaSpan = 1 << 18
     static let chromaSpan = 1 << 17

@@ -23,15 +23,15 @@ final class SceneTexture: @unchecked Sendable {   // immutable after init
     let cr: UnsafeMutablePointer<UInt8>
 
     /// Ground noise amplitudes by cell size (luma pixels) — the large-scale light and shade.
-    static let lumaGround: [(cell: Int, amplitude: Float)] = [(512, 50), (256, 35), (128, 25), (64, 16), (32, 10), (16, 7), (8, 5), (4, 3)]
+    static let lumaGround: [(cell: Int, amplitude: Float)] = [(512, 50), (256, 35), (128, 25), (64, 16), (32, 8), (16, 4)]
     /// Fine detail over everything (surface texture), by cell size in luma pixels.
-    static let lumaDetail: [(cell: Int, amplitude: Float)] = [(2, 2.0), (1, 1.5)]
+    static let lumaDetail: [(cell: Int, amplitude: Float)] = []
     /// Ground colour amplitudes by cell size in chroma pixels.
-    static let chromaGround: [(cell: Int, amplitude: Float)] = [(256, 14), (128, 10), (64, 7), (32, 5), (16, 3), (8, 2)]
+    static let chromaGround: [(cell: Int, amplitude: Float)] = [(256, 14), (128, 10), (64, 7), (32, 4)]
     /// Fine colour detail, by cell size in chroma pixels.
-    static let chromaDetail: [(cell: Int, amplitude: Float)] = [(1, 1.0)]
+    static let chromaDetail: [(cell: Int, amplitude: Float)] = []
     /// Discs per million luma pixels, and their radii (power law r⁻³ between the two).
-    static let leavesPerMegapixel: Float = 240
+    static let leavesPerMegapixel: Float = 150
     static let leafRadii: (min: Float, max: Float) = (4, 200)
     static let seed: UInt64 = 0x5245_454C_5343_454E   // "REELSCEN"
 
