@@ -5,9 +5,14 @@ import Synchronization
 ///
 /// It is a "dead leaves" picture, whose statistics are close to a photograph's (a 1/f
 /// spectrum, sharp occluding edges at every scale): a ground of multi-octave noise (luma and
-/// both chroma planes), over it discs of power-law sizes, each with its own colour and
-/// shading, and over everything fine detail at one and two pixels. Every value comes from
+/// both chroma planes: light, shade and colour down to 16-pixel cells) and over it discs of
+/// power-law sizes, each with its own colour and shading. Every value comes from
 /// `SceneRandom` with a fixed seed: the texture is the same on every machine.
+///
+/// Calibration (`SyntheticScene.realistic`): at 1920×1080 30 fps ProRes 422 HQ (Reel's
+/// prores_aw) writes about 245 Mbit/s of the texture alone; finer ground octaves or more
+/// discs push it into prores_aw's rate control band (289–372 Mbit/s), where it no longer
+/// follows the picture.
 ///
 /// The planes are stored ready for `RealisticScene`'s one-pass copy: each sample is its
 /// value less the noise's bias (`SceneNoise.lumaBias`, `chromaBias`), values kept within
@@ -24,12 +29,8 @@ final class SceneTexture: @unchecked Sendable {   // immutable after init
 
     /// Ground noise amplitudes by cell size (luma pixels) — the large-scale light and shade.
     static let lumaGround: [(cell: Int, amplitude: Float)] = [(512, 50), (256, 35), (128, 25), (64, 16), (32, 8), (16, 4)]
-    /// Fine detail over everything (surface texture), by cell size in luma pixels.
-    static let lumaDetail: [(cell: Int, amplitude: Float)] = []
     /// Ground colour amplitudes by cell size in chroma pixels.
     static let chromaGround: [(cell: Int, amplitude: Float)] = [(256, 14), (128, 10), (64, 7), (32, 4)]
-    /// Fine colour detail, by cell size in chroma pixels.
-    static let chromaDetail: [(cell: Int, amplitude: Float)] = []
     /// Discs per million luma pixels, and their radii (power law r⁻³ between the two).
     static let leavesPerMegapixel: Float = 150
     static let leafRadii: (min: Float, max: Float) = (4, 200)
@@ -79,9 +80,6 @@ final class SceneTexture: @unchecked Sendable {   // immutable after init
             paintDisc(&u, side: c, x: x / 2, y: yc / 2, radius: radius / 2, level: tint.u, slope: (0, 0))
             paintDisc(&v, side: c, x: x / 2, y: yc / 2, radius: radius / 2, level: tint.v, slope: (0, 0))
         }
-        add(periodicNoise(side: p, octaves: Self.lumaDetail, rng: &rng), to: &y)
-        add(periodicNoise(side: c, octaves: Self.chromaDetail, rng: &rng), to: &u)
-        add(periodicNoise(side: c, octaves: Self.chromaDetail, rng: &rng), to: &v)
         luma = quantise(y, offset: 0, range: 16...235, bias: SceneNoise.lumaBias)
         cb = quantise(u, offset: 128, range: 16...240, bias: SceneNoise.chromaBias)
         cr = quantise(v, offset: 128, range: 16...240, bias: SceneNoise.chromaBias)
@@ -157,14 +155,6 @@ private func paintDisc(_ field: inout [Float], side: Int, x: Int, y: Int, radius
             let row = base + ((y + dy) & wrap) * side
             let rowLevel = level + slope.y * Float(dy)
             for dx in -half...half { row[(x + dx) & wrap] = rowLevel + slope.x * Float(dx) }
-        }
-    }
-}
-
-private func add(_ detail: [Float], to field: inout [Float]) {
-    detail.withUnsafeBufferPointer { d in
-        field.withUnsafeMutableBufferPointer { f in
-            for i in 0..<f.count { f[i] += d[i] }
         }
     }
 }
