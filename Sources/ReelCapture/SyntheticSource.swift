@@ -94,33 +94,30 @@ public final class SyntheticSource: VideoSource {
         self.temporalNoise = temporalNoise
         self.mounting = mounting
         if scene == .realistic {
+            // Drawn whole every frame: no background; its texture is built by `warmUp`.
             realistic = RealisticScene(sensor: sensor, temporalNoise: temporalNoise)
             model = nil
             upright = mounting == .landscape ? nil : try PixelBuffer(size: sensor, format: .yuv420p)
-            var all: [PixelBuffer] = []
-            pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { all.append($0) }
-            self.buffers = all
-            warmUp()
-            return
-        }
-        realistic = nil
-        // The background is drawn once (~10 ms at 1920) into a model and copied into each
-        // sensor buffer — not on this thread: the sensor opens at once (40 copies of 5.5 MB
-        // before the first frame would delay the preview by 0.1–1 s). A warm-up thread copies
-        // it into every buffer from now on; a buffer capture needs before that gets it there.
-        let model = try PixelBuffer(size: sensor, format: .yuv420p)
-        if mounting == .landscape {
-            pattern.drawBackground(model)
-            upright = nil
         } else {
-            // The scene upright, read out turned: the whole background once, per frame the
-            // centre square that holds every per-frame part (`capture`).
-            let scene = try PixelBuffer(size: sensor, format: .yuv420p)
-            pattern.drawBackground(scene)
-            rotateSquare(from: scene, into: model, x: 0, y: 0, side: size, turns: mounting.readoutQuarterTurns)
-            upright = scene
+            realistic = nil
+            // The background is drawn once (~10 ms at 1920) into a model and copied into each
+            // sensor buffer — not on this thread: the sensor opens at once (40 copies of 5.5 MB
+            // before the first frame would delay the preview by 0.1–1 s). A warm-up thread copies
+            // it into every buffer from now on; a buffer capture needs before that gets it there.
+            let model = try PixelBuffer(size: sensor, format: .yuv420p)
+            if mounting == .landscape {
+                pattern.drawBackground(model)
+                upright = nil
+            } else {
+                // The scene upright, read out turned: the whole background once, per frame the
+                // centre square that holds every per-frame part (`capture`).
+                let drawn = try PixelBuffer(size: sensor, format: .yuv420p)
+                pattern.drawBackground(drawn)
+                rotateSquare(from: drawn, into: model, x: 0, y: 0, side: size, turns: mounting.readoutQuarterTurns)
+                upright = drawn
+            }
+            self.model = model
         }
-        self.model = model
         var all: [PixelBuffer] = []
         pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { all.append($0) }
         self.buffers = all
@@ -215,8 +212,8 @@ public final class SyntheticSource: VideoSource {
         formatState.withLock { $0.rate = rate; $0.timescale = Self.timescale(for: rate, liveRates: liveRates) }
     }
 
-    /// Renders frames with their barcodes (the realistic scene: whole frames) into the pool's buffers and hands them to `delegate`
-    /// until `frameLimit` frames or `stop()`.
+    /// Renders frames with their barcodes (the realistic scene: whole frames) into the pool's
+    /// buffers and hands them to `delegate` until `frameLimit` frames or `stop()`.
     /// - Throws: nothing in practice (the protocol's requirement throws for cameras).
     public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
         pendingRate.withLock { $0 = nil }
