@@ -41,7 +41,8 @@ extension SyntheticScene {
     /// Draws `frames` frames of the scene for a `sensorSide`² sensor on the calling thread and
     /// measures the thread's CPU time: first the one-time preparation (the realistic scene's
     /// texture and noise streams, cached for the process; the pattern's background), then
-    /// each frame (the realistic scene: every sample; the pattern: its per-frame parts).
+    /// each frame (the realistic scene: every sample; the pattern: its per-frame parts), into
+    /// four buffers in turn.
     /// The figures mean something only in a release build.
     /// - Throws: `MediaError` when the frame buffer cannot be allocated; `CaptureError`
     ///   for a sensor side `SyntheticSource` does not take.
@@ -50,14 +51,17 @@ extension SyntheticScene {
             throw CaptureError.invalidSensorSize("sensor size \(sensorSide) is not an even size from \(SyntheticSource.sizeRange.lowerBound) to \(SyntheticSource.sizeRange.upperBound)")
         }
         let size = Size(width: sensorSide, height: sensorSide)
-        let buffer = try PixelBuffer(size: size, format: .yuv420p)
+        // Four buffers in turn, as a sensor's pool goes round: one buffer drawn over and over
+        // would stay in the cache and look cheaper than capture is.
+        let buffers = try (0..<4).map { _ in try PixelBuffer(size: size, format: .yuv420p) }
         let realistic = self == .realistic ? RealisticScene(sensor: size, temporalNoise: temporalNoise) : nil
         let pattern = TestPattern(sensor: size)
         let prepareStart = threadCPUSeconds()
-        if let realistic { realistic.prepare() } else { pattern.drawBackground(buffer) }
+        if let realistic { realistic.prepare() } else { pattern.drawBackground(buffers[0]) }
         let preparation = threadCPUSeconds() - prepareStart
         let cpuStart = threadCPUSeconds(), wallStart = MonotonicClock.now()
         for index in 0..<frames {
+            let buffer = buffers[index % buffers.count]
             if let realistic { realistic.draw(buffer, index: index) } else { pattern.drawFrame(buffer, index: index) }
         }
         let cpu = threadCPUSeconds() - cpuStart, wall = MonotonicClock.seconds(since: wallStart)

@@ -48,8 +48,8 @@ public final class SyntheticSource: VideoSource {
     /// How the sensor is mounted: its read-out is the scene turned (`SensorOrientation`).
     public let mounting: SensorOrientation
     /// Mounted sensors only: the scene drawn upright (the pattern: background and the frame's
-    /// parts, whose centre square is turned into each buffer; the realistic scene: the whole
-    /// frame, turned whole), capture thread only.
+    /// parts, whose centre square is turned into each buffer; the realistic scene: the
+    /// frame's parts, whose rectangles are turned into it), capture thread only.
     private let upright: PixelBuffer?
 
     /// The ratios a square sensor of side `size` supports.
@@ -260,8 +260,7 @@ public final class SyntheticSource: VideoSource {
             }
             if let realistic {
                 if let upright {
-                    realistic.draw(upright, index: index)
-                    rotateSquare(from: upright, into: lease.buffer, x: 0, y: 0, side: format.size.width, turns: mounting.readoutQuarterTurns)
+                    realistic.draw(lease.buffer, index: index, turns: mounting.readoutQuarterTurns, scratch: upright)
                 } else {
                     realistic.draw(lease.buffer, index: index)
                 }
