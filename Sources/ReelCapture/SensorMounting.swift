@@ -39,3 +39,28 @@ func rotateSquare(from source: PixelBuffer, into destination: PixelBuffer, x: In
         }
     }
 }
+
+/// Turns the rectangle `rect` (even corner and sizes) of each plane of a square 4:2:0 planar
+/// buffer `turns` × 90° clockwise about the buffer's centre, from `source` into wherever it
+/// lands in `destination` (same size and format): a frame's parts drawn upright, placed into a
+/// mounted sensor's read-out without turning the whole picture.
+func rotateRect(from source: PixelBuffer, into destination: PixelBuffer, _ rect: PixelRect, turns: Int) {
+    let t = ((turns % 4) + 4) % 4
+    for plane in 0..<3 {
+        let shift = plane == 0 ? 0 : 1
+        let n = source.size.width >> shift
+        let x0 = max(0, rect.x >> shift), y0 = max(0, rect.y >> shift)
+        let x1 = min(n, (rect.x + rect.width) >> shift), y1 = min(n, (rect.y + rect.height) >> shift)
+        guard x1 > x0, y1 > y0 else { continue }
+        let (s, ss) = source.plane(plane), (d, ds) = destination.plane(plane)
+        for r in y0..<y1 {
+            let line = s + r * ss
+            switch t {
+            case 0: (d + r * ds + x0).update(from: line + x0, count: x1 - x0)
+            case 1: for c in x0..<x1 { d[c * ds + n - 1 - r] = line[c] }
+            case 2: for c in x0..<x1 { d[(n - 1 - r) * ds + n - 1 - c] = line[c] }
+            default: for c in x0..<x1 { d[(n - 1 - c) * ds + r] = line[c] }
+            }
+        }
+    }
+}

@@ -3,7 +3,8 @@ import ReelCore
 import ReelMedia
 import Synchronization
 
-/// A square sensor that draws its own test pattern, as fast as asked or in real time.
+/// A square sensor that draws its own picture (a `SyntheticScene`: the realistic scene or the
+/// test pattern), as fast as asked or in real time.
 ///
 /// Real time: frame `i` is due at `start + i / fps`; a frame the pipeline will not take
 /// is dropped as `late`, a frame with no free buffer as `outOfBuffers`. Not real time: the
@@ -31,16 +32,24 @@ public final class SyntheticSource: VideoSource {
     public let isRealtime: Bool
     private let pool: PixelBufferPool
     private let pattern: TestPattern
-    /// The background, copied into each buffer at its first use (`backgrounded`: those done).
-    private let model: PixelBuffer
+    /// What the sensor shows.
+    public let scene: SyntheticScene
+    /// Whether the realistic scene carries its temporal noise (the pattern has none).
+    public let temporalNoise: Bool
+    /// The realistic scene, drawn whole every frame; nil for the pattern.
+    private let realistic: RealisticScene?
+    /// The pattern's background, copied into each buffer at its first use (`backgrounded`:
+    /// those done); nil for the realistic scene, which has no background to keep.
+    private let model: PixelBuffer?
     private let backgrounded = Mutex([ObjectIdentifier: Bool]())
     private let buffers: [PixelBuffer]
     private let warming = Mutex(false)
     private let stopping = Atomic<Bool>(false)
     /// How the sensor is mounted: its read-out is the scene turned (`SensorOrientation`).
     public let mounting: SensorOrientation
-    /// Mounted sensors only: the scene drawn upright (background and the frame's parts),
-    /// whose centre square is turned into each buffer (capture thread only).
+    /// Mounted sensors only: the scene drawn upright (the pattern: background and the frame's
+    /// parts, whose centre square is turned into each buffer; the realistic scene: the
+    /// frame's parts, whose rectangles are turned into it), capture thread only.
     private let upright: PixelBuffer?
 
     /// The ratios a square sensor of side `size` supports.
@@ -57,10 +66,16 @@ public final class SyntheticSource: VideoSource {
     ///   - liveRates: rates `setFrameRate` may switch to while capturing (a variable frame
     ///     rate: each frame stamped at its capture time); the clock's timescale is chosen so
     ///     that they all fall on whole ticks. Empty: the timescale is the rate's own.
+    ///   - scene: what the sensor shows. The realistic scene's texture is built off this
+    ///     thread (the warm-up thread), once per process; a capture that starts before it is
+    ///     ready waits for it at its first frame.
+    ///   - temporalNoise: the realistic scene's per-frame sensor noise (false: texture and
+    ///     motion alone); the pattern ignores it.
     /// - Throws: `CaptureError.invalidSensorSize` for a size out of range or odd; `MediaError` when
     ///   the buffers cannot be allocated.
     public init(size: Int = SyntheticSource.defaultSize, rate: FrameRate, realtime: Bool, buffers: Int = 12,
-                mounting: SensorOrientation = .landscape, liveRates: [FrameRate] = []) throws {
+                mounting: SensorOrientation = .landscape, liveRates: [FrameRate] = [],
+                scene: SyntheticScene = .pattern, temporalNoise: Bool = true) throws {
         guard Self.sizeRange.contains(size) else {
             throw CaptureError.invalidSensorSize("sensor size \(size) is out of range: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
         }
@@ -75,31 +90,42 @@ public final class SyntheticSource: VideoSource {
         isRealtime = realtime
         let pattern = TestPattern(sensor: sensor)
         self.pattern = pattern
-        // The background is drawn once (~10 ms at 1920) into a model and copied into each
-        // sensor buffer — not on this thread: the sensor opens at once (40 copies of 5.5 MB
-        // before the first frame would delay the preview by 0.1–1 s). A warm-up thread copies
-        // it into every buffer from now on; a buffer capture needs before that gets it there.
-        let model = try PixelBuffer(size: sensor, format: .yuv420p)
+        self.scene = scene
+        self.temporalNoise = temporalNoise
         self.mounting = mounting
-        if mounting == .landscape {
-            pattern.drawBackground(model)
-            upright = nil
+        if scene == .realistic {
+            // Drawn whole every frame: no background; its texture is built by `warmUp`.
+            realistic = RealisticScene(sensor: sensor, temporalNoise: temporalNoise)
+            model = nil
+            upright = mounting == .landscape ? nil : try PixelBuffer(size: sensor, format: .yuv420p)
         } else {
-            // The scene upright, read out turned: the whole background once, per frame the
-            // centre square that holds every per-frame part (`capture`).
-            let scene = try PixelBuffer(size: sensor, format: .yuv420p)
-            pattern.drawBackground(scene)
-            rotateSquare(from: scene, into: model, x: 0, y: 0, side: size, turns: mounting.readoutQuarterTurns)
-            upright = scene
+            realistic = nil
+            // The background is drawn once (~10 ms at 1920) into a model and copied into each
+            // sensor buffer — not on this thread: the sensor opens at once (40 copies of 5.5 MB
+            // before the first frame would delay the preview by 0.1–1 s). A warm-up thread copies
+            // it into every buffer from now on; a buffer capture needs before that gets it there.
+            let model = try PixelBuffer(size: sensor, format: .yuv420p)
+            if mounting == .landscape {
+                pattern.drawBackground(model)
+                upright = nil
+            } else {
+                // The scene upright, read out turned: the whole background once, per frame the
+                // centre square that holds every per-frame part (`capture`).
+                let drawn = try PixelBuffer(size: sensor, format: .yuv420p)
+                pattern.drawBackground(drawn)
+                rotateSquare(from: drawn, into: model, x: 0, y: 0, side: size, turns: mounting.readoutQuarterTurns)
+                upright = drawn
+            }
+            self.model = model
         }
-        self.model = model
         var all: [PixelBuffer] = []
         pool = try PixelBufferPool(count: buffers, size: sensor, format: .yuv420p) { all.append($0) }
         self.buffers = all
         warmUp()
     }
 
-    /// Copies the background into every buffer not given it yet, off the capture thread.
+    /// Off the capture thread: builds the realistic scene's texture and noise, or copies the
+    /// pattern's background into every buffer not given it yet.
     private func warmUp() {
         let started = warming.withLock { w -> Bool in
             if w { return false }
@@ -107,7 +133,10 @@ public final class SyntheticSource: VideoSource {
             return true
         }
         guard started else { return }
-        let t = Thread { [self] in for b in buffers { ensureBackground(b) } }
+        let t = Thread { [self] in
+            realistic?.prepare()
+            for b in buffers { ensureBackground(b) }
+        }
         t.name = "reel.sensor-warmup"
         t.start()
     }
@@ -115,6 +144,7 @@ public final class SyntheticSource: VideoSource {
     /// Gives `buffer` the background if it has not got it yet (the capture thread and the
     /// warm-up thread both call it: whoever comes first copies, the other waits for that copy).
     private func ensureBackground(_ buffer: PixelBuffer) {
+        guard let model else { return }
         let id = ObjectIdentifier(buffer)
         // nil: nobody has started; false: being copied; true: done.
         let claimed = backgrounded.withLock { d -> Bool? in
@@ -182,8 +212,8 @@ public final class SyntheticSource: VideoSource {
         formatState.withLock { $0.rate = rate; $0.timescale = Self.timescale(for: rate, liveRates: liveRates) }
     }
 
-    /// Renders frames with their barcodes into the pool's buffers and hands them to `delegate`
-    /// until `frameLimit` frames or `stop()`.
+    /// Renders frames with their barcodes (the realistic scene: whole frames) into the pool's
+    /// buffers and hands them to `delegate` until `frameLimit` frames or `stop()`.
     /// - Throws: nothing in practice (the protocol's requirement throws for cameras).
     public func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
         pendingRate.withLock { $0 = nil }
@@ -228,12 +258,19 @@ public final class SyntheticSource: VideoSource {
                 index += 1
                 continue
             }
-            ensureBackground(lease.buffer)
-            if let upright {
+            if let realistic {
+                if let upright {
+                    realistic.draw(lease.buffer, index: index, turns: mounting.readoutQuarterTurns, scratch: upright)
+                } else {
+                    realistic.draw(lease.buffer, index: index)
+                }
+            } else if let upright {
+                ensureBackground(lease.buffer)
                 pattern.drawFrame(upright, index: index)
                 let side = pattern.keep & ~1, x = (pattern.cx - side / 2) & ~1, y = (pattern.cy - side / 2) & ~1
                 rotateSquare(from: upright, into: lease.buffer, x: x, y: y, side: side, turns: mounting.readoutQuarterTurns)
             } else {
+                ensureBackground(lease.buffer)
                 pattern.drawFrame(lease.buffer, index: index)
             }
             let pts = Timestamp(value: basePTS + Int64(index - baseIndex) * duration, timescale: format.timescale)

@@ -60,27 +60,50 @@ struct TestPattern {
         drawLEDs(buffer, lit: index % Self.ledCount)
     }
 
-    private func drawLEDs(_ buffer: PixelBuffer, lit: Int) {
+    /// Every rectangle `drawFrame` paints, each painted whole (the barcode, the digits'
+    /// panel, the LEDs; even corners and sizes): copying them copies every per-frame part.
+    var partRects: [PixelRect] {
+        [PixelRect(x: cx - FrameBarcode.width / 2, y: cy - FrameBarcode.height / 2, width: FrameBarcode.width, height: FrameBarcode.height),
+         digitPanel] + (0..<Self.ledCount).map(led)
+    }
+
+    /// Where LED `i` of the ring sits.
+    private func led(_ i: Int) -> PixelRect {
         let radius = Double(keep) * 0.40
+        let angle = Double(i) / Double(Self.ledCount) * 2 * Double.pi - Double.pi / 2
+        let x = cx + Int((radius * cos(angle)).rounded()) - Self.ledSize / 2
+        let y = cy + Int((radius * sin(angle)).rounded()) - Self.ledSize / 2
+        return PixelRect(x: x & ~1, y: y & ~1, width: Self.ledSize, height: Self.ledSize)
+    }
+
+    private static let digitGap = 12
+
+    /// The dark panel behind the digits (the digits start 8 pixels in).
+    private var digitPanel: PixelRect {
+        let n = Self.digitCount
+        let total = n * Self.digitWidth + (n - 1) * Self.digitGap
+        let x0 = (cx - total / 2) & ~1
+        let y0 = (cy - FrameBarcode.height / 2 - 32 - Self.digitHeight) & ~1
+        return PixelRect(x: x0 - 8, y: y0 - 8, width: total + 16, height: Self.digitHeight + 16)
+    }
+
+    private func drawLEDs(_ buffer: PixelBuffer, lit: Int) {
         for i in 0..<Self.ledCount {
-            let angle = Double(i) / Double(Self.ledCount) * 2 * Double.pi - Double.pi / 2
-            let x = cx + Int((radius * cos(angle)).rounded()) - Self.ledSize / 2
-            let y = cy + Int((radius * sin(angle)).rounded()) - Self.ledSize / 2
+            let r = led(i)
             if i == lit {
-                fill(buffer, x: x & ~1, y: y & ~1, width: Self.ledSize, height: Self.ledSize, luma: 200, u: 90, v: 230)
+                fill(buffer, x: r.x, y: r.y, width: r.width, height: r.height, luma: 200, u: 90, v: 230)
             } else {
-                fill(buffer, x: x & ~1, y: y & ~1, width: Self.ledSize, height: Self.ledSize, luma: 60, u: 120, v: 140)
+                fill(buffer, x: r.x, y: r.y, width: r.width, height: r.height, luma: 60, u: 120, v: 140)
             }
         }
     }
 
     private func drawDigits(_ buffer: PixelBuffer, index: Int) {
         let n = Self.digitCount
-        let gap = 12
-        let total = n * Self.digitWidth + (n - 1) * gap
-        let x0 = (cx - total / 2) & ~1
-        let y0 = (cy - FrameBarcode.height / 2 - 32 - Self.digitHeight) & ~1
-        fill(buffer, x: x0 - 8, y: y0 - 8, width: total + 16, height: Self.digitHeight + 16, luma: 30, u: 128, v: 128)
+        let gap = Self.digitGap
+        let panel = digitPanel
+        let x0 = panel.x + 8, y0 = panel.y + 8
+        fill(buffer, x: panel.x, y: panel.y, width: panel.width, height: panel.height, luma: 30, u: 128, v: 128)
         var value = index
         for pos in stride(from: n - 1, through: 0, by: -1) {
             let digit = value % 10
@@ -112,7 +135,7 @@ struct TestPattern {
         }
     }
 
-    private func fill(_ buffer: PixelBuffer, x: Int, y: Int, width: Int, height: Int, luma: UInt8, u: UInt8, v: UInt8) {
+    func fill(_ buffer: PixelBuffer, x: Int, y: Int, width: Int, height: Int, luma: UInt8, u: UInt8, v: UInt8) {
         let x0 = max(0, x), y0 = max(0, y)
         let x1 = min(sensor.width, x + width), y1 = min(sensor.height, y + height)
         guard x1 > x0, y1 > y0 else { return }
@@ -144,3 +167,7 @@ struct TestPattern {
     }
 }
 
+/// A rectangle of a sensor's picture, in pixels.
+struct PixelRect: Sendable {
+    var x: Int, y: Int, width: Int, height: Int
+}
