@@ -44,6 +44,7 @@ public enum CommandTable {
         .value("--burst-rate", "N", "photo mode: photos per second while a primary press is held past 0.5 s, 0–30 (0: no bursts; default 5)", sample: "5"),
         .value("--secondary", "lock|marker|none", "what a secondary press does: lock/unlock a V4L2 camera's focus and exposure, lay a marker, or nothing (default lock where the camera can, else marker)", sample: "marker"),
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted: clips keep its turned read-out and carry the display matrix (MOV, MP4)", sample: "portrait"),
+        .value("--scene", "pattern|realistic", "what the synthetic sensor shows: the flat test pattern (default) or a realistic scene as hard to encode as a camera's picture (texture, pan, moving objects, sensor noise)", sample: "realistic"),
         // System pressure (issue 13).
         .value("--pressure-handler", "on|off", "act on system pressure: lower the frame rate, thin or pause the preview, stop at shutdown (default on)", sample: "off"),
         json,
@@ -85,7 +86,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--scene", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -156,70 +156,24 @@ enum PhotoCommand {
             p.settings.prepared?.buffers = 2
         }
         let settings = p.settings
-        let output = try PhotoOutput(settings: settings)
-        // Deferred photos an earlier run left here are finished beside this run.
-        final class Pending: @unchecked Sendable { var finished: [FinishedPhoto] = [] } // written before `pendingDone`
-        let pending = Pending()
-        let pendingDone = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            pending.finished = PhotoOutput.finishPending(directory: settings.directory).finished
-            pendingDone.signal()
-        }
-        // A fresh session on the sensor's photo format; the ring and the copies hold a few
-        // buffers, so the sensor gets that many more than a recording's.
-        let rate = FrameRate(frames: Int32(p.fps))!   // 1–60, checked by the parser
-        let source = try SyntheticSource(size: settings.photoFormat.size.width, rate: rate, realtime: true,
-                                         buffers: settings.ringSize + 8)
-        let session = try CaptureSession(source: source, ratio: settings.ratio)
-        try session.addOutput(output)
-        final class Box: @unchecked Sendable { var error: (any Error)? } // written by the capture thread before `done`
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        let capture = Thread {
-            do { _ = try session.run(frameLimit: nil) } catch { box.error = error }
-            done.signal()
-        }
-        capture.name = "reel-photo-capture"
-        capture.start()
-
-        // Preview-first launch: the first press goes out with the first frame; the output
-        // (deferred unless --eager) may still be initialising, so the press is buffered.
-        var firstFrame: UInt64? = nil
-        let waitStart = MonotonicClock.now()
-        while output.sessionTime() == nil && MonotonicClock.seconds(since: waitStart) < 10 && box.error == nil {
-            MonotonicClock.sleep(until: MonotonicClock.now() + 1_000_000)
-        }
-        if output.sessionTime() != nil { firstFrame = MonotonicClock.now() }
-        var pressError: PhotoError? = nil
-        var refused = 0, blocked = 0
-        if let firstFrame {
-            for i in 0..<p.count {
-                MonotonicClock.sleep(until: firstFrame + UInt64(Double(i) * p.interval * 1e9))
-                do { _ = try output.capture() } catch .overBudget { refused += 1 } catch .busy { blocked += 1 } catch { pressError = error; break }
-            }
-        }
-        output.finish()
-        session.stopRunning()
-        done.wait()
-        pendingDone.wait()
-
-        let photos = output.photos.sorted { $0.pressTime < $1.pressTime }
-        let failure: (any Error)? = box.error ?? pressError ?? output.errors.first ?? (firstFrame == nil ? PhotoError.noFrame : nil)
-        let summary = PhotoSummary(photos: photos, presses: p.count, delivered: photos.count, refused: refused, blocked: blocked,
-                                   failed: output.errors.count, format: settings.format, quality: settings.quality,
+        let shot = try StillCamera.shoot(settings: settings, count: p.count, interval: p.interval, fps: p.fps)
+        let photos = shot.photos
+        let failure = shot.failure
+        let summary = PhotoSummary(photos: photos, presses: p.count, delivered: photos.count, refused: shot.refused, blocked: shot.blocked,
+                                   failed: shot.failed, format: settings.format, quality: settings.quality,
                                    prioritization: settings.fastCapturePrioritization,
                                    responsive: settings.responsiveCapture, shutter: settings.shutter,
                                    ring: settings.ringSize, ratio: settings.ratio.rawValue,
                                    source: "synthetic:\(settings.photoFormat.size.width)", fps: p.fps,
                                    deferredStart: settings.initialisation != .inPrepare,
                                    prepared: settings.prepared != nil,
-                                   initialisationMs: output.initialisationMilliseconds,
+                                   initialisationMs: shot.initialisationMilliseconds,
                                    sensorNoise: settings.sensorNoise?.sigma,
                                    sensorOrientation: settings.sensorOrientation,
                                    compensation: settings.orientationCompensation && settings.format != .png,
                                    deferredProcessing: settings.deferredProcessing,
-                                   framesCaptured: session.stats.framesCaptured, framesDropped: session.stats.drops.total,
-                                   dropReasons: session.stats.drops.table, pendingFinished: pending.finished,
+                                   framesCaptured: shot.stats.framesCaptured, framesDropped: shot.stats.drops.total,
+                                   dropReasons: shot.stats.drops.table, pendingFinished: shot.pendingFinished,
                                    error: failure.map { ReelCLI.report($0).line })
         if p.json {
             printJSON(summary)

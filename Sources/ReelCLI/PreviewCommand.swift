@@ -60,50 +60,22 @@ enum PreviewCommand {
         let interrupts = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         interrupts.setEventHandler {
             if interrupted.count.add(1, ordering: .relaxed).newValue > 1 { _exit(130) }
-            interrupted.session.withLock { $0 }?.stopRunning()
+            interrupted.camera.withLock { $0 }?.stop()
         }
         interrupts.resume()
         defer { interrupts.cancel() }
-        let source: any VideoSource
-        switch p.source {
-        case .synthetic(let size):
-            source = try SyntheticSource(size: size, rate: p.rate, realtime: true, buffers: Recording.sensorBuffers(side: size))
-        case .v4l2(let path, let size, let fps, let fourcc):
-            source = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc)
-        }
-        let session = try CaptureSession(source: source, ratio: p.ratio)
-        interrupted.session.withLock { $0 = session }
-        let output = PreviewOutput()
-        let started = DispatchTime.now().uptimeNanoseconds
-        let server: PreviewServer
-        do {
-            server = try PreviewServer(address: p.request.address, token: p.request.token, output: output,
-                                       controls: PreviewControls(setRatio: PreviewControls.ratio(of: session))) {
-                let stats = session.stats
-                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-                let media: Double
-                if let first = stats.startPTS, let last = stats.lastPTS { media = last.seconds - first.seconds } else { media = 0 }
-                return PreviewStatus(recording: false, elapsed: media, frames: stats.framesCaptured,
-                                     fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
-                                     drops: stats.drops.total, ratio: session.ratio.description)
-            }
-        } catch let error as PreviewError {
-            throw CommandError(status: CameraPreview.exitStatus(error), error.description)
-        }
-        defer { server.stop() }
-        try session.addOutput(output)
-        writeStderr("preview: \(server.pageURL)\n")
-
-        let limit = p.duration.map { Swift.max(1, Int(($0 * source.format.rate.perSecond).rounded())) }
-        // A SIGINT before the session runs: nothing to stop, done.
-        if interrupted.count.load(ordering: .relaxed) > 0 { return 0 }
-        _ = try session.run(frameLimit: limit)
+        let camera = try PreviewCamera(source: p.source, rate: p.rate, ratio: p.ratio, preview: p.request)
+        interrupted.camera.withLock { $0 = camera }
+        writeStderr("preview: \(camera.server.pageURL)\n")
+        // A SIGINT before the camera was made: nothing to run, done.
+        if interrupted.count.load(ordering: .relaxed) > 0 { camera.server.stop(); return 0 }
+        try camera.run(duration: p.duration)
         return 0
     }
 }
 
-/// SIGINTs seen, and the session a SIGINT stops once there is one.
+/// SIGINTs seen, and the camera a SIGINT stops once there is one.
 private final class Interrupts: Sendable {
     let count = Atomic<Int>(0)
-    let session = Mutex<CaptureSession?>(nil)
+    let camera = Mutex<PreviewCamera?>(nil)
 }

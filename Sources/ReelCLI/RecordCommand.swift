@@ -105,6 +105,11 @@ enum RecordCommand {
                     throw UsageError("--sensor-orientation: unknown orientation '\(printable(v))' (use landscape, portrait or landscapeLeft)")
                 }
                 o.sensorOrientation = m
+            case "--scene":
+                guard let scene = SyntheticScene(rawValue: v.lowercased()) else {
+                    throw UsageError("--scene: unknown scene '\(printable(v))' (use pattern or realistic)")
+                }
+                o.scene = scene
             case "--pressure-handler":
                 switch v.lowercased() {
                 case "on": pressureHandler = true
@@ -122,6 +127,9 @@ enum RecordCommand {
             guard o.container.carriesDisplayMatrix else {
                 throw UsageError("--sensor-orientation \(o.sensorOrientation.rawValue): Matroska keeps no display matrix (libavformat 5.1 writes none); use mov or mp4")
             }
+        }
+        if o.scene != .pattern, case .v4l2 = o.source {
+            throw UsageError("--scene: only the synthetic sensor draws a scene (a V4L2 camera shows what it sees)")
         }
         if controls.secondary == .lock, case .synthetic = o.source {
             throw UsageError("--secondary lock: the synthetic sensor has no focus or exposure to lock (use marker or none)")

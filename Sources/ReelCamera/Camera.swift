@@ -205,11 +205,13 @@ public final class Camera: Sendable {
     }
 
     /// Starts the movie output (in standby, or after `stopRecording`); `source` names who asked.
+    /// - Throws: `RecordToggleError` when refused (it records already, or the recording ends).
     public func startRecording(source: String = "app") throws(RecordToggleError) -> RecordingToggle {
         try RecordingToggles.apply("start", source: source, to: recording)
     }
 
     /// Stops the movie output (the session keeps running); `source` names who asked.
+    /// - Throws: `RecordToggleError` when refused (it does not record, or the recording ends).
     public func stopRecording(source: String = "app") throws(RecordToggleError) -> RecordingToggle {
         try RecordingToggles.apply("stop", source: source, to: recording)
     }

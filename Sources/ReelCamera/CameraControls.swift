@@ -204,6 +204,8 @@ public struct ControlChangeRecord: Encodable, Sendable {
     public var title: String?
     /// The first frame showing it, or the newest frame when its action ran.
     public var frameIndex: Int?
+    /// Every key, `title` and `frameIndex` null when absent.
+    /// - Throws: the encoder's errors.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(control, forKey: .control)

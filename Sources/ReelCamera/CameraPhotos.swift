@@ -13,6 +13,8 @@ public struct CameraPhoto: Encodable, Sendable {
     public let photo: Photo
     /// The burst it belongs to (nil: a single press).
     public let burst: Int?
+    /// The photo's keys and `burst` (null for a single press).
+    /// - Throws: the encoder's errors.
     public func encode(to encoder: any Encoder) throws {
         try photo.encode(to: encoder)
         var c = encoder.container(keyedBy: CodingKeys.self)

@@ -40,6 +40,7 @@ public struct CameraSummary: Encodable, Sendable {
         public var thermal: String = "none"
         enum CodingKeys: String, CodingKey { case level, handler, timeline, psiTriggers, psiTriggersReason, thermal }
         /// Every key, nulls included.
+        /// - Throws: the encoder's errors.
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(level, forKey: .level)
@@ -55,6 +56,7 @@ public struct CameraSummary: Encodable, Sendable {
 
     /// The recording's keys, then `hardwareCost`, `pressure`, `captureEvents`, `markers`,
     /// `controlChanges`, `photos` and `locks`, in one object.
+    /// - Throws: the encoder's errors.
     public func encode(to encoder: any Encoder) throws {
         try recording.encode(to: encoder)
         try controls.encode(to: encoder)

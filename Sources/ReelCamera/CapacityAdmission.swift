@@ -49,6 +49,7 @@ public enum CapacityGate {
     /// sessions is above 1, else registers it. Without a usable calibration (`reel calibrate`
     /// never run here, or its cache stale) nothing is checked or registered: recording never
     /// stops to measure. Returns the registration (release it when the recording ends) and the cost.
+    /// - Throws: `CapacityError.exceeds` when it does not fit; the registry's errors.
     public static func admit(_ options: RecordOptions, preview: Bool, framesPerSecond: Double? = nil) throws -> (Registration?, HardwareCost?) {
         guard let calibration = Calibration.cached().0,
               let demand = demand(options, preview: preview, framesPerSecond: framesPerSecond) else { return (nil, nil) }

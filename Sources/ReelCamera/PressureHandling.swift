@@ -56,15 +56,20 @@ public final class PressurePreviewGate: FrameOutput, Sendable {
         }
     }
 
+    /// Passes the frame to the preview output, or takes it and lets it go (thinned, paused).
     public func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
         let n = every.load(ordering: .acquiring)
         if n == 0 { return .taken }
         if n > 1, counter.add(1, ordering: .relaxed).oldValue % n != 0 { return .taken }
         return inner.offer(frame, waiting: waiting)
     }
+    /// The preview output's.
     public func prepare(ratio: AspectRatio, size: Size, timescale: Int32) { inner.prepare(ratio: ratio, size: size, timescale: timescale) }
+    /// The preview output's.
     public func expect(ratio: AspectRatio, size: Size, timescale: Int32) { inner.expect(ratio: ratio, size: size, timescale: timescale) }
+    /// The preview output's.
     public var deferredStartEnabled: Bool { inner.deferredStartEnabled }
+    /// The preview output's.
     public func runDeferredStart(ratio: AspectRatio, size: Size, timescale: Int32) {
         inner.runDeferredStart(ratio: ratio, size: size, timescale: timescale)
     }
@@ -88,6 +93,8 @@ public final class PressureHandler: Sendable {
         public var note: String?
 
         enum Keys: String, CodingKey { case action, frameIndex, preview, note }
+        /// The state's keys, then `action`, `frameIndex`, `preview` and `note` (nulls included).
+        /// - Throws: the encoder's errors.
         public func encode(to encoder: any Encoder) throws {
             try state.encode(to: encoder)
             var c = encoder.container(keyedBy: Keys.self)

@@ -87,6 +87,9 @@ public struct RecordOptions: Sendable {
     /// read-out as it comes (turned against the scene) and carry the display matrix that
     /// shows it upright (MOV and MP4). `.landscape` (upright) by default.
     public var sensorOrientation: SensorOrientation = .landscape
+    /// What the synthetic sensor shows (`--scene`): the flat test pattern (default) or the
+    /// realistic scene, about as hard to encode as a camera's picture.
+    public var scene: SyntheticScene = .pattern
     /// Rates the session may switch to while recording (`CaptureSession.setFrameRate` on the
     /// running session: the pressure handler's steps). The synthetic sensor's clock is chosen
     /// so that all fall on whole ticks, and a `.seconds` length is media time whatever the
@@ -307,7 +310,7 @@ public final class Recording: Sendable {
         case .synthetic(let size):
             sourceBuffers = Recording.sensorBuffers(side: size) + options.extraSensorBuffers
             source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime, buffers: sourceBuffers,
-                                         mounting: options.sensorOrientation, liveRates: options.liveFrameRates)
+                                         mounting: options.sensorOrientation, liveRates: options.liveFrameRates, scene: options.scene)
         case .v4l2(let path, let size, let fps, let fourcc):
             let camera = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc, poolBuffers: 12 + options.extraSensorBuffers,
                                         poolBudget: Recording.sensorBudget)

@@ -59,6 +59,12 @@ final class Running: @unchecked Sendable {
         done.wait()
         return summary!
     }
+    /// `wait()` off Swift's cooperative threads (an async test must not block one).
+    func value() async -> CameraSummary {
+        await withCheckedContinuation { c in
+            DispatchQueue.global().async { c.resume(returning: self.wait()) }
+        }
+    }
 }
 
 @Suite struct CameraTests {
@@ -142,7 +148,7 @@ final class Running: @unchecked Sendable {
         }
         #expect(camera.pressureHandler.current.framesPerSecond == 15 && camera.pressureHandler.current.previewPaused)
         camera.stop()
-        let summary = running.wait()
+        let summary = await running.value()
         let critical = summary.pressure.timeline.first { $0.state.level == .critical }
         #expect(critical?.action?.framesPerSecond == 15 && critical?.preview == "paused", "\(summary.pressure.timeline)")
         #expect(summary.recording.stopReason == "interrupted")
@@ -161,7 +167,7 @@ final class Running: @unchecked Sendable {
             if case .pressure(.critical) = event { break }
         }
         camera.stop()
-        let summary = running.wait()
+        let summary = await running.value()
         #expect(summary.pressure.handler == "off" && summary.pressure.timeline.contains { $0.state.level == .critical && $0.action == nil })
         #expect(summary.recording.frameRateChanges.isEmpty)
     }
@@ -218,7 +224,7 @@ final class Running: @unchecked Sendable {
         let started = try camera.startRecording(source: "test")
         let stopped = try camera.stopRecording(source: "test")
         camera.stop()
-        let summary = running.wait()
+        let summary = await running.value()
         #expect(summary.controls.markers.count == 1 && summary.controls.markers.first?.frameIndex != nil)
         #expect(started.action == .start && stopped.action == .stop && summary.recording.recordingToggles.count == 2)
         #expect(summary.recording.recordingToggles.map(\.source) == ["test", "test"])

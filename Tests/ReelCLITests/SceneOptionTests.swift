@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+import ReelCLI
+import ReelCamera
+import ReelCore
+import ReelWriter
+
+/// `reel record --scene`: the realistic scene as the sensor's picture, the pattern by default.
+@Suite struct SceneOptionTests {
+    /// The same 30 ProRes HQ frames of the 1920 sensor, pattern and realistic: both verify
+    /// frame for frame (the barcode reads on the realistic scene too), and the realistic clip
+    /// is at least three times the pattern's bytes (the scene's tests pin its bitrate).
+    @Test func theRealisticSceneRecordsVerifiesAndCostsMoreBytes() throws {
+        let dir = temporaryDirectory("reel-scene")
+        defer { removeTree(dir) }
+        var bytes: [String: Int64] = [:]
+        for scene in ["pattern", "realistic"] {
+            let run = try reel(["record", "--scene", scene, "--source", "synthetic:1920", "--ratio", "16x9", "--frames", "30",
+                                "--no-realtime", "--plain", "--out", dir + "/" + scene, "--name", scene, "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let verify = try reel(["verify", dir + "/" + scene, "--json"])
+            #expect(verify.status == 0 && verify.stdout.contains("\"framesChecked\" : 30"), "\(verify.stdout) \(verify.stderr)")
+            let clip = dir + "/\(scene)/\(scene)-0001-16x9.mov"
+            bytes[scene] = (try FileManager.default.attributesOfItem(atPath: clip)[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        let pattern = bytes["pattern"] ?? 0, realistic = bytes["realistic"] ?? 0
+        #expect(pattern > 0 && realistic >= 3 * pattern, "pattern \(pattern) B, realistic \(realistic) B")
+    }
+
+    /// The pattern is the default; an unknown scene, and a scene for a V4L2 camera, are usage
+    /// errors (in-process: parsing has no side effects).
+    @Test func theSceneIsParsedAndChecked() throws {
+        guard case .record(let c, _, _) = try ReelCLI.parse(["record"]) else { Issue.record("not record"); return }
+        #expect(c.recording.scene == .pattern)
+        guard case .record(let r, _, _) = try ReelCLI.parse(["record", "--scene", "Realistic"]) else { Issue.record("not record"); return }
+        #expect(r.recording.scene == .realistic)
+        #expect(throws: UsageError.self) { try ReelCLI.parse(["record", "--scene", "forest"]) }
+        do {
+            _ = try ReelCLI.parse(["record", "--scene", "realistic", "--source", "v4l2:/dev/video0"])
+            Issue.record("a scene for a V4L2 camera was accepted")
+        } catch let e as UsageError {
+            #expect(e.description.hasPrefix("--scene: only the synthetic sensor draws a scene"))
+        }
+        let bad = try reel(["record", "--scene", "forest"])
+        #expect(bad.status == 64 && bad.stderr == "reel: --scene: unknown scene 'forest' (use pattern or realistic)\n")
+    }
+}
