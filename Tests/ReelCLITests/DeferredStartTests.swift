@@ -38,27 +38,21 @@ func recordWithSlowPool(_ args: [String], syncMs: Int, pool: String, out: String
 struct RealtimeDeferredStartTests {
     /// The movie output initialises after the first frame; a slow initialisation (0.6 s: the
     /// slot claim's two syncs at 300 ms each) holds the first frames in the ring, and every
-    /// one of them is written: the clip holds every index once, from 0.
+    /// one of them is written: the clip holds every index once, from 0. Not in real time (the
+    /// source waits when the ring is full), so no frame can drop and the check is exact on any
+    /// machine; what a full ring drops in real time is the next test's subject.
     @Test func framesHeldWhileTheMovieOutputInitialisesAreAllWritten() throws {
-        for attempt in 1...2 {
-            let dir = temporaryDirectory()
-            defer { removeTree(dir) }
-            #expect(try createPool(dir + "/pool", "256M", slot: "64M").status == 0)
-            let (_, s) = try recordWithSlowPool(["--duration", "3"], syncMs: 300, pool: dir + "/pool", out: dir + "/out")
-            #expect(s.startMode == "deferred")
-            #expect((s.framesHeldBeforeReady ?? 0) >= 10, "\(String(describing: s.framesHeldBeforeReady)) frames held")
-            #expect((s.longestHoldMs ?? 0) >= 500, "\(String(describing: s.longestHoldMs)) ms")
-            #expect(s.framesCaptured == 90 && s.framesWritten + s.framesDropped == 90)
-            let clip = try #require(s.clips.first)
-            #expect(clip.firstFrameIndex == 0)
-            if s.framesDropped > 0 && attempt == 1 {
-                print("attempt 1: \(s.framesDropped) dropped \(s.dropReasons); once more")
-                continue
-            }
-            #expect(s.framesDropped == 0, "\(s.dropReasons)")
-            #expect(try probeFrames(clip.path).frameIndices == Array(0..<90))
-            return
-        }
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        #expect(try createPool(dir + "/pool", "256M", slot: "64M").status == 0)
+        let (_, s) = try recordWithSlowPool(["--duration", "3", "--no-realtime"], syncMs: 300, pool: dir + "/pool", out: dir + "/out")
+        #expect(s.startMode == "deferred")
+        #expect((s.framesHeldBeforeReady ?? 0) >= 10, "\(String(describing: s.framesHeldBeforeReady)) frames held")
+        #expect((s.longestHoldMs ?? 0) >= 500, "\(String(describing: s.longestHoldMs)) ms")
+        #expect(s.framesCaptured == 90 && s.framesWritten == 90 && s.framesDropped == 0, "\(s.dropReasons)")
+        let clip = try #require(s.clips.first)
+        #expect(clip.firstFrameIndex == 0)
+        #expect(try probeFrames(clip.path).frameIndices == Array(0..<90))
     }
 
     /// An initialisation longer than the ring holds (2 s against 36 frames at 1280): the
@@ -72,7 +66,8 @@ struct RealtimeDeferredStartTests {
         #expect((s.dropReasons["outOfBuffers"] ?? 0) > 0, "\(s.dropReasons)")
         #expect(s.framesDropped == s.dropReasons.values.reduce(0, +))
         #expect(s.framesCaptured == 120 && s.framesWritten + s.framesDropped == 120, "\(s.dropReasons)")
-        #expect(s.framesHeldBeforeReady == Recording.holdFrames(synthetic: 1280))
+        // The hold ring at 1280: 36 frames (docs/capture.md, Deferred Start).
+        #expect(s.framesHeldBeforeReady == 36)
         let clip = try #require(s.clips.first)
         let indices = try #require(try probeFrames(clip.path).frameIndices)
         #expect(Array(indices.prefix(36)) == Array(0..<36))
