@@ -184,6 +184,16 @@ public struct PressureState: Codable, Sendable, Equatable {
     /// The figures that caused the change: the shares of time stalled over the monitor's
     /// window (from the `total` counters; `avg10` for a figure without one).
     public var sample: PressureSample
+
+    /// A state with these fields (a monitor makes them; an app or a test may feed its own to
+    /// a handler).
+    public init(atSeconds: Double, level: PressureLevel, factors: [String] = [], cost: Double = 0, sample: PressureSample = PressureSample()) {
+        self.atSeconds = atSeconds
+        self.level = level
+        self.factors = factors
+        self.cost = cost
+        self.sample = sample
+    }
 }
 
 /// The hysteresis alone, fed one reading at a time (the monitor's logic, testable with any

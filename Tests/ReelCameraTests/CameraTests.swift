@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ReelCamera
 import ReelCapacity
+import ReelCapture
 import ReelControl
 import ReelCore
 import ReelPreview
@@ -228,6 +229,59 @@ final class Running: @unchecked Sendable {
         #expect(summary.controls.markers.count == 1 && summary.controls.markers.first?.frameIndex != nil)
         #expect(started.action == .start && stopped.action == .stop && summary.recording.recordingToggles.count == 2)
         #expect(summary.recording.recordingToggles.map(\.source) == ["test", "test"])
+    }
+}
+
+/// An output that holds the capture thread at frame `at` (not in real time) until `release`:
+/// the test acts on the camera between two known frames.
+final class FrameGate: FrameOutput, @unchecked Sendable {
+    let at: Int
+    let reached = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+    init(at: Int) { self.at = at }
+    func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult {
+        if frame.index == at {
+            reached.signal()
+            release.wait()
+        }
+        return .taken
+    }
+    /// `reached.wait()` off Swift's cooperative threads.
+    func arrived() async {
+        await withCheckedContinuation { c in DispatchQueue.global().async { self.reached.wait(); c.resume() } }
+    }
+}
+
+extension CameraTests {
+    /// A `serious` level handed to the handler between frames 30 and 31 (the capture thread
+    /// held at 30, not in real time): the rate steps 30 → 24 from frame 31, the preview is
+    /// thinned, the timeline states the frame, and the clip's timestamps follow the new cadence
+    /// from it (`verify` names the change). No clock decides anything.
+    @Test(.timeLimit(.minutes(1))) func seriousStepsTheRateFromTheNextFrame() async throws {
+        let dir = scratchDirectory("reel-camera-serious")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = try testConfiguration(dir, frames: 90)
+        c.preview = PreviewRequest(address: PreviewAddress(host: "127.0.0.1", port: 0))
+        let camera = try Camera(c)
+        let gate = FrameGate(at: 30)
+        try camera.session.addOutput(gate)
+        let running = Running(camera)
+        for await event in camera.events {
+            if case .pressure(.nominal) = event { break }   // the monitor's first reading is in
+        }
+        await gate.arrived()
+        camera.pressureHandler.handle(PressureState(atSeconds: 1, level: .serious, factors: ["cpu.some 60%"], cost: 0.75,
+                                                    sample: PressureSample(cpuSome: 60)))
+        gate.release.signal()
+        let summary = await running.value()
+        #expect(summary.recording.stopReason == "completed" && summary.recording.framesDropped == 0)
+        let changes = summary.recording.frameRateChanges
+        #expect(changes.map(\.frameIndex) == [31] && changes.map(\.from) == [30] && changes.map(\.to) == [24], "\(changes)")
+        let step = try #require(summary.pressure.timeline.last)
+        #expect(step.state.level == .serious && step.action?.framesPerSecond == 24 && step.frameIndex == 31 && step.preview == "reduced")
+        let report = try Inspector.verify([dir + "/out"])
+        #expect(report.ok && report.framesChecked == 90, "\(report.violation ?? "")")
+        #expect(report.cadenceChanges.map(\.frameIndex) == [31] && report.cadenceChanges.map(\.framesPerSecond) == [24])
     }
 }
 
