@@ -53,7 +53,7 @@ public enum CommandTable {
     /// `reel preview`: the session with the preview output alone (no recording). Its source,
     /// rate, ratio and token options are `reel record`'s; where to serve and how long differ
     /// in their defaults.
-    public static let preview = CommandSpec("preview", ["--source", "--fps", "--ratio", "--preview", "--preview-token", "--duration"].compactMap { name in
+    public static let preview = CommandSpec("preview", ["--source", "--fps", "--ratio", "--scene", "--preview", "--preview-token", "--duration"].compactMap { name in
         previewDefaults.first { $0.name == name } ?? record.options.first { $0.name == name }
     })
     static let previewDefaults: [OptionSpec] = [
@@ -76,6 +76,7 @@ public enum CommandTable {
         .value("--shutter", "zsl|next-frame", "which frame a press takes: the nearest in the ring (default) or the next one", sample: "zsl"),
         .value("--sensor-noise", "SIGMA", "synthetic sensor read-out noise, 0.1–50 luma levels; quality photos then merge the ring's frames", sample: "8"),
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted (default landscape)", sample: "portrait"),
+        .value("--scene", "pattern|realistic", "what the synthetic sensor shows: the flat test pattern (default) or the realistic scene", sample: "realistic"),
         .flag("--no-compensation", "store pixels as the sensor reads them out, with the EXIF Orientation a viewer needs"),
         .flag("--eager", "initialise the photo output before capture starts (default: after the first frame)"),
         .flag("--unprepared", "prepare nothing ahead: encoders and copy buffers made at the first press (to measure prepared settings)"),

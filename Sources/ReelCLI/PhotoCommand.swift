@@ -22,6 +22,8 @@ public struct PhotoInvocation: Sendable {
     public var nameGiven = false
     /// `--finish-pending`: only finish the deferred photos left in the output directory.
     public var finishPendingOnly = false
+    /// `--scene`: what the synthetic sensor shows.
+    public var scene: SyntheticScene = .pattern
 }
 
 /// The JSON object `reel photo --finish-pending --json` prints.
@@ -107,6 +109,7 @@ enum PhotoCommand {
                     throw UsageError("--sensor-orientation: unknown orientation '\(printable(v))' (use landscape, portrait or landscapeLeft)")
                 }
                 p.settings.sensorOrientation = o
+            case "--scene": p.scene = try parseScene(v)
             case "--no-deferred": p.settings.deferredProcessing = false
             case "--finish-pending": p.finishPendingOnly = true
             case "--no-responsive": p.settings.responsiveCapture = false
@@ -156,7 +159,7 @@ enum PhotoCommand {
             p.settings.prepared?.buffers = 2
         }
         let settings = p.settings
-        let shot = try StillCamera.shoot(settings: settings, count: p.count, interval: p.interval, fps: p.fps)
+        let shot = try StillCamera.shoot(settings: settings, count: p.count, interval: p.interval, fps: p.fps, scene: p.scene)
         let photos = shot.photos
         let failure = shot.failure
         let summary = PhotoSummary(photos: photos, presses: p.count, delivered: photos.count, refused: shot.refused, blocked: shot.blocked,

@@ -18,6 +18,8 @@ public struct PreviewInvocation: Sendable {
     public var request = PreviewRequest(address: PreviewAddress(host: "127.0.0.1", port: 8080), token: nil)
     /// Seconds of media time; nil: until SIGINT.
     public var duration: Double? = nil
+    /// `--scene`: what the synthetic sensor shows.
+    public var scene: SyntheticScene = .pattern
 }
 
 /// `reel preview`: the capture session with the preview output alone (no recording).
@@ -36,6 +38,7 @@ enum PreviewCommand {
             case "--ratio":
                 guard let r = AspectRatio(parsing: v) else { throw UsageError("unknown ratio '\(printable(v))' (use 1x1, 4x3, 3x4, 16x9 or 9x16)") }
                 p.ratio = r
+            case "--scene": p.scene = try parseScene(v)
             case "--duration": p.duration = try parseSeconds(v, option: name, range: 0.001...86_400)
             case "--preview", "--preview-token":
                 // The same checks as `reel record`'s.
@@ -46,6 +49,9 @@ enum PreviewCommand {
                 }
             default: throw UsageError("preview: unknown option '\(name)'")
             }
+        }
+        if p.scene != .pattern, case .v4l2 = p.source {
+            throw UsageError("--scene: only the synthetic sensor draws a scene (a V4L2 camera shows what it sees)")
         }
         return p
     }
@@ -64,7 +70,7 @@ enum PreviewCommand {
         }
         interrupts.resume()
         defer { interrupts.cancel() }
-        let camera = try PreviewCamera(source: p.source, rate: p.rate, ratio: p.ratio, preview: p.request)
+        let camera = try PreviewCamera(source: p.source, rate: p.rate, ratio: p.ratio, scene: p.scene, preview: p.request)
         interrupted.camera.withLock { $0 = camera }
         writeStderr("preview: \(camera.server.pageURL)\n")
         // A SIGINT before the camera was made: nothing to run, done.

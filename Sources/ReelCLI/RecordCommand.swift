@@ -105,11 +105,7 @@ enum RecordCommand {
                     throw UsageError("--sensor-orientation: unknown orientation '\(printable(v))' (use landscape, portrait or landscapeLeft)")
                 }
                 o.sensorOrientation = m
-            case "--scene":
-                guard let scene = SyntheticScene(rawValue: v.lowercased()) else {
-                    throw UsageError("--scene: unknown scene '\(printable(v))' (use pattern or realistic)")
-                }
-                o.scene = scene
+            case "--scene": o.scene = try parseScene(v)
             case "--pressure-handler":
                 switch v.lowercased() {
                 case "on": pressureHandler = true

@@ -44,3 +44,11 @@ extension SourceSpec {
         }
     }
 }
+
+/// `--scene pattern|realistic` (any case).
+func parseScene(_ text: String) throws -> SyntheticScene {
+    guard let scene = SyntheticScene(rawValue: text.lowercased()) else {
+        throw UsageError("--scene: unknown scene '\(printable(text))' (use pattern or realistic)")
+    }
+    return scene
+}

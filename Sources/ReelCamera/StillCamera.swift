@@ -28,12 +28,13 @@ public enum StillCamera {
         public var failure: (any Error & Sendable)?
     }
 
-    /// Runs the sensor at `fps` with a photo output of `settings`, presses `count` times
+    /// Runs the sensor at `fps`, showing `scene`, with a photo output of `settings`, presses `count` times
     /// `interval` seconds apart from the first frame, waits for the photos, stops.
     /// - Throws: `PhotoError` and `MediaError` when the output cannot be made; the sensor's
     ///   errors (`CaptureError`) when it cannot be opened. A failure while running is in the
     ///   result's `failure`.
-    public static func shoot(settings: PhotoSettings, count: Int, interval: Double, fps: Int) throws -> Result {
+    public static func shoot(settings: PhotoSettings, count: Int, interval: Double, fps: Int,
+                             scene: SyntheticScene = .pattern) throws -> Result {
         let output = try PhotoOutput(settings: settings)
         // Deferred photos an earlier run left here are finished beside this run.
         final class Pending: @unchecked Sendable { var finished: [FinishedPhoto] = [] } // written before `pendingDone`
@@ -47,7 +48,7 @@ public enum StillCamera {
         // buffers, so the sensor gets that many more than a recording's.
         let rate = FrameRate(frames: Int32(max(1, min(fps, 240))))!
         let source = try SyntheticSource(size: settings.photoFormat.size.width, rate: rate, realtime: true,
-                                         buffers: settings.ringSize + 8)
+                                         buffers: settings.ringSize + 8, scene: scene)
         let session = try CaptureSession(source: source, ratio: settings.ratio)
         try session.addOutput(output)
         final class Box: @unchecked Sendable { var error: (any Error & Sendable)? } // written by the capture thread before `done`

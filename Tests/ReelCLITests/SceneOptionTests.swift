@@ -44,4 +44,33 @@ import ReelWriter
         let bad = try reel(["record", "--scene", "forest"])
         #expect(bad.status == 64 && bad.stderr == "reel: --scene: unknown scene 'forest' (use pattern or realistic)\n")
     }
+
+    /// `reel preview` and `reel photo` take `--scene` too (a V4L2 source refuses it).
+    @Test func previewAndPhotoTakeTheScene() throws {
+        guard case .preview(let p) = try ReelCLI.parse(["preview", "--scene", "realistic"]) else { Issue.record("not preview"); return }
+        #expect(p.scene == .realistic)
+        guard case .photo(let ph) = try ReelCLI.parse(["photo", "--scene", "realistic"]) else { Issue.record("not photo"); return }
+        #expect(ph.scene == .realistic)
+        #expect(throws: UsageError.self) { try ReelCLI.parse(["preview", "--scene", "realistic", "--source", "v4l2:/dev/video0"]) }
+        #expect(throws: UsageError.self) { try ReelCLI.parse(["photo", "--scene", "forest"]) }
+    }
+
+    /// A photo of the realistic scene at the 4032 photo format: taken, and several times the
+    /// bytes of the pattern's at the same settings (the texture reaches the photo).
+    @Test func aPhotoOfTheRealisticSceneCarriesItsTexture() throws {
+        let dir = temporaryDirectory("reel-scene-photo")
+        defer { removeTree(dir) }
+        var bytes: [String: Int64] = [:]
+        for scene in ["pattern", "realistic"] {
+            let run = try reel(["photo", "--scene", scene, "--format", "jpeg", "--out", dir + "/" + scene, "--name", scene, "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: dir + "/" + scene).filter { $0.hasSuffix(".jpg") }) ?? []
+            #expect(files.count == 1, "\(files)")
+            if let f = files.first {
+                bytes[scene] = (try FileManager.default.attributesOfItem(atPath: dir + "/\(scene)/" + f)[.size] as? NSNumber)?.int64Value
+            }
+        }
+        let pattern = bytes["pattern"] ?? 0, realistic = bytes["realistic"] ?? 0
+        #expect(pattern > 0 && realistic >= 3 * pattern, "pattern \(pattern) B, realistic \(realistic) B")
+    }
 }
