@@ -138,13 +138,20 @@ def headline(row, reel, unit=None, reel_name="reel", peer=None, peer_name=None, 
         sym = {">=": "≥", "<=": "≤", "==": "=", ">": ">", "<": "<"}[op]
         t = {"of": of, "op": op, "value": value,
              "text": ("ratio %s %s" % (sym, _num(value))) if of == "ratio" else ("Reel %s %s%s" % (sym, _num(value), " " + unit if unit else ""))}
-        if met is None:
-            x = (q if of == "ratio" else r) or {}
-            x = x.get("median")
-            if x is not None:
-                met = {">=": x >= value, "<=": x <= value, "==": x == value, ">": x > value, "<": x < value}[op]
+    verdict = None
+    if t is not None and met is None:
+        # Met only when the whole spread clears the target; a median that clears it with a
+        # spread that crosses it is "within noise" (and not met).
+        x = (q if t["of"] == "ratio" else r) or {}
+        if x.get("median") is not None:
+            check = lambda v: {">=": v >= value, "<=": v <= value, "==": v == value, ">": v > value, "<": v < value}[op]
+            whole = check(x["median"]) and check(x["min"]) and check(x["max"])
+            met = whole
+            verdict = "met" if whole else "within noise" if check(x["median"]) else "not met"
+    elif met is not None:
+        verdict = "met" if met else "not met"
     return {"row": row, "unit": unit, "reel": r, "peer": p, "ratio": q, "target": t,
-            "met": None if met is None else bool(met), "key": bool(key)}
+            "met": None if met is None else bool(met), "verdict": verdict, "key": bool(key)}
 
 
 def _num(v):
@@ -333,7 +340,12 @@ def _rows_of(doc):
     return hs
 
 
-def _met(m):
+def _met(h):
+    """A headline's met? cell: yes only when the whole spread clears the target."""
+    v = h.get("verdict")
+    if v == "within noise":
+        return "within noise"
+    m = h.get("met")
     return "yes" if m is True else "NO" if m is False else "—"
 
 
@@ -362,6 +374,10 @@ def summary(directory):
            "versions": docs[0]["versions"] if docs else versions(),
            "benchmarks": [{"benchmark": d["benchmark"], "title": d.get("title"), "command": d.get("command"),
                            "date": d.get("date"), "loadBefore": d.get("loadBefore"), "loadAfter": d.get("loadAfter"),
+                           # Each benchmark's own commit (rows re-run later carry theirs) and the
+                           # scene it ran on (the pattern unless its parameters name another).
+                           "commit": (d.get("versions") or {}).get("reel"),
+                           "scene": (d.get("parameters") or {}).get("scene") or "pattern",
                            "headlines": _rows_of(d)} for d in docs]}
     with open(os.path.join(directory, "summary.json"), "w") as f:
         json.dump(out, f, indent=2, ensure_ascii=False)
@@ -388,7 +404,9 @@ def _table_rows(doc, with_command, key_only=False):
                       ("%s %s" % (peer.get("name", ""), _fig(peer, h.get("unit")))) if peer else "—",
                       _fig(h.get("ratio"), ratio=True) + (", %s" % h["ratio"]["of"].replace("reel", "Reel") if h.get("ratio") else ""),
                       (h.get("target") or {}).get("text", "—"),
-                      _met(h.get("met"))]
+                      _met(h),
+                      b.get("scene") or "pattern",
+                      b.get("commit") or "?"]
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
     return lines
 
@@ -404,7 +422,7 @@ def _machine_line(doc):
 def _summary_md(doc):
     out = ["# Benchmark summary", "",
            "`%s` at %s on %s." % (doc.get("command"), doc.get("date"), _machine_line(doc)), "",
-           "| bench | row | Reel | peer | ratio (spread) | target | met? |", "|---|---|---|---|---|---|---|"]
+           "| bench | row | Reel | peer | ratio (spread) | target | met? | scene | commit |", "|---|---|---|---|---|---|---|---|---|"]
     out += _table_rows(doc, with_command=False)
     out += ["", "Commands and load (1-minute average before → after):", ""]
     for b in doc["benchmarks"]:
@@ -428,8 +446,8 @@ def table(path, every=False):
                doc.get("command"), doc.get("date"), _machine_line(doc),
                ("was %s–%s" % (_num(min(loads)), _num(max(loads)))) if loads else "was not recorded"),
            "",
-           "| benchmark | command | row | Reel | peer | ratio (spread) | target | met? |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| benchmark | command | row | Reel | peer | ratio (spread) | target | met? | scene | commit |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     out += _table_rows(doc, with_command=True, key_only=not every)
     if not every:
         out += ["", "Key figures; every figure, with its target: `bench-results/summary.md` (`scripts/bench table --all`)."]
