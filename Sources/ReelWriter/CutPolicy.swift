@@ -69,6 +69,8 @@ public struct CutPolicy: Sendable {
         /// The segment boundary the frame reached (1 for the first boundary after the
         /// recording's first frame), nil when the cut is not at a segment boundary.
         public var boundary: Int64?
+        /// A cut for `reasons`, at segment boundary `boundary` (nil: not at one).
+        public init(reasons: CutReasons, boundary: Int64?) { self.reasons = reasons; self.boundary = boundary }
     }
 
     /// Decides for the next frame recorded: nil to append it to the clip in progress, or the
