@@ -71,6 +71,7 @@ enum RecordCommand {
             case "--plain": o.storage = .plain
             case "--fail-on-drop": o.failOnDrop = true
             case "--fragment": o.fragmentInterval = try parseSeconds(v, option: name, range: 0.1...600)
+            case "--segment": o.segmentDuration = try parseSeconds(v, option: name, range: CutPolicy.smallestSegmentDuration...86400)
             case "--report":
                 guard !v.isEmpty else { throw UsageError("--report needs a directory") }
                 report = v

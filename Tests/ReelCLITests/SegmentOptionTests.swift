@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+import ReelCore
+import ReelCLI
+
+/// `reel record --segment SECONDS` (docs/cli.md): 0.001–86400 s of media time; anything else
+/// is a usage error (exit 64, one line).
+@Suite struct SegmentOptionTests {
+    func segment(_ v: String) throws -> Double? {
+        guard case .record(let c, _, _) = try ReelCLI.parse(["record", "--segment", v]) else {
+            Issue.record("reel record did not parse as record")
+            return nil
+        }
+        return c.recording.segmentDuration
+    }
+
+    @Test func parsesSecondsOfMediaTime() throws {
+        #expect(try segment("2.1") == 2.1)
+        #expect(try segment("0.001") == 0.001)
+        #expect(try segment("86400") == 86400)
+        guard case .record(let c, _, _) = try ReelCLI.parse(["record"]) else { Issue.record("not record"); return }
+        #expect(c.recording.segmentDuration == nil)
+    }
+
+    @Test func zeroAndNonNumbersAreUsageErrors() {
+        for v in ["0", "-1", "0.0009", "86401", "abc", "nan", "inf", "1e300", "", "2s"] {
+            #expect(throws: UsageError.self, "--segment \(v)") { _ = try ReelCLI.parse(["record", "--segment", v]) }
+        }
+        // `reel cost` does not take it.
+        #expect(throws: (any Error).self) { _ = try ReelCLI.parse(["cost", "--segment", "1"]) }
+    }
+
+    /// Through the binary: exit 64 with one `reel: ` line.
+    @Test(arguments: ["0", "abc"]) func refusedByTheBinaryWithExit64(value: String) throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let run = try boundedReel(["record", "--segment", value], in: dir, timeout: 30,
+                                  environment: ["REEL_POOL": dir + "/default-pool", "XDG_CACHE_HOME": dir + "/cache"])
+        #expect(!run.timedOut && run.signal == nil)
+        #expect(run.status == 64, "\(run.status) \(run.stderr)")
+        let lines = run.stderr.split(separator: "\n").filter { !$0.isEmpty }
+        #expect(lines.count == 1 && lines[0].hasPrefix("reel: --segment"), "\(run.stderr)")
+    }
+}
