@@ -166,6 +166,12 @@ import ReelWriter
         #expect(summary.segments.map(\.clip) == [2, 3, 4])
         #expect(summary.segments.allSatisfy { !$0.ratioSeam })
         #expect(summary.framesLost == 0 && summary.framesWritten == 95)
+        // docs/json.md: the keys of `segments`.
+        let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(summary)) as? [String: Any]
+        let first = (json?["segments"] as? [[String: Any]])?.first
+        #expect(Set(first?.keys.map { $0 } ?? []) == ["frameIndex", "pts", "boundarySeconds", "clip", "ratioSeam"])
+        #expect(first?["frameIndex"] as? Int == 30 && first?["clip"] as? Int == 2 && first?["ratioSeam"] as? Bool == false)
+        #expect(abs((first?["pts"] as? Double ?? 0) - (summary.clips[1].firstPTS)) < 1e-9)
         for (n, c) in summary.clips.enumerated() {
             let ratio = c.ratio
             #expect((c.path as NSString).lastPathComponent == "seg-000\(n + 1)-\(ratio).mov")
