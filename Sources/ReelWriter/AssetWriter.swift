@@ -286,6 +286,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         thread.stackSize = 4 << 20
         thread.start()
         finaliser.recycle = { [weak self] encoder in self?.recycle(encoder) }
+        finaliser.keeper = settings.loopBudget.map(LoopKeeper.init(budget:))
         finaliser.start()
     }
 
@@ -796,7 +797,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                              firstFrameLatency: firstFrameLatency.map { Double($0) / 1e9 }, clipsOpenedAhead: clipsOpenedAhead,
                              encodersReused: encodersReused, framesHeldBeforeReady: framesHeld,
                              longestHold: Double(longestHold) / 1e9, firstFrameWrittenAt: firstFrameWrittenAt,
-                             framesNotRecorded: framesNotRecorded, toggles: toggles, segmentCuts: segmentCuts)
+                             framesNotRecorded: framesNotRecorded, toggles: toggles, segmentCuts: segmentCuts,
+                             loopDeletions: finaliser.loopDeletions)
         result = r
         for w in asyncWaiters { w.resume() }
         asyncWaiters = []

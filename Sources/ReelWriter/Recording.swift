@@ -68,6 +68,10 @@ public struct RecordOptions: Sendable {
     /// first (`CutPolicy`). nil (the default): clips end only at ratio changes and stops.
     /// At least `CutPolicy.smallestSegmentDuration`; `Recording` refuses less.
     public var segmentDuration: Double? = nil
+    /// Loop recording (`--loop-budget`): once the finished clips total more than this (bytes
+    /// or seconds of media time), the oldest finished clips are deleted — never the clip being
+    /// written, which does not count, and never the newest finished one. nil: every clip stays.
+    public var loopBudget: LoopBudget? = nil
     /// Frames the writer may hold while it is behind (a clip opening, a slow frame); nil:
     /// as many as the sensor's buffers allow (`Recording.holdFrames`).
     public var queueCapacity: Int? = nil
@@ -224,6 +228,9 @@ public struct RecordingSummary: Sendable, Codable {
     /// Each clip started at a segment boundary (`--segment`), at its first frame; empty
     /// without segments.
     public var segments: [SegmentCut] = []
+    /// The finished clips loop recording (`--loop-budget`) deleted, oldest first; `clips`
+    /// still lists them. Empty without a budget.
+    public var loopDeletions: [LoopDeletion] = []
     /// The start and stop requests applied while the session ran, in order.
     public var recordingToggles: [RecordingToggle] = []
     /// Each frame-rate change while recording, at the first frame of the new rate (the clip's
@@ -309,6 +316,7 @@ public final class Recording: Sendable {
     /// - Throws: the source's error (`CaptureError`, `V4L2Error`), `CaptureError.unsupportedRatio`,
     ///   what `options.configurationCheck` throws,
     ///   `StorageError.outputDirectory`, `UsageError` for a length of 0 frames or a segment duration below 1 ms,
+    ///   or a loop budget that is not positive,
     ///   `WriterError` for settings that cannot work (a codec the container cannot carry, no such
     ///   encoder); under `--eager-start` also the storage's errors (`PoolError`, `StorageError`).
     public init(options: RecordOptions) throws {
@@ -356,6 +364,13 @@ public final class Recording: Sendable {
                 throw UsageError("segment duration \(d) s: use a number of seconds from \(CutPolicy.smallestSegmentDuration) up")
             }
             settings.segmentDuration = d
+        }
+        switch options.loopBudget {
+        case .bytes(let n)? where n <= 0:
+            throw UsageError("loop budget \(options.loopBudget!): use a positive size or time")
+        case .seconds(let s)? where !(s.isFinite && s > 0):
+            throw UsageError("loop budget \(options.loopBudget!): use a positive size or time")
+        default: settings.loopBudget = options.loopBudget
         }
         writer = try AssetWriter(settings: settings, rate: source.format.rate)
         writer.deferredStartEnabled = options.deferredStart
@@ -608,6 +623,7 @@ public final class Recording: Sendable {
         summary.framesDecimated = stats.framesDecimated
         summary.recordingToggles = toggles
         summary.segments = result.segmentCuts
+        summary.loopDeletions = result.loopDeletions
         return summary
     }
 

@@ -33,6 +33,9 @@ public struct WriterSettings: Sendable {
     /// every multiple of it since the recording's first frame (`CutPolicy`). nil by default:
     /// clips end only at ratio changes (and stops).
     public var segmentDuration: Double? = nil
+    /// Loop recording: once the finished clips total more than this, the oldest finished
+    /// clips are deleted (`LoopBudget`). nil by default: every clip stays.
+    public var loopBudget: LoopBudget? = nil
 
     /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,
@@ -281,4 +284,6 @@ public struct WriterResult: Sendable {
     public var toggles: [RecordingToggle] = []
     /// The clips started at a segment boundary, in order.
     public var segmentCuts: [SegmentCut] = []
+    /// The finished clips loop recording deleted, in order.
+    public var loopDeletions: [LoopDeletion] = []
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ReelCore
 import ReelCLI
+import ReelWriter
 
 /// `reel record --segment SECONDS` (docs/cli.md): 0.001–86400 s of media time; anything else
 /// is a usage error (exit 64, one line).
@@ -40,5 +41,24 @@ import ReelCLI
         #expect(run.status == 64, "\(run.status) \(run.stderr)")
         let lines = run.stderr.split(separator: "\n").filter { !$0.isEmpty }
         #expect(lines.count == 1 && lines[0].hasPrefix("reel: --segment"), "\(run.stderr)")
+    }
+
+    func budget(_ v: String) throws -> LoopBudget? {
+        guard case .record(let c, _, _) = try ReelCLI.parse(["record", "--loop-budget", v]) else { return nil }
+        return c.recording.loopBudget
+    }
+
+    /// `--loop-budget`: a time or a size, always with its unit.
+    @Test func loopBudgetTakesATimeOrASizeWithItsUnit() throws {
+        #expect(try budget("600s") == .seconds(600))
+        #expect(try budget("10min") == .seconds(600))
+        #expect(try budget("1h") == .seconds(3600))
+        #expect(try budget("1s") == .seconds(1) && budget("8760h") == .seconds(8760 * 3600))
+        #expect(try budget("500M") == .bytes(500 << 20))
+        #expect(try budget("2G") == .bytes(2 << 30))
+        #expect(try budget("1M") == .bytes(1 << 20) && budget("64T") == .bytes(64 << 40))
+        for v in ["600", "0s", "0.5s", "8761h", "1023K", "65T", "abc", "", "nan", "-1h", "infs"] {
+            #expect(throws: UsageError.self, "--loop-budget \(v)") { _ = try ReelCLI.parse(["record", "--loop-budget", v]) }
+        }
     }
 }
