@@ -739,7 +739,14 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         current = c
                         try c.append(frame)
                         longestOpen = max(longestOpen, MonotonicClock.now() - t0)
-                        lock.lock(); seamWindowOpen = false; openedClips = clipNumber; lock.unlock()
+                        lock.lock()
+                        seamWindowOpen = false; openedClips = clipNumber
+                        // Segments: the next clip most likely starts at the next boundary at this
+                        // ratio — open it ahead, unless a ratio change was announced first.
+                        if settings.segmentDuration != nil && upcoming.isEmpty {
+                            upcoming.append((c.ratio, c.size, c.sessionStart.timescale))
+                        }
+                        lock.unlock()
                         prepareAhead()
                     }
                     lock.lock()

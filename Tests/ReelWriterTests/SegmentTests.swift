@@ -166,6 +166,8 @@ import ReelWriter
         #expect(summary.segments.map(\.clip) == [2, 3, 4])
         #expect(summary.segments.allSatisfy { !$0.ratioSeam })
         #expect(summary.framesLost == 0 && summary.framesWritten == 95)
+        // Each next segment's clip was opened ahead, off the frame path.
+        #expect(summary.clipsOpenedAhead >= 3, "\(summary.clipsOpenedAhead)")
         // docs/json.md: the keys of `segments`.
         let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(summary)) as? [String: Any]
         let first = (json?["segments"] as? [[String: Any]])?.first
