@@ -183,8 +183,9 @@ import ReelWriter
 
     /// The issue's case: 2.1 s over 7 s at 30 fps is 63/63/63/21 frames; 2.1 s is off the
     /// encoder's 1 s keyframe grid, so every clip's first frame is a forced keyframe.
-    @Test func offGridSegmentsStartWithAForcedKeyframe() throws {
-        let (summary, report, dir) = try record(frames: 210, segment: 2.1)
+    @Test(arguments: [VideoCodec.h264, .prores(.proxy)])
+    func offGridSegmentsStartWithAForcedKeyframe(codec: VideoCodec) throws {
+        let (summary, report, dir) = try record(frames: 210, segment: 2.1, codec: codec)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         #expect(report.ok, "\(report.violation ?? "")")
         #expect(report.framesChecked == 210)
