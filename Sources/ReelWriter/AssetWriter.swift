@@ -12,7 +12,9 @@ import ReelMetrics
 /// Capture hands frames over with `offer` (or `append`); they wait in a bounded queue that
 /// one encode thread drains. When a frame's ratio differs from the clip's, the encode thread
 /// hands the clip to the finaliser thread (flush, trailer, sync, publish) and opens the next
-/// clip at that frame (likewise at the first frame at or after a segment boundary), keyframe first — capture never waits for a clip to close.
+/// clip at that frame (likewise at the first frame at or after a segment boundary), keyframe
+/// first — capture never waits for a clip to close. With a loop budget the finaliser also
+/// deletes the oldest finished clips (`LoopKeeper`).
 ///
 /// Thread safety: all mutable state is guarded by `lock` (an `NSCondition`), except what
 /// only the encode thread touches (`EncodeState`).
@@ -779,6 +781,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             if cancelling { c.discard() } else { finaliser.submit(c) }
         }
         let (clips, finalError, write) = finaliser.finishAll()
+        let loopDeletions = finaliser.loopDeletions
         lock.lock(); idleEncoders = []; lock.unlock()
 
         lock.lock()
@@ -805,7 +808,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                              encodersReused: encodersReused, framesHeldBeforeReady: framesHeld,
                              longestHold: Double(longestHold) / 1e9, firstFrameWrittenAt: firstFrameWrittenAt,
                              framesNotRecorded: framesNotRecorded, toggles: toggles, segmentCuts: segmentCuts,
-                             loopDeletions: finaliser.loopDeletions)
+                             loopDeletions: loopDeletions)
         result = r
         for w in asyncWaiters { w.resume() }
         asyncWaiters = []
