@@ -31,16 +31,17 @@ import ReelWriter
         #expect(throws: (any Error).self) { _ = try ReelCLI.parse(["cost", "--segment", "1"]) }
     }
 
-    /// Through the binary: exit 64 with one `reel: ` line.
-    @Test(arguments: ["0", "abc"]) func refusedByTheBinaryWithExit64(value: String) throws {
-        let dir = temporaryDirectory()
-        defer { removeTree(dir) }
-        let run = try boundedReel(["record", "--segment", value], in: dir, timeout: 30,
-                                  environment: ["REEL_POOL": dir + "/default-pool", "XDG_CACHE_HOME": dir + "/cache"])
-        #expect(!run.timedOut && run.signal == nil)
-        #expect(run.status == 64, "\(run.status) \(run.stderr)")
-        let lines = run.stderr.split(separator: "\n").filter { !$0.isEmpty }
-        #expect(lines.count == 1 && lines[0].hasPrefix("reel: --segment"), "\(run.stderr)")
+    /// What `reel` prints and exits with (`ReelCLI.report`, as `main` does), in-process:
+    /// exit 64 with one `--segment` line.
+    @Test(arguments: ["0", "abc"]) func refusedWithExit64AndOneLine(value: String) throws {
+        do {
+            _ = try ReelCLI.parse(["record", "--segment", value])
+            Issue.record("--segment \(value) was accepted")
+        } catch {
+            let (line, status) = ReelCLI.report(error)
+            #expect(status == 64)
+            #expect(line.hasPrefix("--segment: ") && !line.contains("\n"), "\(line)")
+        }
     }
 
     func budget(_ v: String) throws -> LoopBudget? {
