@@ -71,6 +71,8 @@ enum RecordCommand {
             case "--plain": o.storage = .plain
             case "--fail-on-drop": o.failOnDrop = true
             case "--fragment": o.fragmentInterval = try parseSeconds(v, option: name, range: 0.1...600)
+            case "--segment": o.segmentDuration = try parseSeconds(v, option: name, range: CutPolicy.smallestSegmentDuration...86400)
+            case "--loop-budget": o.loopBudget = try parseLoopBudget(v)
             case "--report":
                 guard !v.isEmpty else { throw UsageError("--report needs a directory") }
                 report = v
@@ -157,6 +159,25 @@ enum RecordCommand {
     }
 
     /// `T:RATIO` (seconds of media time) or `#N:RATIO` (frame index).
+    /// `--loop-budget`: a time with its unit (`600s`, `10min`, `1h`; 1 s – 8760 h) or a size
+    /// with its unit (`500M`, `2G`, powers of 1024; 1M–64T). A bare number is refused: it
+    /// would not say which.
+    static func parseLoopBudget(_ text: String) throws -> LoopBudget {
+        let t = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let bounds = "a time like 600s, 10min or 1h (1s–8760h) or a size like 500M or 2G (1M–64T)"
+        for (suffix, scale) in [("min", 60.0), ("s", 1.0), ("h", 3600.0)] where t.hasSuffix(suffix) {
+            guard let v = Double(t.dropLast(suffix.count)), v.isFinite else { break }
+            let s = v * scale
+            guard s >= 1, s <= 8760 * 3600 else { throw UsageError("--loop-budget: \(printable(text)) is out of range (\(bounds))") }
+            return .seconds(s)
+        }
+        guard let last = t.last, last.isLetter, let n = parseByteSize(t) else {
+            throw UsageError("--loop-budget: '\(printable(text))' is not \(bounds)")
+        }
+        guard n >= 1 << 20, n <= 64 << 40 else { throw UsageError("--loop-budget: \(printable(text)) is out of range (\(bounds))") }
+        return .bytes(n)
+    }
+
     static func parseRatioAt(_ text: String) throws -> (RatioTrigger, AspectRatio) {
         guard let colon = text.firstIndex(of: ":") else { throw UsageError("--ratio-at: '\(printable(text))' is not T:RATIO or #N:RATIO") }
         let when = String(text[..<colon]), what = String(text[text.index(after: colon)...])

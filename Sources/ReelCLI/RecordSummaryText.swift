@@ -18,8 +18,9 @@ enum RecordSummaryText {
     static func printRecording(_ s: RecordingSummary) {
         let frames = s.clips.reduce(0) { $0 + $1.frames }
         Swift.print("recorded \(s.clips.count) clip\(s.clips.count == 1 ? "" : "s"), \(frames) frames, \(s.framesDropped) dropped, in \(fixed(s.elapsedSeconds)) s (\(s.stopReason))")
+        let deleted = Set(s.loopDeletions.filter { $0.error == nil }.map(\.path))
         for c in s.clips {
-            Swift.print("  \(c.path)  \(c.width)x\(c.height) \(c.ratio) \(c.codec)/\(c.container)  \(c.frames) frames #\(c.firstFrameIndex)-\(c.lastFrameIndex)  \(fixed(c.durationSeconds, 2)) s  \(megabytes(c.bytes))\(c.salvaged ? "  (salvaged)" : "")")
+            Swift.print("  \(c.path)  \(c.width)x\(c.height) \(c.ratio) \(c.codec)/\(c.container)  \(c.frames) frames #\(c.firstFrameIndex)-\(c.lastFrameIndex)  \(fixed(c.durationSeconds, 2)) s  \(megabytes(c.bytes))\(c.salvaged ? "  (salvaged)" : "")\(deleted.contains(c.path) ? "  (deleted: loop budget)" : "")")
         }
         let st = s.storage
         var line = "  storage: \(st.mode)"
@@ -31,6 +32,12 @@ enum RecordSummaryText {
         Swift.print(line)
         for seam in s.seams {
             Swift.print("  seam at frame \(seam.frameIndex) (\(fixed(seam.pts, 3)) s): \(seam.from) -> \(seam.to)")
+        }
+        for cut in s.segments {
+            Swift.print("  segment at frame \(cut.frameIndex) (\(fixed(cut.pts, 3)) s, boundary \(fixed(cut.boundarySeconds, 3)) s)\(cut.ratioSeam ? ", with a seam" : "")")
+        }
+        for d in s.loopDeletions where d.error != nil {
+            Swift.print("  loop budget: could not delete \(d.path): \(d.error ?? "")")
         }
         for t in s.recordingToggles {
             Swift.print("  record \(t.action.rawValue) at \(fixed(t.atSeconds, 2)) s (take \(t.take), frame \(t.frameIndex.map(String.init) ?? "-")) from \(t.source)")

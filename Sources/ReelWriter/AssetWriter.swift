@@ -5,13 +5,16 @@ import ReelMedia
 import ReelStorage
 import ReelMetrics
 
-/// Encodes captured frames into clips, one clip per run of one ratio (`AVAssetWriter` with
-/// the ratio-change cut built in).
+/// Encodes captured frames into clips, one clip per run of one ratio — and, with a segment
+/// duration, per segment (`AVAssetWriter` with the cuts built in; where a clip ends is the
+/// `CutPolicy`'s decision).
 ///
 /// Capture hands frames over with `offer` (or `append`); they wait in a bounded queue that
 /// one encode thread drains. When a frame's ratio differs from the clip's, the encode thread
 /// hands the clip to the finaliser thread (flush, trailer, sync, publish) and opens the next
-/// clip at that frame, keyframe first — capture never waits for a clip to close.
+/// clip at that frame (likewise at the first frame at or after a segment boundary), keyframe
+/// first — capture never waits for a clip to close. With a loop budget the finaliser also
+/// deletes the oldest finished clips (`LoopKeeper`).
 ///
 /// Thread safety: all mutable state is guarded by `lock` (an `NSCondition`), except what
 /// only the encode thread touches (`EncodeState`).
@@ -89,6 +92,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var awaitingFirstFrame: Int?
     /// Counts start and stop requests: a frame waiting for room across one is not recorded.
     private var toggleGeneration = 0
+    /// The clips started at a segment boundary so far.
+    private var segmentCuts: [SegmentCut] = []
 
     private let finaliser = Finaliser()
 
@@ -283,6 +288,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         thread.stackSize = 4 << 20
         thread.start()
         finaliser.recycle = { [weak self] encoder in self?.recycle(encoder) }
+        finaliser.keeper = settings.loopBudget.map(LoopKeeper.init(budget:))
         finaliser.start()
     }
 
@@ -665,6 +671,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         // The take of the clips opened now, and the index of its first frame (what verify expects).
         var currentTake = 1
         var takeFirstFrame = 0
+        // Where clips end: ratio changes and the segment grid.
+        var policy = CutPolicy(segmentDuration: settings.segmentDuration)
 
         loop: while true {
             switch take() {
@@ -694,8 +702,10 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                 let handedOver = held ? max(offeredAt, readyAt ?? offeredAt) : offeredAt
                 if held { longestHold = max(longestHold, handedOver - offeredAt) }
                 lock.unlock()
+                let cut = policy.cut(before: frame.pts, ratio: frame.ratio, size: frame.crop.size,
+                                     clip: current.map { ($0.ratio, $0.size) })
                 do {
-                    if let c = current, c.ratio == frame.ratio, c.size == frame.crop.size, !splitNext {
+                    if let c = current, cut == nil, !splitNext {
                         if settings.dropWhenStorageIsBehind && c.storageIsBehind {
                             lock.lock(); drops.add(.outOfBuffers); framesAccepted -= 1; lock.unlock()
                             continue
@@ -703,6 +713,12 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         try c.append(frame)
                     } else {
                         if let c = current {
+                            if let cut, let k = cut.boundary {
+                                let at = SegmentCut(frameIndex: frame.index, pts: frame.pts.seconds,
+                                                    boundarySeconds: policy.boundarySeconds(k) ?? 0, clip: clipNumber + 1,
+                                                    ratioSeam: cut.reasons.contains(.ratio))
+                                lock.lock(); segmentCuts.append(at); lock.unlock()
+                            }
                             finaliser.submit(c)
                             current = nil
                             lock.lock(); bytesFinished += bytesCurrent; bytesCurrent = 0; lock.unlock()
@@ -725,7 +741,14 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         current = c
                         try c.append(frame)
                         longestOpen = max(longestOpen, MonotonicClock.now() - t0)
-                        lock.lock(); seamWindowOpen = false; openedClips = clipNumber; lock.unlock()
+                        lock.lock()
+                        seamWindowOpen = false; openedClips = clipNumber
+                        // Segments: the next clip most likely starts at the next boundary at this
+                        // ratio — open it ahead, unless a ratio change was announced first.
+                        if settings.segmentDuration != nil && upcoming.isEmpty {
+                            upcoming.append((c.ratio, c.size, c.sessionStart.timescale))
+                        }
+                        lock.unlock()
                         prepareAhead()
                     }
                     lock.lock()
@@ -758,6 +781,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
             if cancelling { c.discard() } else { finaliser.submit(c) }
         }
         let (clips, finalError, write) = finaliser.finishAll()
+        let loopDeletions = finaliser.loopDeletions
         lock.lock(); idleEncoders = []; lock.unlock()
 
         lock.lock()
@@ -783,7 +807,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                              firstFrameLatency: firstFrameLatency.map { Double($0) / 1e9 }, clipsOpenedAhead: clipsOpenedAhead,
                              encodersReused: encodersReused, framesHeldBeforeReady: framesHeld,
                              longestHold: Double(longestHold) / 1e9, firstFrameWrittenAt: firstFrameWrittenAt,
-                             framesNotRecorded: framesNotRecorded, toggles: toggles)
+                             framesNotRecorded: framesNotRecorded, toggles: toggles, segmentCuts: segmentCuts,
+                             loopDeletions: loopDeletions)
         result = r
         for w in asyncWaiters { w.resume() }
         asyncWaiters = []

@@ -18,6 +18,16 @@ final class Finaliser: @unchecked Sendable {
     var recycle: (@Sendable (VideoEncoder) -> Void)?
     /// The clip being closed now.
     private var closingNow: ClipRecorder?
+    /// Loop recording: which finished clips go (set before `start`; the finaliser thread's).
+    var keeper: LoopKeeper?
+    /// The finished clips loop recording deleted, in order.
+    private var deletions: [LoopDeletion] = []
+
+    /// The finished clips loop recording deleted so far.
+    var loopDeletions: [LoopDeletion] {
+        lock.lock(); defer { lock.unlock() }
+        return deletions
+    }
 
     /// Waits until fewer than `limit` clips wait to be closed or are being closed.
     func waitUntilBacklog(below limit: Int) {
@@ -82,7 +92,23 @@ final class Finaliser: @unchecked Sendable {
                 }
             }
             let stats = clip.writeStats
+            // Loop recording: the oldest finished clips go once the finished total is over the
+            // budget (the clip being written is not finished, so neither counted nor deleted).
+            var deleted: [LoopDeletion] = []
+            if let summary, keeper != nil {
+                let doomed = keeper!.finished(summary.path, bytes: summary.bytes, seconds: summary.durationSeconds)
+                lock.lock(); let finished = clips; lock.unlock()
+                for (path, keptTotal) in doomed {
+                    guard let old = finished.first(where: { $0.path == path }) else { continue }
+                    var d = LoopDeletion(path: old.path, firstFrameIndex: old.firstFrameIndex, frames: old.frames,
+                                         bytes: old.bytes, durationSeconds: old.durationSeconds, after: summary.path,
+                                         keptTotal: keptTotal)
+                    if unlink(old.path) != 0 { d.error = String(cString: strerror(errno)) }
+                    deleted.append(d)
+                }
+            }
             lock.lock()
+            deletions += deleted
             if let stats {
                 if write == nil { write = stats } else { write!.merge(stats) }
             }

@@ -63,6 +63,15 @@ public struct RecordOptions: Sendable {
     public var ratioChanges: [(RatioTrigger, AspectRatio)] = []
     /// Seconds between the movie fragments the muxer writes (`--fragment`).
     public var fragmentInterval = 1.0
+    /// Seconds of media time per segment (`--segment`): a new clip also starts at the first
+    /// frame at or after every multiple of it since the recording's first frame, keyframe
+    /// first (`CutPolicy`). nil (the default): clips end only at ratio changes and stops.
+    /// At least `CutPolicy.smallestSegmentDuration`; `Recording` refuses less.
+    public var segmentDuration: Double? = nil
+    /// Loop recording (`--loop-budget`): once the finished clips total more than this (bytes
+    /// or seconds of media time), the oldest finished clips are deleted — never the clip being
+    /// written, which does not count, and never the newest finished one. nil: every clip stays.
+    public var loopBudget: LoopBudget? = nil
     /// Frames the writer may hold while it is behind (a clip opening, a slow frame); nil:
     /// as many as the sensor's buffers allow (`Recording.holdFrames`).
     public var queueCapacity: Int? = nil
@@ -216,6 +225,12 @@ public struct RecordingSummary: Sendable, Codable {
     public var framesDecimated: Int = 0
     /// Each ratio change, at the first frame with the new ratio.
     public var seams: [Seam]
+    /// Each clip started at a segment boundary (`--segment`), at its first frame; empty
+    /// without segments.
+    public var segments: [SegmentCut] = []
+    /// The finished clips loop recording (`--loop-budget`) deleted, oldest first; `clips`
+    /// still lists them. Empty without a budget.
+    public var loopDeletions: [LoopDeletion] = []
     /// The start and stop requests applied while the session ran, in order.
     public var recordingToggles: [RecordingToggle] = []
     /// Each frame-rate change while recording, at the first frame of the new rate (the clip's
@@ -300,7 +315,8 @@ public final class Recording: Sendable {
     /// Checks every option and opens the output directory; nothing is recorded yet.
     /// - Throws: the source's error (`CaptureError`, `V4L2Error`), `CaptureError.unsupportedRatio`,
     ///   what `options.configurationCheck` throws,
-    ///   `StorageError.outputDirectory`, `UsageError` for a length of 0 frames,
+    ///   `StorageError.outputDirectory`, `UsageError` for a length of 0 frames or a segment duration below 1 ms,
+    ///   or a loop budget that is not positive,
     ///   `WriterError` for settings that cannot work (a codec the container cannot carry, no such
     ///   encoder); under `--eager-start` also the storage's errors (`PoolError`, `StorageError`).
     public init(options: RecordOptions) throws {
@@ -343,6 +359,19 @@ public final class Recording: Sendable {
                                       queueCapacity: options.queueCapacity ?? Recording.holdFrames(sourceBuffers: sourceBuffers - options.extraSensorBuffers),
                                       dropWhenStorageIsBehind: options.realtime)
         settings.displayQuarterTurns = options.sensorOrientation.displayQuarterTurns
+        if let d = options.segmentDuration {
+            guard d.isFinite, d >= CutPolicy.smallestSegmentDuration, d <= 1e9 else {
+                throw UsageError("segment duration \(d) s: use a number of seconds from \(CutPolicy.smallestSegmentDuration) up")
+            }
+            settings.segmentDuration = d
+        }
+        switch options.loopBudget {
+        case .bytes(let n)? where n <= 0:
+            throw UsageError("loop budget \(options.loopBudget!): use a positive size or time")
+        case .seconds(let s)? where !(s.isFinite && s > 0):
+            throw UsageError("loop budget \(options.loopBudget!): use a positive size or time")
+        default: settings.loopBudget = options.loopBudget
+        }
         writer = try AssetWriter(settings: settings, rate: source.format.rate)
         writer.deferredStartEnabled = options.deferredStart
         writer.standby = options.standby
@@ -593,6 +622,8 @@ public final class Recording: Sendable {
         summary.framesNotRecorded = result.framesNotRecorded
         summary.framesDecimated = stats.framesDecimated
         summary.recordingToggles = toggles
+        summary.segments = result.segmentCuts
+        summary.loopDeletions = result.loopDeletions
         return summary
     }
 

@@ -29,6 +29,13 @@ public struct WriterSettings: Sendable {
     /// The recording's markers: each becomes a chapter of its clip where the container keeps
     /// chapters (MKV; see `Muxer.carriesChapters`).
     public var chapterMarks = ChapterMarks()
+    /// Seconds of media time per segment: a new clip also starts at the first frame at or after
+    /// every multiple of it since the recording's first frame (`CutPolicy`). nil by default:
+    /// clips end only at ratio changes (and stops).
+    public var segmentDuration: Double? = nil
+    /// Loop recording: once the finished clips total more than this, the oldest finished
+    /// clips are deleted (`LoopBudget`). nil by default: every clip stays.
+    public var loopBudget: LoopBudget? = nil
 
     /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,
@@ -275,4 +282,8 @@ public struct WriterResult: Sendable {
     public var framesNotRecorded: Int = 0
     /// The start and stop requests applied, in order.
     public var toggles: [RecordingToggle] = []
+    /// The clips started at a segment boundary, in order.
+    public var segmentCuts: [SegmentCut] = []
+    /// The finished clips loop recording deleted, in order.
+    public var loopDeletions: [LoopDeletion] = []
 }
