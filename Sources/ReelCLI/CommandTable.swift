@@ -23,8 +23,8 @@ public enum CommandTable {
         .value("--out", "DIR", "output directory (default recordings)", sample: "recordings"),
         .value("--name", "PREFIX", "clip name prefix, without '/'", sample: "take"),
         .value("--fragment", "SECONDS", "fragment or cluster interval, 0.1–600 s (default 1)", sample: "0.5"),
-        .value("--segment", "SECONDS", "also start a new clip at every SECONDS of media time, at the first frame at or after each boundary, keyframe first; 0.001–86400", sample: "2"),
-        .value("--loop-budget", "SIZE|TIME", "loop recording: once the finished clips total more than SIZE (500M, 2G; 1M–64T) or TIME (600s, 10min, 1h; 1s–8760h), delete the oldest finished clips (never the one being written)", sample: "10min"),
+        .value("--segment-duration", "SECONDS", "also start a new clip at every SECONDS of media time, at the first frame at or after each boundary, keyframe first; 0.001–86400", sample: "2"),
+        .value("--keep", "SIZE|TIME", "loop recording: once the finished clips total more than SIZE (500M, 2G; 1M–64T) or TIME (600s, 10min, 1h; 1s–8760h), delete the oldest finished clips (never the one being written)", sample: "10min"),
         .value("--pool", "PATH", "write through the storage pool at PATH", sample: "pool"),
         .flag("--plain", "write straight into the output files, no pool"),
         .flag("--fail-on-drop", "exit 75 when frames were dropped (default: exit 0 with a warning line)"),
@@ -89,7 +89,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--segment", "--loop-budget", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--scene", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--scene", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

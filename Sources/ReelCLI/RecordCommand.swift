@@ -71,8 +71,8 @@ enum RecordCommand {
             case "--plain": o.storage = .plain
             case "--fail-on-drop": o.failOnDrop = true
             case "--fragment": o.fragmentInterval = try parseSeconds(v, option: name, range: 0.1...600)
-            case "--segment": o.segmentDuration = try parseSeconds(v, option: name, range: CutPolicy.smallestSegmentDuration...86400)
-            case "--loop-budget": o.loopBudget = try parseLoopBudget(v)
+            case "--segment-duration": o.segmentDuration = try parseSeconds(v, option: name, range: CutPolicy.smallestSegmentDuration...86400)
+            case "--keep": o.loopBudget = try parseLoopBudget(v)
             case "--report":
                 guard !v.isEmpty else { throw UsageError("--report needs a directory") }
                 report = v
@@ -159,7 +159,7 @@ enum RecordCommand {
     }
 
     /// `T:RATIO` (seconds of media time) or `#N:RATIO` (frame index).
-    /// `--loop-budget`: a time with its unit (`600s`, `10min`, `1h`; 1 s – 8760 h) or a size
+    /// `--keep`: a time with its unit (`600s`, `10min`, `1h`; 1 s – 8760 h) or a size
     /// with its unit (`500M`, `2G`, powers of 1024; 1M–64T). A bare number is refused: it
     /// would not say which.
     static func parseLoopBudget(_ text: String) throws -> LoopBudget {
@@ -168,13 +168,13 @@ enum RecordCommand {
         for (suffix, scale) in [("min", 60.0), ("s", 1.0), ("h", 3600.0)] where t.hasSuffix(suffix) {
             guard let v = Double(t.dropLast(suffix.count)), v.isFinite else { break }
             let s = v * scale
-            guard s >= 1, s <= 8760 * 3600 else { throw UsageError("--loop-budget: \(printable(text)) is out of range (\(bounds))") }
+            guard s >= 1, s <= 8760 * 3600 else { throw UsageError("--keep: \(printable(text)) is out of range (\(bounds))") }
             return .seconds(s)
         }
         guard let last = t.last, last.isLetter, let n = parseByteSize(t) else {
-            throw UsageError("--loop-budget: '\(printable(text))' is not \(bounds)")
+            throw UsageError("--keep: '\(printable(text))' is not \(bounds)")
         }
-        guard n >= 1 << 20, n <= 64 << 40 else { throw UsageError("--loop-budget: \(printable(text)) is out of range (\(bounds))") }
+        guard n >= 1 << 20, n <= 64 << 40 else { throw UsageError("--keep: \(printable(text)) is out of range (\(bounds))") }
         return .bytes(n)
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import ReelCore
 
-/// Loop recording (`--loop-budget`): how much of the finished segments a recording keeps.
+/// Loop recording (`--keep`): how much of the finished segments a recording keeps.
 /// When the finished clips' total goes over it, the oldest finished clips are deleted; the
 /// clip being written does not count and is never deleted, and the newest finished clip is
 /// always kept (a budget smaller than one segment keeps the latest complete one).

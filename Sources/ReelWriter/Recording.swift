@@ -63,12 +63,12 @@ public struct RecordOptions: Sendable {
     public var ratioChanges: [(RatioTrigger, AspectRatio)] = []
     /// Seconds between the movie fragments the muxer writes (`--fragment`).
     public var fragmentInterval = 1.0
-    /// Seconds of media time per segment (`--segment`): a new clip also starts at the first
+    /// Seconds of media time per segment (`--segment-duration`): a new clip also starts at the first
     /// frame at or after every multiple of it since the recording's first frame, keyframe
     /// first (`CutPolicy`). nil (the default): clips end only at ratio changes and stops.
     /// At least `CutPolicy.smallestSegmentDuration`; `Recording` refuses less.
     public var segmentDuration: Double? = nil
-    /// Loop recording (`--loop-budget`): once the finished clips total more than this (bytes
+    /// Loop recording (`--keep`): once the finished clips total more than this (bytes
     /// or seconds of media time), the oldest finished clips are deleted — never the clip being
     /// written, which does not count, and never the newest finished one. nil: every clip stays.
     public var loopBudget: LoopBudget? = nil
@@ -225,10 +225,10 @@ public struct RecordingSummary: Sendable, Codable {
     public var framesDecimated: Int = 0
     /// Each ratio change, at the first frame with the new ratio.
     public var seams: [Seam]
-    /// Each clip started at a segment boundary (`--segment`), at its first frame; empty
+    /// Each clip started at a segment boundary (`--segment-duration`), at its first frame; empty
     /// without segments.
     public var segments: [SegmentCut] = []
-    /// The finished clips loop recording (`--loop-budget`) deleted, oldest first; `clips`
+    /// The finished clips loop recording (`--keep`) deleted, oldest first; `clips`
     /// still lists them. Empty without a budget.
     public var loopDeletions: [LoopDeletion] = []
     /// The start and stop requests applied while the session ran, in order.

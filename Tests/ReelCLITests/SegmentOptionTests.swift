@@ -4,11 +4,11 @@ import ReelCore
 import ReelCLI
 import ReelWriter
 
-/// `reel record --segment SECONDS` (docs/cli.md): 0.001–86400 s of media time; anything else
+/// `reel record --segment-duration SECONDS` (docs/cli.md): 0.001–86400 s of media time; anything else
 /// is a usage error (exit 64, one line).
 @Suite struct SegmentOptionTests {
     func segment(_ v: String) throws -> Double? {
-        guard case .record(let c, _, _) = try ReelCLI.parse(["record", "--segment", v]) else {
+        guard case .record(let c, _, _) = try ReelCLI.parse(["record", "--segment-duration", v]) else {
             Issue.record("reel record did not parse as record")
             return nil
         }
@@ -25,31 +25,31 @@ import ReelWriter
 
     @Test func zeroAndNonNumbersAreUsageErrors() {
         for v in ["0", "-1", "0.0009", "86401", "abc", "nan", "inf", "1e300", "", "2s"] {
-            #expect(throws: UsageError.self, "--segment \(v)") { _ = try ReelCLI.parse(["record", "--segment", v]) }
+            #expect(throws: UsageError.self, "--segment-duration \(v)") { _ = try ReelCLI.parse(["record", "--segment-duration", v]) }
         }
         // `reel cost` does not take it.
-        #expect(throws: (any Error).self) { _ = try ReelCLI.parse(["cost", "--segment", "1"]) }
+        #expect(throws: (any Error).self) { _ = try ReelCLI.parse(["cost", "--segment-duration", "1"]) }
     }
 
     /// What `reel` prints and exits with (`ReelCLI.report`, as `main` does), in-process:
-    /// exit 64 with one `--segment` line.
+    /// exit 64 with one `--segment-duration` line.
     @Test(arguments: ["0", "abc"]) func refusedWithExit64AndOneLine(value: String) throws {
         do {
-            _ = try ReelCLI.parse(["record", "--segment", value])
-            Issue.record("--segment \(value) was accepted")
+            _ = try ReelCLI.parse(["record", "--segment-duration", value])
+            Issue.record("--segment-duration \(value) was accepted")
         } catch {
             let (line, status) = ReelCLI.report(error)
             #expect(status == 64)
-            #expect(line.hasPrefix("--segment: ") && !line.contains("\n"), "\(line)")
+            #expect(line.hasPrefix("--segment-duration: ") && !line.contains("\n"), "\(line)")
         }
     }
 
     func budget(_ v: String) throws -> LoopBudget? {
-        guard case .record(let c, _, _) = try ReelCLI.parse(["record", "--loop-budget", v]) else { return nil }
+        guard case .record(let c, _, _) = try ReelCLI.parse(["record", "--keep", v]) else { return nil }
         return c.recording.loopBudget
     }
 
-    /// `--loop-budget`: a time or a size, always with its unit.
+    /// `--keep`: a time or a size, always with its unit.
     @Test func loopBudgetTakesATimeOrASizeWithItsUnit() throws {
         #expect(try budget("600s") == .seconds(600))
         #expect(try budget("10min") == .seconds(600))
@@ -59,7 +59,7 @@ import ReelWriter
         #expect(try budget("2G") == .bytes(2 << 30))
         #expect(try budget("1M") == .bytes(1 << 20) && budget("64T") == .bytes(64 << 40))
         for v in ["600", "0s", "0.5s", "8761h", "1023K", "65T", "abc", "", "nan", "-1h", "infs"] {
-            #expect(throws: UsageError.self, "--loop-budget \(v)") { _ = try ReelCLI.parse(["record", "--loop-budget", v]) }
+            #expect(throws: UsageError.self, "--keep \(v)") { _ = try ReelCLI.parse(["record", "--keep", v]) }
         }
     }
 }

@@ -5,7 +5,7 @@ import ReelCore
 import ReelMedia
 import ReelWriter
 
-/// Loop recording (docs/cli.md `--loop-budget`, docs/json.md `loopDeletions`).
+/// Loop recording (docs/cli.md `--keep`, docs/json.md `loopDeletions`).
 @Suite struct LoopBudgetTests {
 
     @Test func theOldestFinishedClipsGoOnceTheTotalIsOver() {

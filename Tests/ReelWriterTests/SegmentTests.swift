@@ -5,7 +5,7 @@ import ReelCore
 import ReelMedia
 import ReelWriter
 
-/// The cut policy alone, on plain timestamps (docs/json.md `segments`, docs/cli.md `--segment`).
+/// The cut policy alone, on plain timestamps (docs/json.md `segments`, docs/cli.md `--segment-duration`).
 @Suite struct CutPolicyTests {
     let wide = AspectRatio.landscape16x9
     let tall = AspectRatio.portrait9x16
@@ -128,7 +128,7 @@ import ReelWriter
     }
 }
 
-/// Whole recordings with segments, decoded (docs/cli.md `--segment`, docs/json.md `segments`).
+/// Whole recordings with segments, decoded (docs/cli.md `--segment-duration`, docs/json.md `segments`).
 @Suite struct SegmentRecordingTests {
     func record(frames: Int, segment: Double?, ratioAt: [(Int, AspectRatio)] = [],
                 codec: VideoCodec = .h264) throws -> (RecordingSummary, VerifyReport, String) {
