@@ -149,4 +149,31 @@ struct PreviewPageTests {
         let third = try #require(events.next(within: 2), "a moved counter never came")
         #expect(third.contains(#""frames":7"#), "\(third)")
     }
+
+    /// `/photo.jpg` is 404 until a photo is saved; then the preview's picture as a JPEG,
+    /// `photo` in the status names it, and `/events` is told at once.
+    @Test func theLatestPhotoIsAThumbnail() throws {
+        let server = try serverWithPicture()
+        defer { server.stop() }
+        let port = server.address.port
+        let auth = ["Authorization: Bearer \(server.token)"]
+        #expect(request(port, "GET", "/photo.jpg", headers: auth).status == 404)
+        let events = try #require(EventReader(port: port, token: server.token))
+        #expect(events.next(within: 5)?.contains(#""photo":null"#) == true)
+        server.photoSaved("IMG_0001.jpg")
+        #expect(events.next(within: 0.2)?.contains(#""photo":"IMG_0001.jpg""#) == true, "the photo was not pushed")
+        let thumb = request(port, "GET", "/photo.jpg", headers: auth)
+        #expect(thumb.status == 200 && header("Content-Type", in: thumb.head) == "image/jpeg")
+        #expect(header("Content-Length", in: thumb.head).flatMap { Int($0) } ?? 0 > 100)
+    }
+
+    /// The style sheet lays the page out in one column (a phone, 390 px wide) and puts the
+    /// picture beside the controls from 900 px; the page sets the viewport for phones.
+    @Test func thePageFitsAPhoneAndADesktop() throws {
+        let css = String(decoding: try webFile("app.css"), as: UTF8.self)
+        #expect(css.contains("main { max-width: 1280px; margin: auto; display: grid; grid-template-columns: 1fr;"))
+        #expect(css.contains("@media (min-width: 900px) {\n  main { grid-template-columns: minmax(0, 1fr) 320px; }"))
+        #expect(css.contains("#p { display: block; max-width: 100%;"), "the picture fits the width")
+    }
 }
+
