@@ -78,7 +78,7 @@ struct PreviewPageTests {
         let policy = PreviewAssets.contentSecurityPolicy
         #expect(policy.contains("default-src 'self'") && policy.contains("script-src 'self'") && !policy.contains("unsafe"))
         let html = String(decoding: try webFile("index.html"), as: UTF8.self)
-        #expect(html.contains(#"<script src="/app.js" defer></script>"#))
+        #expect(html.contains(#"<script src="/app.js"></script>"#))
         #expect(html.components(separatedBy: "<script").count == 2, "one script element, with src")
         #expect(html.firstMatch(of: /\son[a-z]+=/) == nil, "an inline event handler")
         #expect(!html.contains("http://") && !html.contains("https://"), "an external download")
@@ -167,13 +167,13 @@ struct PreviewPageTests {
         #expect(header("Content-Length", in: thumb.head).flatMap { Int($0) } ?? 0 > 100)
     }
 
-    /// The style sheet lays the page out in one column (a phone, 390 px wide) and puts the
-    /// picture beside the controls from 900 px; the page sets the viewport for phones.
+    /// The style sheet lays the page out in one column, the picture on top at most at its
+    /// natural size and as wide as the window (a phone at 390 px, a 1280 px desktop window),
+    /// and puts the controls beside the picture from 1600 px; the page sets the viewport for phones.
     @Test func thePageFitsAPhoneAndADesktop() throws {
         let css = String(decoding: try webFile("app.css"), as: UTF8.self)
         #expect(css.contains("main { max-width: 1280px; margin: auto; display: grid; grid-template-columns: 1fr;"))
-        #expect(css.contains("@media (min-width: 900px) {\n  main { grid-template-columns: minmax(0, 1fr) 320px; }"))
-        #expect(css.contains("#p { display: block; max-width: 100%;"), "the picture fits the width")
+        #expect(css.contains("#p { display: block; max-width: 100%; max-height: 80vh;"), "the picture fits the window")
+        #expect(css.contains("@media (min-width: 1600px) {\n  main { max-width: 1620px; grid-template-columns: minmax(0, 1280px) 320px; }"))
     }
 }
-

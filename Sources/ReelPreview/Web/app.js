@@ -2,9 +2,13 @@
 // script). State arrives on the server-sent-events stream /events, pushed when it changes;
 // the controls POST to the same origin, with the cookie the page's address set.
 'use strict';
+// Loaded from the head, before the picture: the stream opens first, its events wait for the page.
 if (location.search.includes('token=')) history.replaceState(null, '', location.pathname);
+const events = new EventSource('/events');
+let ready = false, newest = null;
+events.onmessage = m => { newest = JSON.parse(m.data); if (ready) show(newest); };
 const $ = id => document.getElementById(id);
-const s = $('s'), r = $('r');
+let s = null, r = null;
 let last = '', photo = null;
 // While a slider is held, the stream does not move it under the finger.
 const held = { zoom: false, exposure: false };
@@ -79,9 +83,7 @@ function show(j) {
   }
 }
 
-const events = new EventSource('/events');
-events.onmessage = m => show(JSON.parse(m.data));
-events.onerror = () => { s.textContent = (last ? last + '  ' : '') + '(disconnected)'; };
+events.onerror = () => { if (ready) s.textContent = (last ? last + '  ' : '') + '(disconnected)'; };
 
 async function post(path) {
   const x = await fetch(path, { method: 'POST' });
@@ -91,15 +93,21 @@ async function post(path) {
   return t;
 }
 
-for (const b of document.querySelectorAll('button[data-r]')) b.onclick = () => post('/ratio?to=' + b.dataset.r);
-$('shutter').onclick = () => post('/shutter');
-$('record').onclick = () => post('/record?action=toggle');
-$('marker').onclick = () => post('/press?action=secondary');
-for (const name of ['zoom', 'exposure']) {
-  const input = $(name);
-  input.onpointerdown = () => { held[name] = true; };
-  input.onpointerup = input.onpointercancel = () => { held[name] = false; };
-  input.oninput = () => { $(name + '-v').textContent = (+(+input.value).toFixed(2)) + (name === 'zoom' ? '×' : ''); };
-  input.onchange = () => { held[name] = false; post('/control?name=' + name + '&value=' + encodeURIComponent(input.value)); };
+function init() {
+  s = $('s'); r = $('r');
+  for (const b of document.querySelectorAll('button[data-r]')) b.onclick = () => post('/ratio?to=' + b.dataset.r);
+  $('shutter').onclick = () => post('/shutter');
+  $('record').onclick = () => post('/record?action=toggle');
+  $('marker').onclick = () => post('/press?action=secondary');
+  for (const name of ['zoom', 'exposure']) {
+    const input = $(name);
+    input.onpointerdown = () => { held[name] = true; };
+    input.onpointerup = input.onpointercancel = () => { held[name] = false; };
+    input.oninput = () => { $(name + '-v').textContent = (+(+input.value).toFixed(2)) + (name === 'zoom' ? '×' : ''); };
+    input.onchange = () => { held[name] = false; post('/control?name=' + name + '&value=' + encodeURIComponent(input.value)); };
+  }
+  $('effect').onchange = () => post('/control?name=effect&value=' + encodeURIComponent($('effect').value));
+  ready = true;
+  if (newest) show(newest);
 }
-$('effect').onchange = () => post('/control?name=effect&value=' + encodeURIComponent($('effect').value));
+document.addEventListener('DOMContentLoaded', init);
