@@ -54,6 +54,32 @@ struct RealtimePreviewSecurityTests {
         #expect(waitUntil(5) { events.latest?.contains(#""effect":"grayscale""#) ?? false }, "the page's effect never reached /events")
     }
 
+    /// The zoom slider moved in a real browser (Playwright, Debian's chromium): the page's
+    /// `POST /control` answers 200 with zoom 2, the status stream brings `zoom 2×` back to the
+    /// state line and the slider, the console shows no content-security-policy violation,
+    /// and at phone width (390 px) the page and the picture fit the window. The screenshots
+    /// stay in a /tmp directory whose path the test prints.
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    func theZoomSliderInABrowser() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = temporaryDirectory("reel-preview-browser")
+        let (rec, port) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--out", dir])
+        defer { rec.signal(SIGINT); _ = rec.wait() }
+        let (status, text, why) = try runPreviewBrowser(previewPage(port), shots: shots, click: "zoom")
+        print("preview browser screenshots: \(shots)")
+        #expect(status == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any], "\(String(decoding: text, as: UTF8.self))")
+        #expect(result["zoomStatus"] as? Int == 200, "\(result)")
+        #expect((result["zoomAnswer"] as? [String: Any])?["value"] as? Double == 2, "\(result)")
+        #expect((result["stateAfter"] as? String)?.contains("zoom 2×") == true)
+        #expect(result["sliderAfter"] as? Double == 2)
+        let errors = result["consoleErrors"] as? [String] ?? []
+        #expect(!errors.contains { $0.contains("Content Security Policy") }, "\(errors)")
+        let widths = result["phoneWidths"] as? [Double] ?? []
+        #expect(widths.count == 2 && widths[0] <= 390 && widths[1] <= 390 && widths[1] > 300, "\(widths)")
+    }
+
     /// The controls sent with the valid cookie but from another origin (`Origin:
     /// http://evil.example`, another port of 127.0.0.1, `Sec-Fetch-Site: cross-site`): 403
     /// each, and the recording has no seam and was never stopped; the same request from the
