@@ -44,6 +44,8 @@ public enum CameraPreview {
                                            poolRemainingCapacity: recording.pool?.remainingCapacity)
                 status.poolRemainingSeconds = recording.remainingTime.remainingSeconds
                 status.pressure = pressure().rawValue   // [issue 13]
+                status.dropReasons = stats.drops.table
+                status.seams = stats.seams.count
                 controls.fillPicture(&status)   // zoom, exposure, effect as last applied
                 if status.recording != pushed.recording(status.recording) { pushed.changed() }
                 if let photo = photos?.output.photos.last { pushed.photo(photo.path) }

@@ -41,6 +41,11 @@ public struct PreviewStatus: Codable, Sendable {
     @EncodedNull public var exposure: Double? = nil
     /// The picture effect last applied (`none`, `grayscale`, a colour LUT's title); null for `reel preview`.
     @EncodedNull public var effect: String? = nil
+    /// Frames dropped by reason (`late`, `outOfBuffers`, `discontinuity`, `corrupt`, zeros
+    /// included) while recording; empty for `reel preview`.
+    public var dropReasons: [String: Int] = [:]
+    /// Ratio changes so far (each a seam: the clip after it is a new one); 0 for `reel preview`.
+    public var seams: Int = 0
     /// The live controls as the page shows them (zoom, exposure, effect, ratio: range or
     /// titles, value, enabled), in the order the camera added them; empty for `reel preview`.
     public var controls: [PreviewControlState] = []

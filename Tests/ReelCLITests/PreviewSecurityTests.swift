@@ -49,6 +49,9 @@ struct RealtimePreviewSecurityTests {
         let status = try #require(try JSONSerialization.jsonObject(with: Data(latest.utf8)) as? [String: Any])
         let zoom = (status["controls"] as? [[String: Any]])?.first { $0["identifier"] as? String == "zoom" }
         #expect(zoom?["value"] as? Double == 2 && zoom?["maximum"] as? Double == 4, "\(latest)")
+        let reasons = status["dropReasons"] as? [String: Int]
+        #expect(reasons.map { Set($0.keys) } == ["late", "outOfBuffers", "discontinuity", "corrupt"], "\(latest)")
+        #expect(reasons?.values.reduce(0, +) == status["drops"] as? Int && status["seams"] as? Int == 0, "\(latest)")
         let page = try curl(previewBase(port) + "control?name=effect&value=grayscale", post: true)
         #expect(page.status == 200, "\(page.text)")
         #expect(waitUntil(5) { events.latest?.contains(#""effect":"grayscale""#) ?? false }, "the page's effect never reached /events")

@@ -147,7 +147,8 @@ struct RealtimePreviewTests {
         let page = try curl(base)
         #expect(page.status == 200)
         #expect(page.text.contains("<img id=\"p\" src=\"/stream.mjpg\""))
-        #expect(page.text.contains("EventSource('/events')"))
+        #expect(page.text.contains(#"<script src="/app.js"></script>"#))
+        #expect(try curl(base + "app.js").text.contains("new EventSource('/events')"))
 
         #expect(try curl(base + "status", post: true).status == 405)
         #expect(try curl(base + "ratio").status == 405, "controls take POST only")
@@ -166,7 +167,7 @@ struct RealtimePreviewTests {
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
         let json = try #require(status.object)
-        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "crossOriginRefused", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "poolRemainingSeconds", "pressure", "zoom", "exposure", "effect"])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "crossOriginRefused", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "poolRemainingSeconds", "pressure", "zoom", "exposure", "effect", "dropReasons", "seams", "controls", "photo"])
         #expect(json["poolRemainingCapacity"] is NSNull, "--plain records through no pool")
         #expect(json["poolRemainingSeconds"] is NSNull, "--plain records through no pool")
         #expect(json["recording"] as? Bool == true)

@@ -61,7 +61,10 @@ function show(j) {
   rec.dataset.recording = String(j.recording);
   rec.textContent = (j.recording ? '● ' : '○ ') + clock(j.elapsed);
   $('f-fps').textContent = j.fps.toFixed(1) + ' fps';
-  $('f-drops').textContent = j.drops + ' dropped';
+  const reasons = Object.entries(j.dropReasons || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n);
+  $('f-drops').textContent = j.drops + ' dropped' + (reasons.length ? ' (' + reasons.join(', ') + ')' : '');
+  $('f-seams').hidden = !j.seams;
+  $('f-seams').textContent = j.seams + (j.seams === 1 ? ' seam' : ' seams') + ': clip ' + (j.seams + 1);
   const p = $('pressure');
   p.hidden = j.pressure == null;
   if (j.pressure != null) { p.textContent = j.pressure; p.dataset.level = j.pressure; }
