@@ -9,7 +9,8 @@ picture as OUTDIR/picture.png (an element screenshot, at the picture's natural s
 whole page as OUTDIR/page.png; with --click it clicks that ratio button, waits for the
 answer shown on the page and for the state line to show the new ratio, then saves
 OUTDIR/after.png; --click shutter clicks the shutter button and waits for the answer shown
-(`shutterStatus`, `shutterAnswer`: the photo's JSON); --click record clicks the record
+(`shutterStatus`, `shutterAnswer`: the photo's JSON) and for the photo's thumbnail to show
+(`thumbnail`: its natural size); --click record clicks the record
 button, waits for the answer, for the button to say `stop` and for 30 more frames in the state
 line, then clicks it again and waits for the answer and the button to say `record` again
 (`recordStart`, `recordStop`: status and JSON of each; `buttonWhileRecording`,
@@ -104,6 +105,10 @@ def main(argv):
                 answer = page.inner_text("#r")
                 result["shutterStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
                 result["shutterAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                # The status stream names the photo; its thumbnail shows under the picture.
+                page.wait_for_function("() => { const t = document.getElementById('thumb'); return !t.hidden && t.naturalWidth > 0; }",
+                                       timeout=15000)
+                result["thumbnail"] = page.evaluate("() => { const t = document.getElementById('thumb'); return [t.naturalWidth, t.naturalHeight]; }")
             elif ratio:
                 page.click(f"button[data-r='{ratio}']")
                 page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)

@@ -817,7 +817,8 @@ extension RealtimeShutterTests {
     }
 
     /// The page's shutter button clicked in a real browser (Playwright, Debian's chromium):
-    /// the page shows the photo's JSON (200), and the photo it names shows the frame it reports.
+    /// the page shows the photo's JSON (200), and the photo it names shows the frame it reports;
+    /// the status stream brings the photo's thumbnail to the page.
     @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
     func theShutterButtonInABrowserTakesAPhoto() throws {
         let dir = temporaryDirectory()
@@ -836,6 +837,7 @@ extension RealtimeShutterTests {
         let path = try #require(answer["path"] as? String)
         let frame = try #require(answer["frameIndex"] as? Int)
         #expect(try photoBarcode(path).index == frame)
+        #expect((result["thumbnail"] as? [Int])?.first ?? 0 > 0, "the page showed no thumbnail: \(result)")
         let run = rec.process.wait()
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try run.decode(PhotoRecordingJSON.self)
