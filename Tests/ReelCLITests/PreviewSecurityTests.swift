@@ -83,6 +83,27 @@ struct RealtimePreviewSecurityTests {
         #expect(widths.count == 2 && widths[0] <= 390 && widths[1] <= 390 && widths[1] > 300, "\(widths)")
     }
 
+    /// The page's marker button (`POST /press`, a secondary click) lays a marker while
+    /// recording: the summary lists it with source `page`; a cross-origin press lays none.
+    @Test func thePagesMarkerPressLaysAMarker() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let (rec, port) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--json", "--out", dir])
+        let base = previewBase(port)
+        #expect(waitUntil(30) { (previewStatus(base)?["frames"] as? Int ?? 0) >= 10 }, "no frames")
+        let foreign = try curl(base + "press", post: true, extra: ["-H", "Origin: http://evil.example"])
+        #expect(foreign.status == 403)
+        let press = try curl(base + "press", post: true)
+        #expect(press.status == 200 && press.text == #"{"ok":true}"#, "\(press.text)")
+        #expect(waitUntil(10) { (previewStatus(base)?["frames"] as? Int ?? 0) >= 20 }, "the recording stalled")
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let markers = summary["markers"] as? [[String: Any]] ?? []
+        #expect(markers.count == 1 && markers.first?["source"] as? String == "page", "\(markers)")
+    }
+
     /// The controls sent with the valid cookie but from another origin (`Origin:
     /// http://evil.example`, another port of 127.0.0.1, `Sec-Fetch-Site: cross-site`): 403
     /// each, and the recording has no seam and was never stopped; the same request from the
