@@ -56,8 +56,8 @@ private final class EventReader {
     }
 }
 
-@Suite("PreviewPageTests", .serialized)
-struct PreviewPageTests {
+@Suite("RealtimePreviewPageTests", .serialized)
+struct RealtimePreviewPageTests {
     /// `/`, `/app.css` and `/app.js` are the files of Sources/ReelPreview/Web byte for byte
     /// (embedded in the binary), each with its content type and the content-security policy;
     /// the page has no inline script or handler, and the policy allows none.
