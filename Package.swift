@@ -58,7 +58,9 @@ let package = Package(
         // --report`). Above the product: only the CLI depends on it (ArchitectureTests.onlyTheCommandLineDependsOnTheBenchmarks checks it).
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
         // The live preview: newest-frame JPEG output and its HTTP server (MJPEG, snapshot, status).
-        .target(name: "ReelPreview", dependencies: ["CLinux", "CMicroHTTPD", "CTurboJPEG", "ReelCore", "ReelMedia", "ReelCapture"]),
+        .target(name: "ReelPreview", dependencies: ["CLinux", "CMicroHTTPD", "CTurboJPEG", "ReelCore", "ReelMedia", "ReelCapture"],
+                // The page, embedded in the binary (`PackageResources.index_html`, …): a copied `reel` still serves it.
+                resources: [.embedInCode("Web/index.html"), .embedInCode("Web/app.css"), .embedInCode("Web/app.js")]),
         // Capture events (began/cancelled/ended presses from evdev keys, the terminal, the control
         // socket, the page), the event dispatcher and the controls (zoom, exposure bias, ratio).
         .target(name: "ReelControl", dependencies: ["CEvdev", "CLinux", "ReelCore"]),

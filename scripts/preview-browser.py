@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives the preview page in Debian's headless Chromium through Playwright (tests use it).
 
-    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record | --follow FILE]
+    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record|zoom | --follow FILE]
 
 Opens URL (the page's address with its token, as the `preview:` line prints it: the page
 sets its cookie), waits until the live picture shows (the <img> has decoded a JPEG), saves the
@@ -9,11 +9,16 @@ picture as OUTDIR/picture.png (an element screenshot, at the picture's natural s
 whole page as OUTDIR/page.png; with --click it clicks that ratio button, waits for the
 answer shown on the page and for the state line to show the new ratio, then saves
 OUTDIR/after.png; --click shutter clicks the shutter button and waits for the answer shown
-(`shutterStatus`, `shutterAnswer`: the photo's JSON); --click record clicks the record
+(`shutterStatus`, `shutterAnswer`: the photo's JSON) and for the photo's thumbnail to show
+(`thumbnail`: its natural size); --click record clicks the record
 button, waits for the answer, for the button to say `stop` and for 30 more frames in the state
 line, then clicks it again and waits for the answer and the button to say `record` again
 (`recordStart`, `recordStop`: status and JSON of each; `buttonWhileRecording`,
-`stateWhileRecording`, `buttonAfter`); --follow FILE waits until the state line shows `zoom 1×`,
+`stateWhileRecording`, `buttonAfter`); --click zoom moves the zoom slider to 2, waits for the
+answer (`zoomStatus`, `zoomAnswer`) and for the state line to show `zoom 2×` from the status
+stream (`stateAfter`, `sliderAfter`), then narrows the window to 390x844 (`phoneWidths`: the
+page's scroll width and the picture's width; OUTDIR/phone.png); every mode lists the
+console's errors (`consoleErrors`: content-security-policy violations among them); --follow FILE waits until the state line shows `zoom 1×`,
 writes FILE, and waits (60 s at most) until it shows `zoom 2×` without a reload
 (`stateFollowed`): the test changes the zoom from elsewhere in between. Prints one JSON object: the screenshots' paths, the picture's natural size,
 the state line before and after, and the ratio answer (the JSON the page got). Exit 0, or 1
@@ -37,6 +42,9 @@ def main(argv):
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1100})
+            # What the browser refused or failed (a content-security-policy violation is one).
+            result["consoleErrors"] = []
+            page.on("console", lambda m: result["consoleErrors"].append(m.text) if m.type == "error" else None)
             page.goto(url)
             page.wait_for_function("() => { const i = document.getElementById('p'); return i.naturalWidth > 0; }",
                                    timeout=15000)
@@ -73,12 +81,34 @@ def main(argv):
                         page.wait_for_function(f"() => ({frames})() >= {now + 30}", timeout=60000)
                 page.wait_for_function("() => document.getElementById('record').textContent === 'record'", timeout=30000)
                 result["buttonAfter"] = page.inner_text("#record")
+            elif ratio == "zoom":
+                # The zoom slider moved to 2 (as a finger does: input, then change): the page
+                # POSTs /control, shows the answer, and the status stream brings zoom 2× back
+                # to the state line and the slider. Then the page at phone size (390x844).
+                page.wait_for_function("() => !document.getElementById('zoom-row').hidden", timeout=15000)
+                page.fill("#zoom", "2")
+                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
+                answer = page.inner_text("#r")
+                result["zoomStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
+                result["zoomAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                page.wait_for_function("() => document.getElementById('s').textContent.includes('zoom 2×')", timeout=15000)
+                result["stateAfter"] = page.inner_text("#s")
+                result["sliderAfter"] = page.evaluate("() => +document.getElementById('zoom').value")
+                page.set_viewport_size({"width": 390, "height": 844})
+                result["phoneWidths"] = page.evaluate(
+                    "() => [document.documentElement.scrollWidth, document.getElementById('p').getBoundingClientRect().width]")
+                result["phone"] = f"{out}/phone.png"
+                page.screenshot(path=result["phone"], full_page=True)
             elif ratio == "shutter":
                 page.click("#shutter")
                 page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=30000)
                 answer = page.inner_text("#r")
                 result["shutterStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
                 result["shutterAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                # The status stream names the photo; its thumbnail shows under the picture.
+                page.wait_for_function("() => { const t = document.getElementById('thumb'); return !t.hidden && t.naturalWidth > 0; }",
+                                       timeout=15000)
+                result["thumbnail"] = page.evaluate("() => { const t = document.getElementById('thumb'); return [t.naturalWidth, t.naturalHeight]; }")
             elif ratio:
                 page.click(f"button[data-r='{ratio}']")
                 page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)

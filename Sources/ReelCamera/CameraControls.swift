@@ -176,6 +176,30 @@ public final class CameraControls: Sendable {
         status.zoom = states.first { $0.identifier == "zoom" }?.value
         status.exposure = states.first { $0.identifier == "exposure" }?.value
         status.effect = states.first { $0.identifier == "effect" }?.title
+        status.controls = states.map {
+            PreviewControlState(identifier: $0.identifier, kind: $0.kind, value: $0.value, title: $0.title, minimum: $0.minimum,
+                                maximum: $0.maximum, titles: $0.titles, enabled: $0.enabled, disabledReason: $0.disabledReason)
+        }
+    }
+
+    /// Calls `changed` after each change of a control is applied (on the controls' queue),
+    /// whoever made it (page, socket, keys): the preview pushes its status then.
+    func observeChanges(_ changed: @escaping @Sendable () -> Void) {
+        for c in controls.controls {
+            if let slider = c as? SystemSlider { slider.value.observe { _ in changed() } }
+            if let picker = c as? IndexPicker { picker.selectedIndex.observe { _ in changed() } }
+        }
+    }
+
+    /// The page's `POST /control?name=N&value=V`: sets the control as the socket does and
+    /// answers what it became (the `ControlSetResult` as JSON). Throws
+    /// `PreviewControlError.refused` with the control's reason when it refuses.
+    func pageSet(_ name: String, _ value: String) throws -> Data {
+        let result = controls.set(name, value)
+        guard result.ok else { throw PreviewControlError.refused(result.error ?? "\(name): refused") }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(result)
     }
 
     /// Stops reading (a press still down is cancelled), closes the control socket and waits

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ReelCapacity
 import ReelCapture
 import ReelCore
@@ -21,10 +22,17 @@ public enum CameraPreview {
         let server: PreviewServer
         var shutter: (@Sendable () throws -> Data)? = nil
         if let photos { shutter = { try photos.pageShutter() } }
+        let toggle = RecordingToggles.page(recording)
+        let pushed = PushedStatus()
+        let page = PreviewControls(setRatio: PreviewControls.ratio(of: session), shutter: shutter,
+                                   record: { action in
+                                       defer { pushed.changed() }
+                                       return try toggle(action)
+                                   },
+                                   setControl: { try controls.pageSet($0, $1) },
+                                   press: { controls.pageButton($0, action: $1) })
         do {
-            server = try PreviewServer(address: request.address, token: request.token, output: output,
-                                       controls: PreviewControls(setRatio: PreviewControls.ratio(of: session), shutter: shutter,
-                                                                 record: RecordingToggles.page(recording))) {
+            server = try PreviewServer(address: request.address, token: request.token, output: output, controls: page) {
                 let stats = session.stats
                 let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
                 let media: Double
@@ -36,12 +44,18 @@ public enum CameraPreview {
                                            poolRemainingCapacity: recording.pool?.remainingCapacity)
                 status.poolRemainingSeconds = recording.remainingTime.remainingSeconds
                 status.pressure = pressure().rawValue   // [issue 13]
+                status.dropReasons = stats.drops.table
+                status.seams = stats.seams.count
                 controls.fillPicture(&status)   // zoom, exposure, effect as last applied
+                if status.recording != pushed.recording(status.recording) { pushed.changed() }
+                if let photo = photos?.output.photos.last { pushed.photo(photo.path) }
                 return status
             }
         } catch let error as PreviewError {
             throw CameraError(status: exitStatus(error), error.description)
         }
+        pushed.attach(server)
+        controls.observeChanges { pushed.changed() }
         do {
             try session.addOutput(gate)
         } catch {
@@ -61,3 +75,35 @@ public enum CameraPreview {
         }
     }
 }
+
+/// What the page's `/events` stream is told about: control changes, the recording starting
+/// or stopping, a new photo (its thumbnail). Holds the server once it exists.
+private final class PushedStatus: Sendable {
+    private struct State { var server: PreviewServer?; var recording: Bool?; var photo: String? }
+    private let state = Mutex(State())
+
+    func attach(_ server: PreviewServer) { state.withLock { $0.server = server } }
+
+    /// The status changed: the streams send it now.
+    func changed() { state.withLock { $0.server }?.statusChanged() }
+
+    /// Records `now`; returns the value seen before (nil the first time: `now`).
+    func recording(_ now: Bool) -> Bool {
+        state.withLock { s in
+            let before = s.recording ?? now
+            s.recording = now
+            return before
+        }
+    }
+
+    /// A photo saved at `path`: the first time it is seen, it becomes the page's thumbnail.
+    func photo(_ path: String) {
+        let server = state.withLock { s -> PreviewServer? in
+            guard s.photo != path, s.server != nil else { return nil }
+            s.photo = path
+            return s.server
+        }
+        server?.photoSaved((path as NSString).lastPathComponent)
+    }
+}
+

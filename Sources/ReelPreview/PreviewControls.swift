@@ -33,13 +33,25 @@ public struct PreviewControls: Sendable {
     /// request is refused (409: already recording, not recording, the recording ended).
     /// Nil when the session has no movie output (`reel preview`).
     public var record: (@Sendable (String) throws -> Data)?
+    /// `POST /control?name=N&value=V`: sets the live control `N` (`zoom`, `exposure`,
+    /// `effect`, `ratio`) from text, as the control socket does; returns the JSON object the
+    /// endpoint answers with. Throws `PreviewControlError.refused` (422: an unknown control,
+    /// a value it does not take, a disabled control). Nil without live controls (`reel preview`).
+    public var setControl: (@Sendable (_ name: String, _ value: String) throws -> Data)?
+    /// `POST /press?button=B&action=A`: a press of the page's button as a capture event, `B`
+    /// `down`, `up` or `leave`, `A` `primary` or `secondary` (a marker, or the focus/exposure
+    /// lock); false for a button or action it does not take (400). Nil without capture events.
+    public var press: (@Sendable (_ button: String, _ action: String) -> Bool)?
 
     /// The handlers; a nil one makes its endpoint answer 501. Throws nothing itself (the
     /// handlers throw their refusals when called).
     public init(setRatio: (@Sendable (AspectRatio) throws -> PreviewRatioChange)? = nil,
                 shutter: (@Sendable () throws -> Data)? = nil,
-                record: (@Sendable (String) throws -> Data)? = nil) {
+                record: (@Sendable (String) throws -> Data)? = nil,
+                setControl: (@Sendable (String, String) throws -> Data)? = nil,
+                press: (@Sendable (String, String) -> Bool)? = nil) {
         self.setRatio = setRatio; self.shutter = shutter; self.record = record
+        self.setControl = setControl; self.press = press
     }
 
     /// How long `POST /ratio` waits for the frame the change lands on.
@@ -72,9 +84,42 @@ public struct PreviewControls: Sendable {
 public enum PreviewControlError: Error, CustomStringConvertible, Sendable {
     /// The session did not deliver the frame a change waits for in time.
     case timedOut(String)
+    /// The control refused the change (unknown control, bad value, disabled), with the reason.
+    case refused(String)
     /// One line saying why.
     public var description: String {
-        switch self { case .timedOut(let why): return why }
+        switch self { case .timedOut(let why), .refused(let why): return why }
+    }
+}
+
+/// One live control as the page shows it (the camera's `ControlState`, which this module
+/// does not import): a slider's range and value, or a picker's titles and choice.
+public struct PreviewControlState: Codable, Sendable, Equatable {
+    /// `zoom`, `exposure`, `effect`, `ratio`.
+    public var identifier: String
+    /// `slider` or `picker`.
+    public var kind: String
+    /// The slider's value, or the picker's index.
+    public var value: Double
+    /// The picker's chosen title (nil for a slider).
+    public var title: String?
+    /// The slider's lower bound (0 for a picker).
+    public var minimum: Double
+    /// The slider's upper bound (titles − 1 for a picker).
+    public var maximum: Double
+    /// The picker's titles (nil for a slider).
+    public var titles: [String]?
+    /// Whether it takes changes.
+    public var enabled: Bool
+    /// Why it does not (nil when enabled).
+    public var disabledReason: String?
+
+    /// A control's state, every field given.
+    public init(identifier: String, kind: String, value: Double, title: String?, minimum: Double, maximum: Double,
+                titles: [String]?, enabled: Bool, disabledReason: String?) {
+        self.identifier = identifier; self.kind = kind; self.value = value; self.title = title
+        self.minimum = minimum; self.maximum = maximum; self.titles = titles; self.enabled = enabled
+        self.disabledReason = disabledReason
     }
 }
 

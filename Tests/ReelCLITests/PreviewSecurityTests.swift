@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ReelWriter
 import Testing
 
@@ -22,6 +23,87 @@ private func recordWithPreview(_ args: [String]) throws -> (Launched, UInt16) {
 
 @Suite("RealtimePreviewSecurityTests", .serialized, .enabled(if: haveCurl, "needs curl"))
 struct RealtimePreviewSecurityTests {
+    /// A control changed through the control socket (`reel control zoom 2`: the camera's
+    /// `ControlSet`, as keys and devices change it too) reaches the page's `/events` stream,
+    /// pushed once applied: the zoom and the `controls` list show 2 within a second; the page's
+    /// own `POST /control?name=effect` is pushed the same way.
+    @Test func aControlChangedElsewhereIsPushedOnTheEvents() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let socket = dir + "/control.sock"
+        let (rec, port) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "prores:proxy", "--plain",
+                                                 "--control-socket", socket, "--out", dir])
+        defer { rec.signal(SIGINT); _ = rec.wait() }
+        let token = try #require(previewToken(port))
+        let events = try EventsCurl(port: port, token: token)
+        defer { events.stop() }
+        #expect(waitUntil(10) { events.latest?.contains(#""identifier":"zoom""#) ?? false }, "no status with the controls")
+        #expect(events.latest?.contains(#""zoom":1"#) ?? false, "\(events.latest ?? "")")
+        let set = try reel(["control", "--socket", socket, "zoom", "2"])
+        let sent = Date()
+        #expect(set.status == 0, "\(set.stdout) \(set.stderr)")
+        #expect(waitUntil(5) { events.latest?.contains(#""zoom":2"#) ?? false }, "the zoom change never reached /events")
+        let took = Date().timeIntervalSince(sent)
+        #expect(took < 1, "the change took \(took) s to reach /events")
+        let latest = events.latest ?? ""
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(latest.utf8)) as? [String: Any])
+        let zoom = (status["controls"] as? [[String: Any]])?.first { $0["identifier"] as? String == "zoom" }
+        #expect(zoom?["value"] as? Double == 2 && zoom?["maximum"] as? Double == 4, "\(latest)")
+        let reasons = status["dropReasons"] as? [String: Int]
+        #expect(reasons.map { Set($0.keys) } == ["late", "outOfBuffers", "discontinuity", "corrupt"], "\(latest)")
+        #expect(reasons?.values.reduce(0, +) == status["drops"] as? Int && status["seams"] as? Int == 0, "\(latest)")
+        let page = try curl(previewBase(port) + "control?name=effect&value=grayscale", post: true)
+        #expect(page.status == 200, "\(page.text)")
+        #expect(waitUntil(5) { events.latest?.contains(#""effect":"grayscale""#) ?? false }, "the page's effect never reached /events")
+    }
+
+    /// The zoom slider moved in a real browser (Playwright, Debian's chromium): the page's
+    /// `POST /control` answers 200 with zoom 2, the status stream brings `zoom 2×` back to the
+    /// state line and the slider, the console shows no content-security-policy violation,
+    /// and at phone width (390 px) the page and the picture fit the window. The screenshots
+    /// stay in a /tmp directory whose path the test prints.
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    func theZoomSliderInABrowser() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = temporaryDirectory("reel-preview-browser")
+        let (rec, port) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--out", dir])
+        defer { rec.signal(SIGINT); _ = rec.wait() }
+        let (status, text, why) = try runPreviewBrowser(previewPage(port), shots: shots, click: "zoom")
+        print("preview browser screenshots: \(shots)")
+        #expect(status == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any], "\(String(decoding: text, as: UTF8.self))")
+        #expect(result["zoomStatus"] as? Int == 200, "\(result)")
+        #expect((result["zoomAnswer"] as? [String: Any])?["value"] as? Double == 2, "\(result)")
+        #expect((result["stateAfter"] as? String)?.contains("zoom 2×") == true)
+        #expect(result["sliderAfter"] as? Double == 2)
+        let errors = result["consoleErrors"] as? [String] ?? []
+        #expect(!errors.contains { $0.contains("Content Security Policy") }, "\(errors)")
+        let widths = result["phoneWidths"] as? [Double] ?? []
+        #expect(widths.count == 2 && widths[0] <= 390 && widths[1] <= 390 && widths[1] > 300, "\(widths)")
+    }
+
+    /// The page's marker button (`POST /press`, a secondary click) lays a marker while
+    /// recording: the summary lists it with source `page`; a cross-origin press lays none.
+    @Test func thePagesMarkerPressLaysAMarker() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let (rec, port) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--json", "--out", dir])
+        let base = previewBase(port)
+        #expect(waitUntil(30) { (previewStatus(base)?["frames"] as? Int ?? 0) >= 10 }, "no frames")
+        let foreign = try curl(base + "press", post: true, extra: ["-H", "Origin: http://evil.example"])
+        #expect(foreign.status == 403)
+        let press = try curl(base + "press", post: true)
+        #expect(press.status == 200 && press.text == #"{"ok":true}"#, "\(press.text)")
+        #expect(waitUntil(10) { (previewStatus(base)?["frames"] as? Int ?? 0) >= 20 }, "the recording stalled")
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let markers = summary["markers"] as? [[String: Any]] ?? []
+        #expect(markers.count == 1 && markers.first?["source"] as? String == "page", "\(markers)")
+    }
+
     /// The controls sent with the valid cookie but from another origin (`Origin:
     /// http://evil.example`, another port of 127.0.0.1, `Sec-Fetch-Site: cross-site`): 403
     /// each, and the recording has no seam and was never stopped; the same request from the
@@ -145,5 +227,55 @@ struct RealtimePreviewSecurityTests {
         #expect(again.status == 0, "\(again.stderr)")
         var st = stat()
         #expect(lstat(registry, &st) == 0 && st.st_mode & 0o777 == 0o700)
+    }
+}
+
+/// The preview's `/events` on 127.0.0.1:`port`, read on a thread of its own: the newest
+/// `data:` line, as it comes. `stop` shuts the connection and joins the thread.
+private final class EventsCurl: Sendable {
+    private let state = Mutex<(partial: String, latest: String?)>(("", nil))
+    private let fd: Int32
+    private let done = DispatchSemaphore(value: 0)
+
+    init(port: UInt16, token: String) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = port.bigEndian
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        let head = Array("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n\r\n".utf8)
+        guard fd >= 0, connected, send(fd, head, head.count, Int32(MSG_NOSIGNAL)) == head.count else {
+            if fd >= 0 { close(fd) }
+            throw POSIXError(.ECONNREFUSED)
+        }
+        self.fd = fd
+        Thread.detachNewThread { [self] in
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = recv(fd, &chunk, chunk.count, 0)
+                if n <= 0 { break }
+                let text = String(decoding: chunk[..<n], as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
+                state.withLock { s in
+                    s.partial += text
+                    var lines = s.partial.components(separatedBy: "\n")
+                    s.partial = lines.removeLast()
+                    if let data = lines.last(where: { $0.hasPrefix("data: ") }) { s.latest = String(data.dropFirst(6)) }
+                }
+            }
+            done.signal()
+        }
+    }
+
+    /// The newest status the stream sent (nil before the first).
+    var latest: String? { state.withLock { $0.latest } }
+
+    /// Shuts the connection and waits for the reading thread.
+    func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        done.wait()
+        close(fd)
     }
 }

@@ -147,7 +147,8 @@ struct RealtimePreviewTests {
         let page = try curl(base)
         #expect(page.status == 200)
         #expect(page.text.contains("<img id=\"p\" src=\"/stream.mjpg\""))
-        #expect(page.text.contains("EventSource('/events')"))
+        #expect(page.text.contains(#"<script src="/app.js"></script>"#))
+        #expect(try curl(base + "app.js").text.contains("new EventSource('/events')"))
 
         #expect(try curl(base + "status", post: true).status == 405)
         #expect(try curl(base + "ratio").status == 405, "controls take POST only")
@@ -166,7 +167,7 @@ struct RealtimePreviewTests {
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
         let json = try #require(status.object)
-        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "crossOriginRefused", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "poolRemainingSeconds", "pressure", "zoom", "exposure", "effect"])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "crossOriginRefused", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "poolRemainingSeconds", "pressure", "zoom", "exposure", "effect", "dropReasons", "seams", "controls", "photo"])
         #expect(json["poolRemainingCapacity"] is NSNull, "--plain records through no pool")
         #expect(json["poolRemainingSeconds"] is NSNull, "--plain records through no pool")
         #expect(json["recording"] as? Bool == true)
@@ -816,7 +817,8 @@ extension RealtimeShutterTests {
     }
 
     /// The page's shutter button clicked in a real browser (Playwright, Debian's chromium):
-    /// the page shows the photo's JSON (200), and the photo it names shows the frame it reports.
+    /// the page shows the photo's JSON (200), and the photo it names shows the frame it reports;
+    /// the status stream brings the photo's thumbnail to the page.
     @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
     func theShutterButtonInABrowserTakesAPhoto() throws {
         let dir = temporaryDirectory()
@@ -835,6 +837,7 @@ extension RealtimeShutterTests {
         let path = try #require(answer["path"] as? String)
         let frame = try #require(answer["frameIndex"] as? Int)
         #expect(try photoBarcode(path).index == frame)
+        #expect((result["thumbnail"] as? [Int])?.first ?? 0 > 0, "the page showed no thumbnail: \(result)")
         let run = rec.process.wait()
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try run.decode(PhotoRecordingJSON.self)

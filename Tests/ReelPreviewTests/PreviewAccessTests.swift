@@ -90,7 +90,7 @@ func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
 
 /// Calls of the server's controls, to check that a refused request changed nothing.
 final class ControlCalls: Sendable {
-    let ratio = Atomic<Int>(0), record = Atomic<Int>(0), shutter = Atomic<Int>(0)
+    let ratio = Atomic<Int>(0), record = Atomic<Int>(0), shutter = Atomic<Int>(0), control = Atomic<Int>(0), press = Atomic<Int>(0)
     var controls: PreviewControls {
         PreviewControls(setRatio: { [self] r in
             ratio.add(1, ordering: .relaxed)
@@ -101,9 +101,18 @@ final class ControlCalls: Sendable {
         }, record: { [self] _ in
             record.add(1, ordering: .relaxed)
             return Data("{}".utf8)
+        }, setControl: { [self] _, _ in
+            control.add(1, ordering: .relaxed)
+            return Data("{}".utf8)
+        }, press: { [self] _, _ in
+            press.add(1, ordering: .relaxed)
+            return true
         })
     }
-    var total: Int { ratio.load(ordering: .relaxed) + record.load(ordering: .relaxed) + shutter.load(ordering: .relaxed) }
+    var total: Int {
+        ratio.load(ordering: .relaxed) + record.load(ordering: .relaxed) + shutter.load(ordering: .relaxed)
+            + control.load(ordering: .relaxed) + press.load(ordering: .relaxed)
+    }
 }
 
 /// A server on a free loopback port with a picture ready (one 640x360 frame offered).
@@ -123,8 +132,9 @@ func serverWithPicture(token: String? = nil, controls: PreviewControls = Preview
 }
 
 private let routes: [(String, String)] = [
-    ("GET", "/"), ("GET", "/stream.mjpg"), ("GET", "/snapshot.jpg"), ("GET", "/status"), ("GET", "/events"),
-    ("POST", "/ratio?to=9x16"), ("POST", "/record?action=stop"), ("POST", "/shutter"),
+    ("GET", "/"), ("GET", "/app.css"), ("GET", "/app.js"), ("GET", "/stream.mjpg"), ("GET", "/snapshot.jpg"), ("GET", "/status"),
+    ("GET", "/events"), ("POST", "/ratio?to=9x16"), ("POST", "/record?action=stop"), ("POST", "/shutter"),
+    ("POST", "/control?name=zoom&value=2"), ("POST", "/press?button=down&action=secondary"),
 ]
 
 @Suite("PreviewAccessTests", .serialized)
@@ -165,6 +175,7 @@ struct PreviewAccessTests {
             #expect(request(port, method, path, headers: ["Cookie: \(server.cookieName)=\(server.token)"]).status == 200, "\(method) \(path) cookie")
         }
         #expect(calls.ratio.load(ordering: .relaxed) == 3 && calls.record.load(ordering: .relaxed) == 3 && calls.shutter.load(ordering: .relaxed) == 3)
+        #expect(calls.control.load(ordering: .relaxed) == 3 && calls.press.load(ordering: .relaxed) == 3)
         // Streams: the status line says 200 (then the client closes: the stream goes on).
         for path in ["/stream.mjpg", "/events"] {
             let fd = try #require(connectLoopback(port, seconds: 5))
@@ -229,10 +240,11 @@ struct PreviewAccessTests {
             #expect(request(port, method, path, headers: own).status == 200, "\(path) same-origin")
             #expect(request(port, method, path, headers: [cookie]).status == 200, "\(path) without Origin")
         }
-        #expect(calls.total == 6)
+        #expect(calls.total == 10)
         // State changes take POST: a GET of a control is 405 and calls nothing.
         #expect(request(port, "GET", "/ratio?to=9x16", headers: [cookie]).status == 405)
-        #expect(calls.total == 6)
+        #expect(request(port, "GET", "/control?name=zoom&value=2", headers: [cookie]).status == 405)
+        #expect(calls.total == 10)
     }
 
     /// A body over the limit, or one announced before authentication, is refused on the

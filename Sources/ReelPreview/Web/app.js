@@ -1,0 +1,116 @@
+// The preview page's script (served as /app.js; the content-security policy allows no inline
+// script). State arrives on the server-sent-events stream /events, pushed when it changes;
+// the controls POST to the same origin, with the cookie the page's address set.
+'use strict';
+// Loaded from the head, before the picture: the stream opens first, its events wait for the page.
+if (location.search.includes('token=')) history.replaceState(null, '', location.pathname);
+const events = new EventSource('/events');
+let ready = false, newest = null;
+events.onmessage = m => { newest = JSON.parse(m.data); if (ready) show(newest); };
+const $ = id => document.getElementById(id);
+let s = null, r = null;
+let last = '', photo = null;
+// While a slider is held, the stream does not move it under the finger.
+const held = { zoom: false, exposure: false };
+
+function clock(seconds) {
+  const t = Math.floor(seconds), h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, x = t % 60;
+  return (h ? h + ':' + String(m).padStart(2, '0') : m) + ':' + String(x).padStart(2, '0');
+}
+
+function line(j) {
+  let t = (j.recording ? '● recording' : '○ not recording') + '  ' + j.elapsed.toFixed(1) + ' s  ' + j.frames + ' frames  ' +
+    j.fps.toFixed(1) + ' fps  ' + j.drops + ' dropped  ' + j.ratio +
+    (j.poolRemainingCapacity == null ? '' : '  pool ' + (j.poolRemainingCapacity / 1e9).toFixed(2) + ' GB left') +
+    (j.poolRemainingSeconds == null ? '' : ' (' + Math.floor(j.poolRemainingSeconds / 60) + ' min)');
+  if (j.pressure != null) t += '  pressure ' + j.pressure;
+  if (j.zoom != null) t += '  zoom ' + (+j.zoom.toFixed(2)) + '×';
+  if (j.exposure != null) t += '  exposure ' + (j.exposure > 0 ? '+' : '') + (+j.exposure.toFixed(2));
+  if (j.effect != null) t += '  effect ' + j.effect;
+  return t;
+}
+
+function slider(name, c, unit) {
+  const row = $(name + '-row'), input = $(name), out = $(name + '-v');
+  if (!c) { row.hidden = true; return; }
+  row.hidden = false;
+  input.min = c.minimum; input.max = c.maximum; input.disabled = !c.enabled;
+  input.title = c.enabled ? '' : (c.disabledReason || '');
+  if (!held[name]) input.value = c.value;
+  out.textContent = (name === 'exposure' && c.value > 0 ? '+' : '') + (+c.value.toFixed(2)) + unit;
+}
+
+function picker(c) {
+  const row = $('effect-row'), sel = $('effect');
+  if (!c) { row.hidden = true; return; }
+  row.hidden = false;
+  const titles = c.titles || [];
+  if (sel.options.length !== titles.length || titles.some((t, i) => sel.options[i].value !== t)) {
+    sel.replaceChildren(...titles.map(t => new Option(t, t)));
+  }
+  sel.value = c.title; sel.disabled = !c.enabled;
+}
+
+function show(j) {
+  last = line(j);
+  s.textContent = last;
+  const b = $('record');
+  b.dataset.recording = String(j.recording);
+  b.textContent = j.recording ? 'stop' : 'record';
+  const rec = $('rec');
+  rec.dataset.recording = String(j.recording);
+  rec.textContent = (j.recording ? '● ' : '○ ') + clock(j.elapsed);
+  $('f-fps').textContent = j.fps.toFixed(1) + ' fps';
+  const reasons = Object.entries(j.dropReasons || {}).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n);
+  $('f-drops').textContent = j.drops + ' dropped' + (reasons.length ? ' (' + reasons.join(', ') + ')' : '');
+  $('f-seams').hidden = !j.seams;
+  $('f-seams').textContent = j.seams + (j.seams === 1 ? ' seam' : ' seams') + ': clip ' + (j.seams + 1);
+  const p = $('pressure');
+  p.hidden = j.pressure == null;
+  if (j.pressure != null) { p.textContent = j.pressure; p.dataset.level = j.pressure; }
+  const pool = $('f-pool');
+  pool.hidden = j.poolRemainingSeconds == null && j.poolRemainingCapacity == null;
+  if (j.poolRemainingSeconds != null) pool.textContent = clock(j.poolRemainingSeconds) + ' left';
+  else if (j.poolRemainingCapacity != null) pool.textContent = (j.poolRemainingCapacity / 1e9).toFixed(2) + ' GB left';
+  for (const x of document.querySelectorAll('button[data-r]')) x.setAttribute('aria-pressed', String(x.dataset.r === j.ratio));
+  const controls = {};
+  for (const c of j.controls || []) controls[c.identifier] = c;
+  slider('zoom', controls.zoom, '×');
+  slider('exposure', controls.exposure, '');
+  picker(controls.effect);
+  if (j.photo != null && j.photo !== photo) {
+    photo = j.photo;
+    const t = $('thumb');
+    t.src = '/photo.jpg?n=' + encodeURIComponent(j.photo);
+    t.hidden = false;
+  }
+}
+
+events.onerror = () => { if (ready) s.textContent = (last ? last + '  ' : '') + '(disconnected)'; };
+
+async function post(path) {
+  const x = await fetch(path, { method: 'POST' });
+  const t = await x.text();
+  r.textContent = path.split('?')[0] + ': ' + x.status + ' ' + t;
+  r.dataset.status = x.status;
+  return t;
+}
+
+function init() {
+  s = $('s'); r = $('r');
+  for (const b of document.querySelectorAll('button[data-r]')) b.onclick = () => post('/ratio?to=' + b.dataset.r);
+  $('shutter').onclick = () => post('/shutter');
+  $('record').onclick = () => post('/record?action=toggle');
+  $('marker').onclick = () => post('/press?action=secondary');
+  for (const name of ['zoom', 'exposure']) {
+    const input = $(name);
+    input.onpointerdown = () => { held[name] = true; };
+    input.onpointerup = input.onpointercancel = () => { held[name] = false; };
+    input.oninput = () => { $(name + '-v').textContent = (+(+input.value).toFixed(2)) + (name === 'zoom' ? '×' : ''); };
+    input.onchange = () => { held[name] = false; post('/control?name=' + name + '&value=' + encodeURIComponent(input.value)); };
+  }
+  $('effect').onchange = () => post('/control?name=effect&value=' + encodeURIComponent($('effect').value));
+  ready = true;
+  if (newest) show(newest);
+}
+document.addEventListener('DOMContentLoaded', init);
