@@ -192,14 +192,17 @@ private func bestShift(_ a: [UInt8], _ b: [UInt8], width: Int, height: Int, patc
         #expect(without < withNoise)
     }
 
-    /// The drawing cost of both scenes at the 1920² sensor and the 4032² photo format, printed
-    /// (`REEL_SCENE_COST=1 swift test -c release --filter SyntheticSceneTests/drawingCost`:
-    /// a debug build draws the realistic scene some 20× slower than a release build).
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["REEL_SCENE_COST"] != nil))
-    func drawingCost() throws {
+    /// `measureDrawingCost` draws what it is asked and reports a cost for both scenes at the
+    /// 1920² sensor and the 4032² photo format (printed: in a release build, as `scripts/test`
+    /// builds, these are the figures docs/capture.md quotes; whether they meet a target is not
+    /// a test's to say).
+    @Test func drawingCostIsMeasuredForBothScenes() throws {
         for side in [1920, 4032] {
             for scene in SyntheticScene.allCases {
-                print(try scene.measureDrawingCost(sensorSide: side, frames: 60))
+                let cost = try scene.measureDrawingCost(sensorSide: side, frames: 60)
+                print(cost)
+                #expect(cost.scene == scene && cost.sensorSide == side && cost.frames == 60)
+                #expect(cost.cpuSecondsPerFrame > 0 && cost.wallSecondsPerFrame > 0)
             }
         }
     }
