@@ -44,7 +44,11 @@ import Testing
         try writePSI(psi, cpuSome: 1)
         var env = baseEnv
         env["REEL_PRESSURE_DIR"] = psi
-        let rec = try launch(["record", "--source", "synthetic:1280", "--fps", "30", "--plain", "--json", "--out", root + "/a"] + untilSIGINT,
+        // The control socket tells the newest frame: the restored rate is waited for in the
+        // recording's own frames, not only in the registry (which the handler updates first).
+        let socket = root + "/control.sock"
+        let rec = try launch(["record", "--source", "synthetic:1280", "--fps", "30", "--plain", "--json", "--out", root + "/a",
+                              "--control-socket", socket] + untilSIGINT,
                              environment: env)
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
         let pid = rec.process.processIdentifier
@@ -70,6 +74,8 @@ import Testing
         try writePSI(psi, cpuSome: 1)
         let restored = try #require(waitForShare(0.6, env), "the registry never counted the share at 30 fps again")
         #expect(restored.shares.description.hasSuffix("at 30 fps"))
+        // Frames captured after the restore: the change is noted at the first of them.
+        #expect(waitForFramesAfterNow(socket, 3) != nil, "no frame after the restore")
 
         rec.signal(SIGINT)
         let run = rec.wait()
