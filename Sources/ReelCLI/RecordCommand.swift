@@ -72,6 +72,7 @@ enum RecordCommand {
             case "--fail-on-drop": o.failOnDrop = true
             case "--fragment": o.fragmentInterval = try parseSeconds(v, option: name, range: 0.1...600)
             case "--segment-duration": o.segmentDuration = try parseSeconds(v, option: name, range: CutPolicy.smallestSegmentDuration...86400)
+            case "--segment-size": o.segmentSize = try parseSize(v, option: name, range: Recording.smallestSegmentSize...(64 << 40))
             case "--keep": o.loopBudget = try parseLoopBudget(v)
             case "--report":
                 guard !v.isEmpty else { throw UsageError("--report needs a directory") }

@@ -34,7 +34,8 @@ enum RecordSummaryText {
             Swift.print("  seam at frame \(seam.frameIndex) (\(fixed(seam.pts, 3)) s): \(seam.from) -> \(seam.to)")
         }
         for cut in s.segments {
-            Swift.print("  segment at frame \(cut.frameIndex) (\(fixed(cut.pts, 3)) s, boundary \(fixed(cut.boundarySeconds, 3)) s)\(cut.ratioSeam ? ", with a seam" : "")")
+            let at = cut.boundarySeconds.map { "boundary \(fixed($0, 3)) s" } ?? "by size"
+            Swift.print("  segment at frame \(cut.frameIndex) (\(fixed(cut.pts, 3)) s, \(at))\(cut.ratioSeam ? ", with a seam" : "")")
         }
         for d in s.loopDeletions where d.error != nil {
             Swift.print("  loop budget: could not delete \(d.path): \(d.error ?? "")")

@@ -424,7 +424,9 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         var currentTake = 1
         var takeFirstFrame = 0
         // Where clips end: ratio changes and the segment grid.
-        var policy = CutPolicy(segmentDuration: settings.segmentDuration)
+        // The mean inter-frame packet of the last clip handed over (segment sizes: `projectedBytes`).
+        var earlierInterMean: Double? = nil
+        var policy = CutPolicy(segmentDuration: settings.segmentDuration, segmentBytes: settings.segmentBytes)
 
         loop: while true {
             switch take() {
@@ -449,7 +451,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                 // Held: it waited from its hand-over until the writer was ready.
                 lock.lock(); let handedOver = hold.handedOver(offeredAt: offeredAt, held: held); lock.unlock()
                 let cut = policy.cut(before: frame.pts, ratio: frame.ratio, size: frame.crop.size,
-                                     clip: current.map { ($0.ratio, $0.size) })
+                                     clip: current.map { ($0.ratio, $0.size) },
+                                     projectedBytes: settings.segmentBytes == nil ? nil : current?.projectedBytes(earlierInterMean: earlierInterMean))
                 do {
                     if let c = current, cut == nil, !splitNext {
                         if settings.dropWhenStorageIsBehind && c.storageIsBehind {
@@ -459,12 +462,15 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         try c.append(frame)
                     } else {
                         if let c = current {
-                            if let cut, let k = cut.boundary {
+                            if let cut, cut.boundary != nil || cut.reasons.contains(.size) {
+                                let reason = [cut.boundary != nil ? "duration" : nil, cut.reasons.contains(.size) ? "size" : nil]
+                                    .compactMap { $0 }.joined(separator: "+")
                                 let at = SegmentCut(frameIndex: frame.index, pts: frame.pts.seconds,
-                                                    boundarySeconds: policy.boundarySeconds(k) ?? 0, clip: clipNumber + 1,
-                                                    ratioSeam: cut.reasons.contains(.ratio))
+                                                    boundarySeconds: cut.boundary.flatMap(policy.boundarySeconds), reason: reason,
+                                                    clip: clipNumber + 1, ratioSeam: cut.reasons.contains(.ratio))
                                 lock.lock(); segmentCuts.append(at); lock.unlock()
                             }
+                            earlierInterMean = c.interMean ?? earlierInterMean
                             finaliser.submit(c)
                             current = nil
                             lock.lock(); counts.clipHandedOver(); lock.unlock()
@@ -491,7 +497,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         opener.opened(clip: clipNumber)
                         // Segments: the next clip most likely starts at the next boundary at this
                         // ratio — open it ahead, unless a ratio change was announced first.
-                        if settings.segmentDuration != nil {
+                        if settings.segmentDuration != nil || settings.segmentBytes != nil {
                             opener.expectUnlessAnnounced(ratio: c.ratio, size: c.size, timescale: c.sessionStart.timescale)
                         }
                     }

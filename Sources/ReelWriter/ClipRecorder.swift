@@ -97,6 +97,52 @@ final class ClipRecorder: @unchecked Sendable {
     /// pool: when the clip left the pool, in media time as the plain clips' `firstPTS` are.
     private var leftPoolPTS: Int64?
 
+    /// Packets the encoder gave so far, and their bytes; and of those, the ones that are not
+    /// keyframes (what the frames still inside a long-GOP encoder will most likely be).
+    private var packetsOut = 0
+    private var packetBytesOut: Int64 = 0
+    private var interPacketsOut = 0
+    private var interPacketBytesOut: Int64 = 0
+
+    /// The clip's file as it would be with one more frame appended and the clip then closed:
+    /// the packets so far, the frames still inside the encoder (its delay: B-frames,
+    /// look-ahead) and the next frame at the clip's mean packet size (of its inter frames when
+    /// it has any: a long-GOP clip's keyframe is no guide to the frames after it), and the container's
+    /// own bytes (header, index, fragment headers). What a segment size cuts on
+    /// (`CutPolicy`): a clip so cut ends within about one frame of the size.
+    /// `earlierInterMean`: the mean inter-frame packet of the clip before, for a long-GOP clip
+    /// whose encoder has given only its keyframe yet.
+    func projectedBytes(earlierInterMean: Double?) -> Int64 {
+        let frames = indices.count
+        guard packetsOut > 0 else { return file.size }
+        let intraOnly: Bool
+        switch codec {
+        case .h264, .hevc: intraOnly = false
+        default: intraOnly = true
+        }
+        let mean = intraOnly ? Double(packetBytesOut) / Double(packetsOut) : (interMean ?? earlierInterMean ?? 0)
+        let inEncoder = max(0, frames - packetsOut)
+        let overhead = ClipRecorder.containerBytes(container, frames: frames + 1, seconds: Double(frames + 1) * Double(frameDuration) / Double(sessionStart.timescale))
+        return packetBytesOut + Int64(mean * Double(inEncoder + 1)) + overhead
+    }
+
+    /// The mean bytes of this clip's inter-frame packets so far, nil before the first.
+    var interMean: Double? {
+        interPacketsOut > 0 ? Double(interPacketBytesOut) / Double(interPacketsOut) : nil
+    }
+
+    /// The container's own bytes for a clip of `frames` over `seconds`: MOV and MP4 (1 s
+    /// fragments: a fragment header each, a sample entry per frame, the header and index)
+    /// and MKV (a block header per frame, a cluster and a cue each second, the header) — an
+    /// estimate within a few hundred bytes.
+    static func containerBytes(_ container: Container, frames: Int, seconds: Double) -> Int64 {
+        let s = Int(seconds.rounded(.up))
+        switch container {
+        case .mkv: return Int64(1536 + 8 * frames + 64 * s)
+        default: return Int64(2048 + 16 * frames + 160 * s)
+        }
+    }
+
     /// The bytes of the packets encoded since the last call.
     func takePacketBytes() -> Int64 {
         defer { newPacketBytes = 0 }
@@ -115,6 +161,12 @@ final class ClipRecorder: @unchecked Sendable {
                            forceKeyframe: indices.isEmpty) { packet in
             largestPacket = max(largestPacket, packet.byteCount)
             newPacketBytes += Int64(packet.byteCount)
+            packetsOut += 1
+            packetBytesOut += Int64(packet.byteCount)
+            if !packet.isKeyframe {
+                interPacketsOut += 1
+                interPacketBytesOut += Int64(packet.byteCount)
+            }
             try muxer.write(packet)
         }
         if leftPoolPTS == nil, slot?.beyondPool != nil { leftPoolPTS = frame.pts.value }

@@ -1,8 +1,8 @@
 import ReelCore
 
 /// Why a clip ends before a frame: the frame's ratio (or crop size) differs from the clip's
-/// (a ratio seam), the frame is the first at or after a segment boundary, or both at once
-/// (one cut).
+/// (a ratio seam), the frame is the first at or after a segment boundary, the clip would
+/// grow past the segment size with it, or several at once (one cut).
 public struct CutReasons: OptionSet, Sendable, Hashable {
     /// The raw bits.
     public let rawValue: Int
@@ -12,6 +12,8 @@ public struct CutReasons: OptionSet, Sendable, Hashable {
     public static let ratio = CutReasons(rawValue: 1)
     /// The frame is the first at or after a boundary of the segment grid.
     public static let segment = CutReasons(rawValue: 2)
+    /// With this frame the clip would be larger than the segment size.
+    public static let size = CutReasons(rawValue: 4)
 }
 
 /// The decision of where a clip ends, consulted by the writer for every frame it records, in
@@ -26,6 +28,10 @@ public struct CutReasons: OptionSet, Sendable, Hashable {
 /// segment does not move the grid. A frame after a gap (drops) that passes several boundaries
 /// makes one cut, and the grid goes on from the next boundary after it.
 ///
+/// With a segment size, a new clip also starts at the frame that would take the clip past
+/// that size (the writer's projection of the clip's file with the frame: `projectedBytes`).
+/// Size cuts are not on the grid and do not move it.
+///
 /// A value type: the writer's encode thread owns it; tests drive it with plain timestamps.
 public struct CutPolicy: Sendable {
     /// The segment duration as `numerator / denominator` seconds (reduced), nil without segments.
@@ -34,6 +40,8 @@ public struct CutPolicy: Sendable {
     private var origin: Timestamp?
     /// The index (1, 2, …) of the next grid boundary a frame has not reached yet.
     private var nextBoundary: Int64 = 1
+    /// The segment size in bytes, nil without one.
+    public let segmentBytes: Int64?
 
     /// The smallest segment duration, in seconds: durations are kept to the microsecond.
     public static let smallestSegmentDuration = 0.001
@@ -41,8 +49,10 @@ public struct CutPolicy: Sendable {
     /// A policy that cuts at ratio changes and, when `segmentDuration` (seconds of media time)
     /// is given, at the segment grid. A duration that is not finite or is below
     /// `smallestSegmentDuration` means no segments (`Recording` and `reel record` refuse it
-    /// before this point).
-    public init(segmentDuration: Double?) {
+    /// before this point). With `segmentBytes`, a clip also ends before the frame that would
+    /// take it past that many bytes.
+    public init(segmentDuration: Double?, segmentBytes: Int64? = nil) {
+        self.segmentBytes = segmentBytes.flatMap { $0 > 0 ? $0 : nil }
         if let d = segmentDuration, d.isFinite, d >= Self.smallestSegmentDuration, d <= 1e9 {
             var n = Int64((d * 1_000_000).rounded())
             var m: Int64 = 1_000_000
@@ -77,12 +87,15 @@ public struct CutPolicy: Sendable {
     /// cut (its reasons) that starts a new clip at it. `clip`: the ratio and crop size of the clip in progress,
     /// nil when no clip is open (the first frame, or after a stop) — then the frame opens a
     /// clip whatever this answers, and the answer says only whether it also lies on a segment
-    /// boundary. Call it once per frame, in capture order: it moves along the grid.
+    /// boundary. `projectedBytes`: the clip's file as the writer projects it with this frame
+    /// appended (consulted with a segment size). Call it once per frame, in capture order: it
+    /// moves along the grid.
     public mutating func cut(before pts: Timestamp, ratio: AspectRatio, size: Size,
-                             clip: (ratio: AspectRatio, size: Size)?) -> Cut? {
+                             clip: (ratio: AspectRatio, size: Size)?, projectedBytes: Int64? = nil) -> Cut? {
         var reasons: CutReasons = []
         var reached: Int64? = nil
         if let clip, clip.ratio != ratio || clip.size != size { reasons.insert(.ratio) }
+        if clip != nil, let limit = segmentBytes, let projected = projectedBytes, projected > limit { reasons.insert(.size) }
         if let duration {
             if let origin {
                 if reaches(pts, boundary: nextBoundary, origin: origin, duration: duration) {
@@ -125,7 +138,8 @@ public struct CutPolicy: Sendable {
     }
 }
 
-/// A clip that starts at a segment boundary (`RecordOptions.segmentDuration`), as listed in the
+/// A clip that starts at a segment boundary (`RecordOptions.segmentDuration`) or because the
+/// clip before reached the segment size (`RecordOptions.segmentSize`), as listed in the
 /// summary's `segments`: ratio seams are listed in `seams`, and a cut that is both is in both
 /// lists (`ratioSeam` true here).
 public struct SegmentCut: Sendable, Codable, Equatable {
@@ -134,8 +148,11 @@ public struct SegmentCut: Sendable, Codable, Equatable {
     /// Session-clock time of that frame, in seconds.
     public var pts: Double
     /// The boundary it starts: media time since the recording's first frame, in seconds (a
-    /// multiple of the segment duration).
-    public var boundarySeconds: Double
+    /// multiple of the segment duration); null for a cut by size alone.
+    @EncodedNull public var boundarySeconds: Double?
+    /// Why: `duration` (a boundary of the grid), `size` (the clip before would have grown past
+    /// the segment size), or `duration+size` when both fell on this frame.
+    public var reason: String
     /// The number of the clip it starts (the `0002` of `NAME-0002-16x9.mov`).
     public var clip: Int
     /// A ratio change fell on the same frame: one cut, also listed in `seams`.

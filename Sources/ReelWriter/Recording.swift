@@ -68,6 +68,11 @@ public struct RecordOptions: Sendable {
     /// first (`CutPolicy`). nil (the default): clips end only at ratio changes and stops.
     /// At least `CutPolicy.smallestSegmentDuration`; `Recording` refuses less.
     public var segmentDuration: Double? = nil
+    /// Bytes per segment (`--segment-size`): a new clip also starts, keyframe first, at the
+    /// frame that would take the clip in progress past this size, so each clip but the last
+    /// of a run ends within about one frame of it. nil (the default): no size limit. At least
+    /// `Recording.smallestSegmentSize`; `Recording` refuses less.
+    public var segmentSize: Int64? = nil
     /// Loop recording (`--keep`): once the finished clips total more than this (bytes
     /// or seconds of media time), the oldest finished clips are deleted — never the clip being
     /// written, which does not count, and never the newest finished one. nil: every clip stays.
@@ -365,6 +370,12 @@ public final class Recording: Sendable {
             }
             settings.segmentDuration = d
         }
+        if let n = options.segmentSize {
+            guard n >= Recording.smallestSegmentSize else {
+                throw UsageError("segment size \(n) bytes: use at least \(Recording.smallestSegmentSize) bytes (64K)")
+            }
+            settings.segmentBytes = n
+        }
         switch options.loopBudget {
         case .bytes(let n)? where n <= 0:
             throw UsageError("loop budget \(options.loopBudget!): use a positive size or time")
@@ -437,6 +448,9 @@ public final class Recording: Sendable {
         opened.withLock { $0 = OpenedStorage(pool: pool, created: created, remainingBefore: remainingBefore, preparation: preparation) }
         return storage
     }
+
+    /// The smallest segment size (`--segment-size`): 64 KiB.
+    public static let smallestSegmentSize: Int64 = 64 << 10
 
     /// Memory the synthetic sensor's buffers may take: what lets the writer hold about a
     /// second of 1920×1920 frames while a clip opens (FFV1 needs 300–600 ms here).

@@ -33,6 +33,9 @@ public struct WriterSettings: Sendable {
     /// every multiple of it since the recording's first frame (`CutPolicy`). nil by default:
     /// clips end only at ratio changes (and stops).
     public var segmentDuration: Double? = nil
+    /// Bytes per segment: a new clip also starts at the frame that would take the clip in
+    /// progress past this size (`CutPolicy`). nil by default.
+    public var segmentBytes: Int64? = nil
     /// Loop recording: once the finished clips total more than this, the oldest finished
     /// clips are deleted (`LoopBudget`). nil by default: every clip stays.
     public var loopBudget: LoopBudget? = nil

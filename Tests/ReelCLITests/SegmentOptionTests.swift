@@ -63,3 +63,31 @@ import ReelWriter
         }
     }
 }
+
+/// `reel record --segment-size SIZE` (docs/cli.md): 64K–64T with its unit; anything else is a
+/// usage error (exit 64, one line).
+@Suite struct SegmentSizeOptionTests {
+    func size(_ v: String) throws -> Int64? {
+        guard case .record(let c, _, _) = try ReelCLI.parse(["record", "--segment-size", v]) else { return nil }
+        return c.recording.segmentSize
+    }
+
+    @Test func parsesASizeWithItsUnit() throws {
+        #expect(try size("500M") == 500 << 20)
+        #expect(try size("2G") == 2 << 30)
+        #expect(try size("64K") == 64 << 10 && size("64T") == 64 << 40)
+        guard case .record(let c, _, _) = try ReelCLI.parse(["record"]) else { Issue.record("not record"); return }
+        #expect(c.recording.segmentSize == nil)
+    }
+
+    @Test(arguments: ["1K", "63K", "65T", "abc", "", "-5M"]) func refusedWithExit64AndOneLine(value: String) throws {
+        do {
+            _ = try ReelCLI.parse(["record", "--segment-size", value])
+            Issue.record("--segment-size \(value) was accepted")
+        } catch {
+            let (line, status) = ReelCLI.report(error)
+            #expect(status == 64)
+            #expect(line.hasPrefix("--segment-size: ") && !line.contains("\n"), "\(line)")
+        }
+    }
+}

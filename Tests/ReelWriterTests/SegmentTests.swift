@@ -171,7 +171,8 @@ import ReelWriter
         // docs/json.md: the keys of `segments`.
         let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(summary)) as? [String: Any]
         let first = (json?["segments"] as? [[String: Any]])?.first
-        #expect(Set(first?.keys.map { $0 } ?? []) == ["frameIndex", "pts", "boundarySeconds", "clip", "ratioSeam"])
+        #expect(Set(first?.keys.map { $0 } ?? []) == ["frameIndex", "pts", "boundarySeconds", "reason", "clip", "ratioSeam"])
+        #expect(summary.segments.allSatisfy { $0.reason == "duration" })
         #expect(first?["frameIndex"] as? Int == 30 && first?["clip"] as? Int == 2 && first?["ratioSeam"] as? Bool == false)
         #expect(abs((first?["pts"] as? Double ?? 0) - (summary.clips[1].firstPTS)) < 1e-9)
         for (n, c) in summary.clips.enumerated() {
