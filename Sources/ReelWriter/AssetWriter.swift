@@ -289,6 +289,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         thread.start()
         finaliser.recycle = { [weak self] encoder in self?.recycle(encoder) }
         finaliser.keeper = settings.loopBudget.map(LoopKeeper.init(budget:))
+        finaliser.index = settings.segmentIndex
         finaliser.start()
     }
 
