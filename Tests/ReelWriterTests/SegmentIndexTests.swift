@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+import ReelCapture
+import ReelCore
+import ReelMedia
+import ReelWriter
+
+/// The index of what was recorded (docs/cli.md "The index", docs/json.md `PREFIX.index.json`):
+/// its contents against the files decoded, a restarted loop recording, and `verify` with it.
+@Suite struct SegmentIndexTests {
+
+    /// A segmented recording of `frames` frames at 30 fps into `dir`, prefix `name`.
+    func options(_ dir: String, name: String, frames: Int, segment: Double = 1, keep: LoopBudget? = nil) -> RecordOptions {
+        var o = RecordOptions()
+        o.source = .synthetic(size: 1280)
+        o.length = .frames(frames)
+        o.codec = .h264
+        o.realtime = false
+        o.storage = .plain
+        o.namePrefix = name
+        o.outputDirectory = dir
+        o.segmentDuration = segment
+        o.loopBudget = keep
+        return o
+    }
+
+    func size(_ path: String) throws -> Int64 {
+        (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? -1
+    }
+
+    /// ISO 8601 with milliseconds, in UTC, to seconds since the epoch.
+    func epochSeconds(_ utc: String) -> Double? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        f.timeZone = TimeZone(identifier: "UTC")
+        return f.date(from: utc)?.timeIntervalSince1970
+    }
+
+    /// Every clip is listed with what a decode of its file gives: frames, first frame, first
+    /// pts, ratio, size; the wall-clock starts are the anchor plus the session clock.
+    @Test func theIndexMatchesTheFilesDecoded() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let before = Date().timeIntervalSince1970
+        let summary = try Recording(options: options(dir, name: "cam", frames: 95)).run()
+        let after = Date().timeIntervalSince1970
+        #expect(summary.error == nil)
+        let path = dir + "/cam.index.json"
+        #expect(summary.index?.path == path && summary.index?.run == 1 && summary.index?.error == nil)
+        #expect(summary.index?.keptSegments == 4 && summary.index?.earlierSegments == 0)
+        let index = try #require(try SegmentIndex.load(path: path))
+        #expect(index.prefix == "cam" && index.schemaVersion == 1)
+        #expect(index.segments.map(\.file) == ["cam-0001-16x9.mov", "cam-0002-16x9.mov", "cam-0003-16x9.mov", "cam-0004-16x9.mov"])
+        #expect(index.segments.map(\.segment) == [1, 2, 3, 4])
+        #expect(index.segments.map(\.frames) == [30, 30, 30, 5])
+        for (e, clip) in zip(index.segments, summary.clips) {
+            let probe = try Inspector.probe(dir + "/" + e.file, frames: true)
+            #expect(probe.frameIndices?.count == e.frames)
+            #expect(probe.frameIndices?.first == e.firstFrameIndex)
+            #expect(probe.frameIndices == Array(e.firstFrameIndex..<(e.firstFrameIndex + e.frames)))
+            #expect(probe.ratio == e.ratio && e.ratio == "16x9")
+            #expect(try size(dir + "/" + e.file) == e.bytes)
+            #expect(abs(probe.durationSeconds - e.durationSeconds) < 1e-6)
+            // The first pts on the session clock, as the file stores it.
+            let stored = try #require(probe.sessionStart.flatMap(Timestamp.init(parsing:)))
+            #expect(abs(stored.seconds - e.firstPTS) < 1e-9 && e.firstPTS == clip.firstPTS)
+            #expect(e.run == 1 && e.take == 1 && !e.deleted && e.deletedAfter == nil && !e.salvaged)
+        }
+        // Wall clock: the run's anchor, then each clip's session-clock offset from the first.
+        let run = try #require(index.runs.first)
+        #expect(index.runs.count == 1 && run.run == 1 && run.firstSegment == 1 && run.sessionZeroMonotonicNs != nil)
+        let starts = index.segments.compactMap { epochSeconds($0.startUTC) }
+        #expect(starts.count == 4)
+        #expect(starts[0] >= before - 0.01 && starts[0] <= after + 0.01)
+        for (k, e) in index.segments.enumerated() {
+            #expect(abs((starts[k] - starts[0]) - e.firstPTS) <= 0.0015, "\(e.file) \(e.startUTC)")
+        }
+        #expect(try #require(epochSeconds(run.startUTC)) == Double(run.anchorRealtimeNs / 1_000_000) / 1000)
+        // The keys docs/json.md lists.
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        #expect(Set(json.keys) == ["schemaVersion", "prefix", "runs", "segments"])
+        #expect(Set(((json["runs"] as? [[String: Any]])?.first ?? [:]).keys) == ["run", "firstSegment", "anchorRealtimeNs", "anchorMonotonicNs", "sessionZeroMonotonicNs", "startUTC"])
+        #expect(Set(((json["segments"] as? [[String: Any]])?.first ?? [:]).keys) == [
+            "file", "segment", "run", "take", "firstFrameIndex", "frames", "firstPTS", "durationSeconds", "ratio", "bytes",
+            "startUTC", "salvaged", "deleted", "deletedAfter"])
+        // No temporary file is left beside it.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == index.segments.map(\.file) + ["cam.index.json"])
+        let report = try Inspector.verify([dir])
+        #expect(report.ok && report.framesChecked == 95 && report.indexes == [path] && report.deletedClips == 0)
+    }
+
+    /// A second run with `--keep` counts the first run's clips against the budget, deletes
+    /// the oldest of them first, numbers its clips after every earlier file, and leaves files
+    /// the index does not list alone, whatever their names.
+    @Test func aRestartedLoopRecordingKeepsTheTotalInsideTheBudget() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let decoys = ["loop-0000-16x9.mov", "loop-0050-16x9.mov"]
+        for d in decoys { #expect(FileManager.default.createFile(atPath: dir + "/" + d, contents: Data("not a clip".utf8))) }
+        // Run 1: 95 frames in 1 s segments inside 3 s: clip 1 goes when clip 4 finishes.
+        let first = try Recording(options: options(dir, name: "loop", frames: 95, keep: .seconds(3))).run()
+        #expect(first.error == nil)
+        #expect(first.clips.map { ($0.path as NSString).lastPathComponent } == ["loop-0051-16x9.mov", "loop-0052-16x9.mov", "loop-0053-16x9.mov", "loop-0054-16x9.mov"])
+        #expect(first.loopDeletions.map { ($0.path as NSString).lastPathComponent } == ["loop-0051-16x9.mov"])
+        // Run 2 (a restart): 65 frames; each of its first two clips pushes out the oldest earlier one.
+        let second = try Recording(options: options(dir, name: "loop", frames: 65, keep: .seconds(3))).run()
+        #expect(second.error == nil)
+        #expect(second.index?.run == 2 && second.index?.earlierSegments == 3)
+        #expect(second.clips.map { ($0.path as NSString).lastPathComponent } == ["loop-0055-16x9.mov", "loop-0056-16x9.mov", "loop-0057-16x9.mov"])
+        #expect(second.segments.map(\.clip) == [56, 57])
+        #expect(second.loopDeletions.map { ($0.path as NSString).lastPathComponent } == ["loop-0052-16x9.mov", "loop-0053-16x9.mov"])
+        #expect(second.loopDeletions.map { ($0.after as NSString).lastPathComponent } == ["loop-0055-16x9.mov", "loop-0056-16x9.mov"])
+        #expect(second.loopDeletions.map(\.firstFrameIndex) == [30, 60])
+        #expect(second.loopDeletions.allSatisfy { $0.error == nil && $0.keptTotal <= 3 })
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+        #expect(left == decoys + ["loop-0054-16x9.mov", "loop-0055-16x9.mov", "loop-0056-16x9.mov", "loop-0057-16x9.mov", "loop.index.json"])
+        // The index: every clip of both runs, the deleted ones marked; what is kept is inside the budget.
+        let index = try #require(try SegmentIndex.load(path: dir + "/loop.index.json"))
+        #expect(index.runs.map(\.run) == [1, 2] && index.runs.map(\.firstSegment) == [51, 55])
+        #expect(index.segments.map(\.segment) == [51, 52, 53, 54, 55, 56, 57])
+        #expect(index.segments.map(\.run) == [1, 1, 1, 1, 2, 2, 2])
+        #expect(index.segments.map(\.deleted) == [true, true, true, false, false, false, false])
+        #expect(index.segments.map { $0.deletedAfter ?? "" } == ["loop-0054-16x9.mov", "loop-0055-16x9.mov", "loop-0056-16x9.mov", "", "", "", ""])
+        let kept = index.segments.filter { !$0.deleted }
+        #expect(kept.reduce(0) { $0 + $1.durationSeconds } <= 3)
+        for e in kept {
+            let probe = try Inspector.probe(dir + "/" + e.file, frames: true)
+            #expect(probe.frameIndices == Array(e.firstFrameIndex..<(e.firstFrameIndex + e.frames)), "\(e.file)")
+        }
+        // verify reads the index: run 1 resumes at frame 90 after its deleted clips, run 2 from 0;
+        // the decoys are not read (as clips they would fail).
+        let report = try Inspector.verify([dir])
+        #expect(report.ok, "\(report.violation ?? "")")
+        #expect(report.framesChecked == 5 + 65 && report.deletedClips == 3)
+        #expect(report.clips.map { ($0.path as NSString).lastPathComponent } == kept.map(\.file))
+        for d in decoys { #expect(try size(dir + "/" + d) == 10) }
+    }
+
+    /// verify against the index: a listed file removed, truncated, or whose frames differ
+    /// from the index's, is a violation naming it; a damaged index is an error with status 65.
+    @Test func verifyReportsFilesThatDoNotMatchTheIndex() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let summary = try Recording(options: options(dir, name: "v", frames: 65)).run()
+        #expect(summary.error == nil && summary.clips.count == 3)
+        #expect(try Inspector.verify([dir]).ok)
+        let second = dir + "/v-0002-16x9.mov"
+        let saved = try Data(contentsOf: URL(fileURLWithPath: second))
+        // Truncated to half.
+        try saved.prefix(saved.count / 2).write(to: URL(fileURLWithPath: second))
+        var report = try Inspector.verify([dir])
+        #expect(!report.ok && report.violation?.hasPrefix("v-0002-16x9.mov: \(saved.count / 2) bytes, v.index.json says \(saved.count)") == true, "\(report.violation ?? "")")
+        // Removed.
+        try FileManager.default.removeItem(atPath: second)
+        report = try Inspector.verify([dir])
+        #expect(!report.ok && report.violation == "v-0002-16x9.mov: listed in v.index.json but no such file or directory", "\(report.violation ?? "")")
+        // Another clip of the same size in its place: its frames are not the index's.
+        try FileManager.default.copyItem(atPath: dir + "/v-0001-16x9.mov", toPath: second)
+        var index = try #require(try SegmentIndex.load(path: dir + "/v.index.json"))
+        index.segments[1].bytes = try size(second)
+        try JSONEncoder().encode(index).write(to: URL(fileURLWithPath: dir + "/v.index.json"))
+        report = try Inspector.verify([dir])
+        #expect(!report.ok && report.violation == "v-0002-16x9.mov: decodes 30 frames from frame 0, v.index.json says 30 from frame 30", "\(report.violation ?? "")")
+        // A damaged index.
+        try Data("{\"segments\": [".utf8).write(to: URL(fileURLWithPath: dir + "/v.index.json"))
+        do {
+            _ = try Inspector.verify([dir])
+            Issue.record("a damaged index was accepted")
+        } catch {
+            #expect(error.exitStatus == 65 && error.description.contains("v.index.json is damaged"))
+        }
+        // And a recording into the directory refuses it, changing nothing.
+        #expect(throws: SegmentIndexError.self) { try Recording(options: options(dir, name: "v", frames: 10)) }
+        #expect(!FileManager.default.fileExists(atPath: dir + "/v-0004-16x9.mov"))
+    }
+}
