@@ -6,7 +6,7 @@ import ReelWriter
 /// mid-recording leaves an index that parses and matches the files it lists; `reel verify DIR`
 /// passes on it (the clip being written when it died is not listed, so not read), and exits 65
 /// naming a listed file truncated or removed; a restart goes on in the same index.
-@Suite struct RealtimeSegmentIndexKillTests {
+@Suite struct SegmentIndexKillTests {
 
     @Test func killNineMidRecordingLeavesAnIndexThatMatchesTheFiles() throws {
         let dir = temporaryDirectory()
