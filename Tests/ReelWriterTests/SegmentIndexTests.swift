@@ -83,10 +83,29 @@ import ReelWriter
         #expect(Set(((json["segments"] as? [[String: Any]])?.first ?? [:]).keys) == [
             "file", "segment", "run", "take", "firstFrameIndex", "frames", "firstPTS", "durationSeconds", "ratio", "bytes",
             "startUTC", "salvaged", "deleted", "deletedAfter"])
+        // docs/json.md: the summary's `index`.
+        let summaryJSON = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(summary)) as? [String: Any])
+        #expect(Set((summaryJSON["index"] as? [String: Any] ?? [:]).keys) == ["path", "run", "earlierSegments", "keptSegments", "error"])
         // No temporary file is left beside it.
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == index.segments.map(\.file) + ["cam.index.json"])
         let report = try Inspector.verify([dir])
         #expect(report.ok && report.framesChecked == 95 && report.indexes == [path] && report.deletedClips == 0)
+    }
+
+    /// docs/cli.md: without `--segment-duration` or `--keep` there is no index (`index` is null)
+    /// and a second recording with the same name still refuses to replace the first clip.
+    @Test func aRecordingWithoutSegmentsOrBudgetHasNoIndex() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var o = options(dir, name: "one", frames: 5)
+        o.segmentDuration = nil
+        let summary = try Recording(options: o).run()
+        #expect(summary.error == nil && summary.index == nil)
+        let json = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(summary)) as? [String: Any])
+        #expect(json["index"] is NSNull)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["one-0001-16x9.mov"])
+        let again = try Recording(options: o).run()
+        #expect(again.error?.contains("already exists") == true)
     }
 
     /// A second run with `--keep` counts the first run's clips against the budget, deletes
