@@ -108,6 +108,19 @@ import ReelWriter
         #expect(again.error?.contains("already exists") == true)
     }
 
+    /// docs/cli.md: an index that cannot be written does not stop the recording; the first
+    /// failure is in the summary's `index.error` (here its temporary file's name is taken by a
+    /// directory, so `open` fails with EISDIR at every update).
+    @Test func anIndexThatCannotBeWrittenIsReportedNotFatal() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir + "/.w.index.json.tmp", withIntermediateDirectories: false)
+        let summary = try Recording(options: options(dir, name: "w", frames: 65)).run()
+        #expect(summary.error == nil && summary.clips.count == 3 && summary.framesWritten == 65)
+        #expect(summary.index?.error == "open \(dir)/.w.index.json.tmp: Is a directory", "\(summary.index?.error ?? "nil")")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/w.index.json"))
+    }
+
     /// A second run with `--keep` counts the first run's clips against the budget, deletes
     /// the oldest of them first, numbers its clips after every earlier file, and leaves files
     /// the index does not list alone, whatever their names.
@@ -188,8 +201,14 @@ import ReelWriter
         } catch {
             #expect(error.exitStatus == 65 && error.description.contains("v.index.json is damaged"))
         }
-        // And a recording into the directory refuses it, changing nothing.
-        #expect(throws: SegmentIndexError.self) { try Recording(options: options(dir, name: "v", frames: 10)) }
-        #expect(!FileManager.default.fileExists(atPath: dir + "/v-0004-16x9.mov"))
+        // And a recording into the directory refuses it (exit 65, one line), changing nothing.
+        let before = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+        do {
+            _ = try Recording(options: options(dir, name: "v", frames: 10))
+            Issue.record("a recording accepted a damaged index")
+        } catch let e as SegmentIndexError {
+            #expect(e.exitStatus == 65 && !e.description.contains("\n") && e.description.contains("v.index.json is damaged"))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == before)
     }
 }
