@@ -26,7 +26,7 @@ extension Inspector {
         do { loaded = try SegmentIndex.load(path: indexPath) } catch { throw .badIndex(error) }
         guard let index = loaded else { throw .badIndex(SegmentIndexError(path: indexPath, reason: "it is gone")) }
         report.indexes.append(indexPath)
-        report.deletedClips += index.segments.filter(\.deleted).count
+        report.deletedClips += index.segments.filter(\.deleted).count + index.runs.reduce(0) { $0 + $1.deletedSegments }
         let dir = (indexPath as NSString).deletingLastPathComponent
         let indexName = (indexPath as NSString).lastPathComponent
         func fail(_ s: String) -> Bool {
@@ -38,7 +38,8 @@ extension Inspector {
         for run in runs {
             // Groups of consecutive kept clips; a group after deleted clips resumes at its first frame.
             var groups: [(entries: [IndexedSegment], resumeAt: Int?)] = []
-            var afterDeleted = false
+            // The run's oldest clips deleted: its first listed one starts where they ended.
+            var afterDeleted = (index.runs.first { $0.run == run }?.deletedSegments ?? 0) > 0
             for e in index.segments where e.run == run {
                 if e.deleted { afterDeleted = true; continue }
                 if afterDeleted || groups.isEmpty {

@@ -13,7 +13,9 @@ public struct SegmentIndex: Sendable, Codable, Equatable {
     public var prefix: String
     /// Each `reel record` run that wrote to this index, in order.
     public var runs: [SegmentIndexRun] = []
-    /// Each published clip, in order (by `segment`); deleted ones are kept, marked `deleted`.
+    /// Each published clip, in order (by `segment`). A clip loop recording deletes goes (its
+    /// run's `deletedSegments` counts it) when it is its run's oldest listed clip; otherwise
+    /// (an older one could not be deleted) it stays, marked `deleted`, until it is.
     public var segments: [IndexedSegment] = []
 
     /// An empty index for `prefix`.
@@ -22,8 +24,23 @@ public struct SegmentIndex: Sendable, Codable, Equatable {
     /// The file name of the index of `prefix`: `PREFIX.index.json`.
     public static func fileName(prefix: String) -> String { prefix + ".index.json" }
 
-    /// The number of the last clip listed (0 when none).
-    var lastSegment: Int { segments.map(\.segment).max() ?? 0 }
+    /// The number of the last clip listed, or before the last run's first (0 when none).
+    var lastSegment: Int { max(segments.map(\.segment).max() ?? 0, (runs.map(\.firstSegment).max() ?? 1) - 1) }
+
+    /// Drops each run's oldest clips while they are marked deleted, counting them in the run's
+    /// `deletedSegments`.
+    mutating func dropDeletedOldest() {
+        var seen = Set<Int>()
+        segments = segments.filter { e in
+            if seen.contains(e.run) { return true }
+            if e.deleted, let r = runs.firstIndex(where: { $0.run == e.run }) {
+                runs[r].deletedSegments += 1
+                return false
+            }
+            seen.insert(e.run)
+            return true
+        }
+    }
 }
 
 /// One run of `reel record` in an index: its number and the wall clock's anchor.
@@ -42,6 +59,9 @@ public struct SegmentIndexRun: Sendable, Codable, Equatable {
     @EncodedNull public var sessionZeroMonotonicNs: Int64?
     /// The anchor's wall-clock time in UTC (ISO 8601, ms).
     public var startUTC: String
+    /// This run's clips deleted by loop recording and gone from `segments`: its oldest, so
+    /// its first listed clip starts where they ended (the index stays the size of what is kept).
+    public var deletedSegments = 0
 }
 
 /// One published clip in an index.

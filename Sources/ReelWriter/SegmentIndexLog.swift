@@ -127,6 +127,8 @@ public final class SegmentIndexLog: Sendable {
                 s.index.segments[i].deleted = true
                 s.index.segments[i].deletedAfter = file
             }
+            s.index.dropDeletedOldest()
+            if let i = s.index.runs.lastIndex(where: { $0.run == s.run.run }) { s.run.deletedSegments = s.index.runs[i].deletedSegments }
             return s.index
         }
         do {

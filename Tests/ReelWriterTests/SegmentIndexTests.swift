@@ -79,10 +79,11 @@ import ReelWriter
         // The keys docs/json.md lists.
         let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
         #expect(Set(json.keys) == ["schemaVersion", "prefix", "runs", "segments"])
-        #expect(Set(((json["runs"] as? [[String: Any]])?.first ?? [:]).keys) == ["run", "firstSegment", "anchorRealtimeNs", "anchorMonotonicNs", "sessionZeroMonotonicNs", "startUTC"])
+        #expect(Set(((json["runs"] as? [[String: Any]])?.first ?? [:]).keys) == ["run", "firstSegment", "anchorRealtimeNs", "anchorMonotonicNs", "sessionZeroMonotonicNs", "startUTC", "deletedSegments"])
         #expect(Set(((json["segments"] as? [[String: Any]])?.first ?? [:]).keys) == [
             "file", "segment", "run", "take", "firstFrameIndex", "frames", "firstPTS", "durationSeconds", "ratio", "bytes",
             "startUTC", "salvaged", "deleted", "deletedAfter"])
+        #expect(run.deletedSegments == 0)
         // docs/json.md: the summary's `index`.
         let summaryJSON = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(summary)) as? [String: Any])
         #expect(Set((summaryJSON["index"] as? [String: Any] ?? [:]).keys) == ["path", "run", "earlierSegments", "keptSegments", "error"])
@@ -146,14 +147,15 @@ import ReelWriter
         #expect(second.loopDeletions.allSatisfy { $0.error == nil && $0.keptTotal <= 3 })
         let left = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
         #expect(left == decoys + ["loop-0054-16x9.mov", "loop-0055-16x9.mov", "loop-0056-16x9.mov", "loop-0057-16x9.mov", "loop.index.json"])
-        // The index: every clip of both runs, the deleted ones marked; what is kept is inside the budget.
+        // The index: the kept clips of both runs; the deleted ones (run 1's oldest) are gone
+        // from it and counted in their run. What is kept is inside the budget.
         let index = try #require(try SegmentIndex.load(path: dir + "/loop.index.json"))
         #expect(index.runs.map(\.run) == [1, 2] && index.runs.map(\.firstSegment) == [51, 55])
-        #expect(index.segments.map(\.segment) == [51, 52, 53, 54, 55, 56, 57])
-        #expect(index.segments.map(\.run) == [1, 1, 1, 1, 2, 2, 2])
-        #expect(index.segments.map(\.deleted) == [true, true, true, false, false, false, false])
-        #expect(index.segments.map { $0.deletedAfter ?? "" } == ["loop-0054-16x9.mov", "loop-0055-16x9.mov", "loop-0056-16x9.mov", "", "", "", ""])
-        let kept = index.segments.filter { !$0.deleted }
+        #expect(index.runs.map(\.deletedSegments) == [3, 0])
+        #expect(index.segments.map(\.segment) == [54, 55, 56, 57])
+        #expect(index.segments.map(\.run) == [1, 2, 2, 2])
+        #expect(index.segments.allSatisfy { !$0.deleted && $0.deletedAfter == nil })
+        let kept = index.segments
         #expect(kept.reduce(0) { $0 + $1.durationSeconds } <= 3)
         for e in kept {
             let probe = try Inspector.probe(dir + "/" + e.file, frames: true)
@@ -166,6 +168,26 @@ import ReelWriter
         #expect(report.framesChecked == 5 + 65 && report.deletedClips == 3)
         #expect(report.clips.map { ($0.path as NSString).lastPathComponent } == kept.map(\.file))
         for d in decoys { #expect(try size(dir + "/" + d) == 10) }
+    }
+
+    /// A clip that cannot be deleted (here a directory has taken its name: `unlink` fails with
+    /// EISDIR) stays listed as kept, with the error in `loopDeletions`; the clips deleted after
+    /// it stay listed too, marked `deleted`, since they are no longer their run's oldest.
+    @Test func aClipThatCannotBeDeletedStaysListed() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try Recording(options: options(dir, name: "s", frames: 95, keep: .seconds(10))).run().loopDeletions.isEmpty)
+        try FileManager.default.removeItem(atPath: dir + "/s-0001-16x9.mov")
+        try FileManager.default.createDirectory(atPath: dir + "/s-0001-16x9.mov", withIntermediateDirectories: false)
+        let second = try Recording(options: options(dir, name: "s", frames: 35, keep: .seconds(3))).run()
+        #expect(second.loopDeletions.map { ($0.path as NSString).lastPathComponent } == ["s-0001-16x9.mov", "s-0002-16x9.mov"])
+        #expect(second.loopDeletions.map { $0.error ?? "" } == ["Is a directory", ""])
+        let index = try #require(try SegmentIndex.load(path: dir + "/s.index.json"))
+        #expect(index.segments.map(\.segment) == [1, 2, 3, 4, 5, 6])
+        #expect(index.segments.map(\.deleted) == [false, true, false, false, false, false])
+        #expect(index.segments[1].deletedAfter == "s-0005-16x9.mov" && index.runs.map(\.deletedSegments) == [0, 0])
+        let report = try Inspector.verify([dir])
+        #expect(!report.ok && report.violation?.hasPrefix("s-0001-16x9.mov: ") == true, "\(report.violation ?? "")")
     }
 
     /// verify against the index: a listed file removed, truncated, or whose frames differ
