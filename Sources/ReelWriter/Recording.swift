@@ -384,6 +384,7 @@ public final class Recording: Sendable {
             let log = try SegmentIndexLog(directory: options.outputDirectory, prefix: prefix)
             settings.segmentIndex = log
             settings.firstClipNumber = log.firstSegment
+            settings.storage = IndexedClipStorage(inner: storage, log: log)
             try session.addOutput(SessionClockAnchor(log: log))
         }
         writer = try AssetWriter(settings: settings, rate: source.format.rate)
@@ -555,6 +556,7 @@ public final class Recording: Sendable {
         var sourceError: (any Error)? = nil
         do { _ = try session.run(frameLimit: frameCount) } catch { sourceError = error }
         let result = writer.finishAndWait()
+        writer.settings.segmentIndex?.runEnded()
         monitorDone.set()
         let (framesEncoded, bytesEncoded) = writer.encoded
         rate.add(bytes: bytesEncoded, at: mediaNanoseconds(frames: framesEncoded))

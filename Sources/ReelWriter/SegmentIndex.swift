@@ -25,7 +25,10 @@ public struct SegmentIndex: Sendable, Codable, Equatable {
     public static func fileName(prefix: String) -> String { prefix + ".index.json" }
 
     /// The number of the last clip listed, or before the last run's first (0 when none).
-    var lastSegment: Int { max(segments.map(\.segment).max() ?? 0, (runs.map(\.firstSegment).max() ?? 1) - 1) }
+    var lastSegment: Int {
+        let openNumbers = runs.flatMap(\.open).map { SegmentIndex.highestNumber(prefix: prefix, in: [$0]) }
+        return max(segments.map(\.segment).max() ?? 0, (runs.map(\.firstSegment).max() ?? 1) - 1, openNumbers.max() ?? 0)
+    }
 
     /// Drops each run's oldest clips while they are marked deleted, counting them in the run's
     /// `deletedSegments`.
@@ -62,6 +65,10 @@ public struct SegmentIndexRun: Sendable, Codable, Equatable {
     /// This run's clips deleted by loop recording and gone from `segments`: its oldest, so
     /// its first listed clip starts where they ended (the index stays the size of what is kept).
     public var deletedSegments = 0
+    /// Files this run created whose clips it had not published at the last update: the clip
+    /// being written (and one opened ahead). Empty once the run ends cleanly; after a crash,
+    /// the next run adopts them (`SegmentIndexAdoption`).
+    public var open: [String] = []
 }
 
 /// One published clip in an index.
@@ -135,8 +142,9 @@ extension SegmentIndex {
             throw SegmentIndexError(path: path, reason: "schema version \(index.schemaVersion), this Reel reads 1")
         }
         let numbers = index.segments.map(\.segment)
+        let files = index.segments.map(\.file) + index.runs.flatMap(\.open)
         guard numbers == numbers.sorted(), Set(numbers).count == numbers.count,
-              index.segments.allSatisfy({ !$0.file.contains("/") && $0.file != ".." && !$0.file.isEmpty }) else {
+              files.allSatisfy({ !$0.contains("/") && $0 != ".." && $0 != "." && !$0.isEmpty }) else {
             throw SegmentIndexError(path: path, reason: "its segments are out of order or name files elsewhere")
         }
         return index

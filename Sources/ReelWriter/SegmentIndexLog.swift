@@ -13,6 +13,11 @@ public struct SegmentIndexSummary: Sendable, Codable, Equatable {
     public var earlierSegments: Int
     /// Clips the index lists as kept now, earlier runs' included.
     public var keptSegments: Int
+    /// Clips earlier runs left open (killed while writing them) that this run listed as
+    /// salvaged clips, cut back to their last complete fragment.
+    public var adopted: [String] = []
+    /// Clips earlier runs left open that held no frame: deleted.
+    public var discarded: [String] = []
     /// Why the index could not be written (the first failure), null when every update was.
     @EncodedNull public var error: String?
 }
@@ -36,7 +41,12 @@ public final class SegmentIndexLog: Sendable {
         var error: String?
     }
     private let state: Mutex<State>
+    /// Held while an update is snapshotted and written: updates come from the threads that
+    /// create clips and from the finaliser, and each writes the newest state whole.
+    private let writing = Mutex(0)
     private let earlier: [IndexedSegment]
+    /// What the earlier runs' open clips became when this run started (`SegmentIndexAdoption`).
+    public let adoption: SegmentIndexAdoption.Outcome
 
     /// Reads `directory/PREFIX.index.json` (an empty index when there is none) and begins this
     /// run in it; nothing is written until the first clip is published.
@@ -45,13 +55,15 @@ public final class SegmentIndexLog: Sendable {
         self.directory = directory
         self.prefix = prefix
         let path = directory + "/" + SegmentIndex.fileName(prefix: prefix)
-        let index = try SegmentIndex.load(path: path) ?? SegmentIndex(prefix: prefix)
+        var index = try SegmentIndex.load(path: path) ?? SegmentIndex(prefix: prefix)
         guard index.prefix == prefix else {
             throw SegmentIndexError(path: path, reason: "it is the index of prefix \(index.prefix)")
         }
+        adoption = SegmentIndexAdoption.adopt(&index, directory: directory)
         // An unreadable directory is reported by the writer when it creates the first clip.
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        firstSegment = max(index.lastSegment, SegmentIndex.highestNumber(prefix: prefix, in: names)) + 1
+        // Numbers only go up: after the files deleted as open clips without a frame too.
+        firstSegment = max(index.lastSegment, SegmentIndex.highestNumber(prefix: prefix, in: names + adoption.discarded)) + 1
         earlier = index.segments.filter { !$0.deleted }
         let run = SegmentIndexRun(run: (index.runs.map(\.run).max() ?? 0) + 1, firstSegment: firstSegment,
                                   anchorRealtimeNs: 0, anchorMonotonicNs: 0, sessionZeroMonotonicNs: nil,
@@ -99,6 +111,48 @@ public final class SegmentIndexLog: Sendable {
         return state.withLock { s in s.index.segments.first { $0.file == file } }
     }
 
+    /// Lists the file `name` as this run's open clip (just created, nothing written to it
+    /// yet) and writes the index. Called by the thread that creates the clip.
+    func created(_ name: String) {
+        update { s in s.run.open.append(name) }
+    }
+
+    /// At the run's end: clips this run opened ahead and never used are gone (the writer
+    /// deleted them, or released their pool slots); they leave `open`, and the index is
+    /// written if that changed it.
+    func runEnded() {
+        let vanished = state.withLock { s in
+            s.run.open.filter { name in
+                var st = stat()
+                return stat(directory + "/" + name, &st) != 0 && errno == ENOENT
+            }
+        }
+        guard !vanished.isEmpty else { return }
+        update { s in s.run.open.removeAll { vanished.contains($0) } }
+    }
+
+    /// Applies `change` to the state (this run's entry put in the index after it) and writes
+    /// the index; a failure is kept (`summary.error`), and the next update tries again.
+    private func update(_ change: (inout State) -> Void) {
+        writing.withLock { _ in
+            let snapshot: SegmentIndex = state.withLock { s in
+                change(&s)
+                if !s.runListed {
+                    s.index.runs.append(s.run)
+                    s.runListed = true
+                } else if let i = s.index.runs.lastIndex(where: { $0.run == s.run.run }) {
+                    s.index.runs[i] = s.run
+                }
+                return s.index
+            }
+            do {
+                try SegmentIndexFile.write(snapshot, directory: directory)
+            } catch {
+                state.withLock { s in if s.error == nil { s.error = String(describing: error) } }
+            }
+        }
+    }
+
     /// Lists `clip` (just published; nothing for a clip without frames), marks the clips at
     /// `deleted` as deleted after it, and writes the index. Called by the finaliser thread, in
     /// publishing order. A failure to write is kept (`summary.error`) and the next update
@@ -106,13 +160,8 @@ public final class SegmentIndexLog: Sendable {
     func published(_ clip: ClipSummary, deleted: [String]) {
         let file = (clip.path as NSString).lastPathComponent
         let number = SegmentIndex.highestNumber(prefix: prefix, in: [file])
-        let snapshot: SegmentIndex = state.withLock { s in
-            if !s.runListed {
-                s.index.runs.append(s.run)
-                s.runListed = true
-            } else if let i = s.index.runs.lastIndex(where: { $0.run == s.run.run }) {
-                s.index.runs[i] = s.run
-            }
+        update { s in
+            s.run.open.removeAll { $0 == file }
             if clip.frames > 0 {
                 let zero = s.run.sessionZeroMonotonicNs ?? s.run.anchorMonotonicNs
                 let start = s.run.anchorRealtimeNs + (zero - s.run.anchorMonotonicNs) + Int64((clip.firstPTS * 1e9).rounded())
@@ -127,14 +176,9 @@ public final class SegmentIndexLog: Sendable {
                 s.index.segments[i].deleted = true
                 s.index.segments[i].deletedAfter = file
             }
+            if let i = s.index.runs.lastIndex(where: { $0.run == s.run.run }) { s.index.runs[i] = s.run }
             s.index.dropDeletedOldest()
             if let i = s.index.runs.lastIndex(where: { $0.run == s.run.run }) { s.run.deletedSegments = s.index.runs[i].deletedSegments }
-            return s.index
-        }
-        do {
-            try SegmentIndexFile.write(snapshot, directory: directory)
-        } catch {
-            state.withLock { s in if s.error == nil { s.error = String(describing: error) } }
         }
     }
 
@@ -142,7 +186,8 @@ public final class SegmentIndexLog: Sendable {
     public var summary: SegmentIndexSummary {
         state.withLock { s in
             SegmentIndexSummary(path: path, run: s.run.run, earlierSegments: earlier.count,
-                                keptSegments: s.index.segments.filter { !$0.deleted }.count, error: s.error)
+                                keptSegments: s.index.segments.filter { !$0.deleted }.count,
+                                adopted: adoption.adopted, discarded: adoption.discarded, error: s.error)
         }
     }
 }

@@ -1,12 +1,20 @@
 import Foundation
 import Testing
+import ReelStorage
 import ReelWriter
 
-/// The index is crash-safe (docs/cli.md "The index"): a real `reel record` killed with SIGKILL
-/// mid-recording leaves an index that parses and matches the files it lists; `reel verify DIR`
-/// passes on it (the clip being written when it died is not listed, so not read), and exits 65
-/// naming a listed file truncated or removed; a restart goes on in the same index.
+/// The index is crash-safe (docs/cli.md "The index of what was recorded"): a real `reel
+/// record` killed with SIGKILL mid-recording leaves an index that parses, matches the files it
+/// lists as published, and lists every other clip file the run made as `open`; `reel verify
+/// DIR` passes on it (open clips are not read); a restart adopts the open clips (the one being
+/// written, cut back to its last complete fragment, as a salvaged clip; those without a frame
+/// deleted) and goes on in the index; verify then exits 65 naming a listed file truncated or
+/// removed.
 @Suite struct SegmentIndexKillTests {
+
+    func movFiles(_ dir: String) throws -> Set<String> {
+        Set(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".mov") })
+    }
 
     @Test func killNineMidRecordingLeavesAnIndexThatMatchesTheFiles() throws {
         let dir = temporaryDirectory()
@@ -14,12 +22,18 @@ import ReelWriter
         let index = dir + "/cam.index.json"
         // Not in real time: the writer holds the sensor back rather than drop a frame, so every
         // clip's frames are consecutive and verify can pass whatever the machine's load.
+        // 0.1 s fragments: the clip being written reaches the disk a fragment at a time.
         let recorder = try launch(["record", "--name", "cam", "--out", dir, "--plain", "--codec", "h264", "--no-realtime",
-                                   "--source", "synthetic:1280", "--segment-duration", "0.5", "--keep", "1h"] + untilSIGINT)
-        // Ready: the index lists two published clips (read as the recorder writes it: it
-        // always parses, being replaced whole by rename).
-        let ready = waitUntil(60) { ((try? SegmentIndex.load(path: index))??.segments.count ?? 0) >= 2 }
-        #expect(ready, "no index with 2 clips: \(recorder.stderrSoFar)")
+                                   "--source", "synthetic:1280", "--segment-duration", "2", "--fragment", "0.1",
+                                   "--keep", "1h"] + untilSIGINT)
+        // Ready: the index lists two published clips, and the clip being written (listed open)
+        // holds two complete fragments. (The index always parses: it is replaced whole.)
+        let ready = waitUntil(60) {
+            guard let i = (try? SegmentIndex.load(path: index)) ?? nil, i.segments.count >= 2,
+                  let open = i.runs.first?.open.first else { return false }
+            return (FragmentScanner.completeFragments(of: dir + "/" + open)?.count ?? 0) >= 2
+        }
+        #expect(ready, "not ready: \(recorder.stderrSoFar)")
         recorder.signal(SIGKILL)
         let run = recorder.wait()
         #expect(recorder.process.terminationReason == .uncaughtSignal && run.status == SIGKILL)
@@ -30,29 +44,43 @@ import ReelWriter
         for e in listed.segments {
             let probe = try probeFrames(dir + "/" + e.file)
             #expect(probe.frameIndices == Array(e.firstFrameIndex..<(e.firstFrameIndex + e.frames)), "\(e.file)")
-            #expect(e.firstFrameIndex == next && !e.deleted)
+            #expect(e.firstFrameIndex == next && !e.deleted && !e.salvaged)
             next = e.firstFrameIndex + e.frames
             let bytes = (try FileManager.default.attributesOfItem(atPath: dir + "/" + e.file)[.size] as? NSNumber)?.int64Value
             #expect(bytes == e.bytes, "\(e.file)")
             if let f = ffprobe(dir + "/" + e.file) { #expect(f.frames == e.frames, "\(e.file)") }
         }
-        // The clips it was writing (and opening ahead) are there, not listed, numbered after the listed ones.
-        let names = try FileManager.default.contentsOfDirectory(atPath: dir)
-        let unlisted = names.filter { $0.hasSuffix(".mov") && !listed.segments.map(\.file).contains($0) }
-        let lastListed = listed.segments.last?.segment ?? 0
-        #expect(unlisted.allSatisfy { (Int($0.split(separator: "-")[1]) ?? 0) > lastListed }, "\(names)")
+        // Every clip file the run made is listed: published, or open (being written, opened ahead).
+        let open = try #require(listed.runs.first?.open)
+        #expect(try movFiles(dir) == Set(listed.segments.map(\.file) + open))
+        let withFrames = open.filter { (FragmentScanner.completeFragments(of: dir + "/" + $0)?.count ?? 0) > 0 }
+        #expect(!withFrames.isEmpty, "\(open)")
         let ok = try reel(["verify", dir])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("clips as \(index) lists them"), "\(ok.stdout)")
-        // A restart goes on in the index, after every file of the prefix, the partial one's too.
-        let again = try reel(["record", "--name", "cam", "--out", dir, "--plain", "--codec", "h264", "--no-realtime",
-                              "--segment-duration", "0.5", "--keep", "1h", "--frames", "20"])
+        // A restart adopts the open clips and goes on in the index, numbered after all of them.
+        let again = try reel(["record", "--json", "--name", "cam", "--out", dir, "--plain", "--codec", "h264", "--no-realtime",
+                              "--source", "synthetic:1280", "--segment-duration", "2", "--keep", "1h", "--frames", "20"])
         #expect(again.status == 0, "\(again.stderr)")
+        let summary = try again.decode(RecordingSummary.self)
+        #expect(summary.index?.adopted == withFrames)
+        #expect(Set((summary.index?.adopted ?? []) + (summary.index?.discarded ?? [])) == Set(open))
         let after = try #require(try SegmentIndex.load(path: index))
-        let highest = (listed.segments.map(\.segment) + unlisted.compactMap { Int($0.split(separator: "-")[1]) }).max() ?? 0
+        let highest = open.map { Int($0.split(separator: "-")[1]) ?? 0 }.max() ?? 0
         #expect(after.runs.map(\.run) == [1, 2] && after.runs.last?.firstSegment == highest + 1)
+        #expect(after.runs.allSatisfy { $0.open.isEmpty })
         #expect(Array(after.segments.prefix(listed.segments.count)) == listed.segments)
-        #expect(after.segments.filter { $0.run == 2 }.map(\.frames) == [15, 5])
+        let adopted = after.segments.filter { $0.run == 1 && $0.salvaged }
+        #expect(adopted.map(\.file) == withFrames)
+        for e in adopted {
+            let probe = try probeFrames(dir + "/" + e.file)
+            #expect(e.firstFrameIndex == next && e.frames > 0, "\(e.file)")
+            #expect(probe.frameIndices == Array(e.firstFrameIndex..<(e.firstFrameIndex + e.frames)) && !probe.truncated, "\(e.file)")
+            next += e.frames
+        }
+        #expect(after.segments.filter { $0.run == 2 }.map(\.frames) == [20])
+        // Nothing of the prefix is left unlisted.
+        #expect(try movFiles(dir) == Set(after.segments.map(\.file)))
         let both = try reel(["verify", dir])
         #expect(both.status == 0, "\(both.stderr)")
         // A listed file truncated, then removed: exit 65 and one line naming it.

@@ -79,14 +79,14 @@ import ReelWriter
         // The keys docs/json.md lists.
         let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
         #expect(Set(json.keys) == ["schemaVersion", "prefix", "runs", "segments"])
-        #expect(Set(((json["runs"] as? [[String: Any]])?.first ?? [:]).keys) == ["run", "firstSegment", "anchorRealtimeNs", "anchorMonotonicNs", "sessionZeroMonotonicNs", "startUTC", "deletedSegments"])
+        #expect(Set(((json["runs"] as? [[String: Any]])?.first ?? [:]).keys) == ["run", "firstSegment", "anchorRealtimeNs", "anchorMonotonicNs", "sessionZeroMonotonicNs", "startUTC", "deletedSegments", "open"])
         #expect(Set(((json["segments"] as? [[String: Any]])?.first ?? [:]).keys) == [
             "file", "segment", "run", "take", "firstFrameIndex", "frames", "firstPTS", "durationSeconds", "ratio", "bytes",
             "startUTC", "salvaged", "deleted", "deletedAfter"])
-        #expect(run.deletedSegments == 0)
+        #expect(run.deletedSegments == 0 && run.open.isEmpty)
         // docs/json.md: the summary's `index`.
         let summaryJSON = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(summary)) as? [String: Any])
-        #expect(Set((summaryJSON["index"] as? [String: Any] ?? [:]).keys) == ["path", "run", "earlierSegments", "keptSegments", "error"])
+        #expect(Set((summaryJSON["index"] as? [String: Any] ?? [:]).keys) == ["path", "run", "earlierSegments", "keptSegments", "adopted", "discarded", "error"])
         // No temporary file is left beside it.
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == index.segments.map(\.file) + ["cam.index.json"])
         let report = try Inspector.verify([dir])
