@@ -190,6 +190,31 @@ import ReelWriter
         #expect(!report.ok && report.violation?.hasPrefix("s-0001-16x9.mov: ") == true, "\(report.violation ?? "")")
     }
 
+    /// verify accepts a gap the index records as deleted clips, in the middle of a run too
+    /// (a clip marked `deleted`), and checks continuity on both sides of it; the same gap
+    /// without the mark is a missing listed file.
+    @Test func verifyAcceptsTheGapOfClipsTheIndexMarksDeleted() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try Recording(options: options(dir, name: "g", frames: 95)).run().error == nil)
+        try FileManager.default.removeItem(atPath: dir + "/g-0002-16x9.mov")
+        var report = try Inspector.verify([dir])
+        #expect(!report.ok && report.violation == "g-0002-16x9.mov: listed in g.index.json but no such file or directory")
+        var index = try #require(try SegmentIndex.load(path: dir + "/g.index.json"))
+        index.segments[1].deleted = true
+        index.segments[1].deletedAfter = "g-0003-16x9.mov"
+        try JSONEncoder().encode(index).write(to: URL(fileURLWithPath: dir + "/g.index.json"))
+        report = try Inspector.verify([dir])
+        #expect(report.ok, "\(report.violation ?? "")")
+        #expect(report.framesChecked == 65 && report.deletedClips == 1 && report.clips.map(\.firstFrameIndex) == [0, 60, 90])
+        // After the gap, the next clip must start where the index says: one listed as
+        // starting elsewhere is a violation.
+        index.segments[2].firstFrameIndex = 61
+        try JSONEncoder().encode(index).write(to: URL(fileURLWithPath: dir + "/g.index.json"))
+        report = try Inspector.verify([dir])
+        #expect(!report.ok && report.violation == "g-0003-16x9.mov: decodes 30 frames from frame 60, g.index.json says 30 from frame 61")
+    }
+
     /// verify against the index: a listed file removed, truncated, or whose frames differ
     /// from the index's, is a violation naming it; a damaged index is an error with status 65.
     @Test func verifyReportsFilesThatDoNotMatchTheIndex() throws {
