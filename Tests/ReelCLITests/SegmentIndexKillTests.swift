@@ -12,6 +12,21 @@ import ReelWriter
 /// removed.
 @Suite struct SegmentIndexKillTests {
 
+    /// Whether one of the active slots of recorder `pid` in `pool` (the clip being written,
+    /// or one opened ahead) holds `count` complete fragments, the one being written counted
+    /// once its next has begun (as `waitForFragments` counts).
+    func slotWithFragments(_ count: Int, of pid: Int32, in pool: String) -> Bool {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: pool + "/manifest.json")),
+              let m = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let slots = m["slots"] as? [[String: Any]] else { return false }
+        return slots.contains { slot in
+            guard (slot["owner"] as? Int).map({ Int32($0) }) == pid, slot["state"] as? String == "active",
+                  let id = slot["id"] as? Int else { return false }
+            let path = pool + "/slots/" + String(format: "slot-%06d.bin", id)
+            return (FragmentScanner.completeFragments(of: path)?.count ?? 0) >= count + 1
+        }
+    }
+
     func movFiles(_ dir: String) throws -> Set<String> {
         Set(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".mov") })
     }
@@ -93,5 +108,50 @@ import ReelWriter
         try FileManager.default.removeItem(atPath: victim)
         let removed = try reel(["verify", dir])
         #expect(removed.status == 65 && removed.stderr == "reel: verify: \(listed.segments[1].file): listed in cam.index.json but no such file or directory\n", "\(removed.stderr)")
+    }
+
+    /// Through a pool, the clip being written is in a slot when the recorder dies; pool
+    /// recovery publishes it into the directory when a later recording opens the pool (after
+    /// its first frame, Deferred Start: after that recording read the index), and the
+    /// recording after that adopts it. docs/storage.md.
+    @Test func aPoolClipOfAKilledRunIsAdoptedOnceRecoveryPublishesIt() throws {
+        let dir = temporaryDirectory()
+        let pool = temporaryDirectory() + "/pool"
+        defer { removeTree(dir); removeTree((pool as NSString).deletingLastPathComponent) }
+        let made = try reel(["pool", "create", pool, "--capacity", "256M", "--slot", "32M", "--write-mode", "buffered"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let index = dir + "/cam.index.json"
+        let args = ["record", "--json", "--pool", pool, "--name", "cam", "--out", dir, "--codec", "h264", "--no-realtime",
+                    "--source", "synthetic:1280", "--segment-duration", "2", "--fragment", "0.1", "--keep", "1h"]
+        let recorder = try launch(args + untilSIGINT)
+        let ready = waitUntil(60) { ((try? SegmentIndex.load(path: index))??.segments.count ?? 0) >= 2 }
+            && waitUntil(60) { slotWithFragments(2, of: recorder.process.processIdentifier, in: pool) }
+        #expect(ready, "not ready: \(recorder.stderrSoFar)")
+        recorder.signal(SIGKILL)
+        _ = recorder.wait()
+        let listed = try #require(try SegmentIndex.load(path: index))
+        let open = try #require(listed.runs.first?.open)
+        #expect(!open.isEmpty)
+        // Run 2 reads the index before the pool is opened: nothing to adopt yet; recovery then
+        // publishes the clip under its listed name.
+        let second = try reel(args + ["--frames", "20"])
+        #expect(second.status == 0, "\(second.stderr)")
+        let s2 = try second.decode(RecordingSummary.self)
+        #expect(s2.index?.adopted == [] && s2.index?.discarded == [])
+        let published = open.filter { FileManager.default.fileExists(atPath: dir + "/" + $0) }
+        #expect(published.count == 1, "\(open)")
+        // Run 3 adopts it: a salvaged clip of run 1, right after run 1's published clips.
+        let third = try reel(args + ["--frames", "20"])
+        #expect(third.status == 0, "\(third.stderr)")
+        let s3 = try third.decode(RecordingSummary.self)
+        #expect(s3.index?.adopted == published)
+        let after = try #require(try SegmentIndex.load(path: index))
+        let adopted = try #require(after.segments.first { $0.file == published.first })
+        let last = try #require(listed.segments.last)
+        #expect(adopted.run == 1 && adopted.salvaged && adopted.firstFrameIndex == last.firstFrameIndex + last.frames)
+        let probe = try probeFrames(dir + "/" + adopted.file)
+        #expect(probe.frameIndices == Array(adopted.firstFrameIndex..<(adopted.firstFrameIndex + adopted.frames)))
+        let verified = try reel(["verify", dir])
+        #expect(verified.status == 0, "\(verified.stderr)")
     }
 }
