@@ -25,7 +25,7 @@ public enum CommandTable {
         .value("--fragment", "SECONDS", "fragment or cluster interval, 0.1–600 s (default 1)", sample: "0.5"),
         .value("--segment-duration", "SECONDS", "also start a new clip at every SECONDS of media time, at the first frame at or after each boundary, keyframe first; 0.001–86400", sample: "2"),
         .value("--segment-size", "SIZE", "also start a new clip, keyframe first, at the frame that would take the clip past SIZE (64K, 500M, 2G; 64K–64T), so each ends within about one frame of SIZE", sample: "500M"),
-        .value("--keep", "SIZE|TIME", "loop recording: once the finished clips total more than SIZE (500M, 2G; 1M–64T) or TIME (600s, 10min, 1h; 1s–8760h), delete the oldest finished clips (never the one being written)", sample: "10min"),
+        .value("--keep", "SIZE|TIME", "loop recording: once the finished clips total more than SIZE (500M, 2G; 1M–64T) or TIME (600s, 10min, 1h; 1s–8760h), delete the oldest finished clips PREFIX.index.json lists, earlier runs' first (never the one being written)", sample: "10min"),
         .value("--pool", "PATH", "write through the storage pool at PATH", sample: "pool"),
         .flag("--plain", "write straight into the output files, no pool"),
         .flag("--fail-on-drop", "exit 75 when frames were dropped (default: exit 0 with a warning line)"),

@@ -61,7 +61,12 @@ enum VerifyCommand {
                 print("\(c.path): \(c.width)x\(c.height) \(c.ratio ?? "?"), \(c.frames) frames, #\(c.firstFrameIndex.map(String.init) ?? "?")-\(c.lastFrameIndex.map(String.init) ?? "?")\(ProbeCommand.rotationText(c.rotation))")
             }
             for c in report.cadenceChanges { print("  cadence from frame \(c.frameIndex): \(fixed(c.framesPerSecond, 3)) fps\(c.keepsOneFrameIn.map { " (one camera frame in \($0) kept)" } ?? "")") }
-            if report.ok { print("ok: \(report.framesChecked) frames in \(report.clips.count) clips, indices 0-\(report.framesChecked - 1) once each, in order") }
+            if report.ok && !report.indexes.isEmpty {
+                print("ok: \(report.framesChecked) frames in \(report.clips.count) clips as \(report.indexes.joined(separator: ", ")) lists them"
+                      + " (\(report.deletedClips) deleted clip\(report.deletedClips == 1 ? "" : "s") not read), each run's indices once each, in order")
+            } else if report.ok {
+                print("ok: \(report.framesChecked) frames in \(report.clips.count) clips, indices 0-\(report.framesChecked - 1) once each, in order")
+            }
         }
         if let v = report.violation {
             printError("verify: " + v)

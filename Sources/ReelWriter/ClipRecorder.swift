@@ -67,7 +67,7 @@ final class ClipRecorder: @unchecked Sendable {
             muxer = try Muxer(container: settings.container, sink: file, encoder: encoder,
                               fragmentInterval: settings.fragmentInterval,
                               metadata: ["com.reel.session_start": frame.pts.description,
-                                         "com.reel.clip": String(number),
+                                         "com.reel.clip": String(settings.fileNumber(number)),
                                          "com.reel.ratio": frame.ratio.rawValue,
                                          "com.reel.first_frame_index": String(frame.index),
                                          "com.reel.take": String(take),

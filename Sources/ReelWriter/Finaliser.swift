@@ -20,6 +20,9 @@ final class Finaliser: @unchecked Sendable {
     private var closingNow: ClipRecorder?
     /// Loop recording: which finished clips go (set before `start`; the finaliser thread's).
     var keeper: LoopKeeper?
+    /// The index of what was recorded, updated as each clip is published (set before `start`;
+    /// the finaliser thread's). With a keeper, its earlier runs' clips count first.
+    var index: SegmentIndexLog?
     /// The finished clips loop recording deleted, in order.
     private var deletions: [LoopDeletion] = []
 
@@ -43,6 +46,9 @@ final class Finaliser: @unchecked Sendable {
     }
 
     func start() {
+        if let index, keeper != nil {
+            for (path, e) in index.earlierKept { keeper!.earlier(path, bytes: e.bytes, seconds: e.durationSeconds) }
+        }
         let t = Thread { [self] in run() }
         t.name = "reel.finalise"
         t.start()
@@ -95,18 +101,35 @@ final class Finaliser: @unchecked Sendable {
             // Loop recording: the oldest finished clips go once the finished total is over the
             // budget (the clip being written is not finished, so neither counted nor deleted).
             var deleted: [LoopDeletion] = []
+            // Files gone (deleted now, or already missing): marked deleted in the index.
+            var gone: [String] = []
             if let summary, keeper != nil {
                 let doomed = keeper!.finished(summary.path, bytes: summary.bytes, seconds: summary.durationSeconds)
                 lock.lock(); let finished = clips; lock.unlock()
                 for (path, keptTotal) in doomed {
-                    guard let old = finished.first(where: { $0.path == path }) else { continue }
-                    var d = LoopDeletion(path: old.path, firstFrameIndex: old.firstFrameIndex, frames: old.frames,
-                                         bytes: old.bytes, durationSeconds: old.durationSeconds, after: summary.path,
+                    // A clip of this recording, or one of an earlier run that the index lists.
+                    let old: (firstFrameIndex: Int, frames: Int, bytes: Int64, seconds: Double)
+                    if let c = finished.first(where: { $0.path == path }) {
+                        old = (c.firstFrameIndex, c.frames, c.bytes, c.durationSeconds)
+                    } else if let e = index?.entry(path: path) {
+                        old = (e.firstFrameIndex, e.frames, e.bytes, e.durationSeconds)
+                    } else {
+                        continue
+                    }
+                    var d = LoopDeletion(path: path, firstFrameIndex: old.firstFrameIndex, frames: old.frames,
+                                         bytes: old.bytes, durationSeconds: old.seconds, after: summary.path,
                                          keptTotal: keptTotal)
-                    if unlink(old.path) != 0 { d.error = String(cString: strerror(errno)) }
+                    if unlink(path) != 0 {
+                        let e = errno
+                        d.error = String(cString: strerror(e))
+                        if e == ENOENT { gone.append(path) }
+                    } else {
+                        gone.append(path)
+                    }
                     deleted.append(d)
                 }
             }
+            if let summary, let index { index.published(summary, deleted: gone) }
             lock.lock()
             deletions += deleted
             if let stats {

@@ -50,15 +50,22 @@ public enum InspectError: UserFacingError {
     case unreadable(String, MediaError)
     /// No clip files in the paths given (exit status 66).
     case noClips(String)
+    /// A directory's index (`PREFIX.index.json`) does not parse or is not a Reel index (exit status 65).
+    case badIndex(SegmentIndexError)
 
-    /// 66: a missing or unreadable file (`verify` reports violations in ``VerifyReport``, exit 65).
-    public var exitStatus: Int32 { ExitStatus.noInput }
+    /// 66: a missing or unreadable file (`verify` reports violations in ``VerifyReport``, exit
+    /// 65); 65: an index that cannot be used.
+    public var exitStatus: Int32 {
+        if case .badIndex = self { return ExitStatus.dataError }
+        return ExitStatus.noInput
+    }
 
     /// One line saying what could not be read or what is wrong.
     public var description: String {
         switch self {
         case .unreadable(let path, let e): return "cannot read \(path): \(e.text)"
         case .noClips(let path): return "no clips in \(path)"
+        case .badIndex(let e): return "index \(e.path) is damaged or not a Reel index (\(e.reason))"
         }
     }
 }
@@ -217,6 +224,12 @@ public struct VerifyReport: Sendable, Codable {
     public var cadenceChanges: [CadenceChange] = []
     /// The first violation, if any.
     @EncodedNull public var violation: String?
+    /// The indexes read (`PREFIX.index.json` of a directory given): their clips were checked
+    /// against them, and the directory's other files were not read. Empty without one.
+    public var indexes: [String] = []
+    /// Clips the indexes list as deleted by loop recording (not read: their frames are a gap
+    /// the index accounts for).
+    public var deletedClips = 0
 }
 
 /// A change of frame rate `reel verify` found inside a clip.
@@ -247,23 +260,47 @@ extension Inspector {
     /// A violation stops the check and is reported in the result (`ok` false), not thrown.
     /// - Throws: ``InspectError`` when a path is missing, holds no clips, or a clip cannot be read.
     public static func verify(_ paths: [String]) throws(InspectError) -> VerifyReport {
-        let files = try clipPaths(paths)
-        var probes: [ProbeResult] = []
-        var oddFrames: [String: OddFrame] = [:]
-        var takes: [String: Take] = [:]
-        for f in files {
-            let (p, odd, take) = try probeDecoding(f, frames: true)
-            probes.append(p)
-            oddFrames[f] = odd
-            takes[f] = take
-        }
-        probes.sort { a, b in
-            switch (a.sessionStart.flatMap(Timestamp.init(parsing:)), b.sessionStart.flatMap(Timestamp.init(parsing:))) {
-            case let (x?, y?) where x != y: return x < y
-            default: return a.path < b.path
-            }
-        }
+        // A directory with an index (`PREFIX.index.json`) is checked against it: the clips it
+        // lists, and only those (`verifyIndexed`).
         var report = VerifyReport(ok: true, clips: [], framesChecked: 0, seams: [], violation: nil)
+        var others: [String] = []
+        var indexes: [String] = []
+        for p in paths {
+            let found = indexFiles(in: p)
+            if found.isEmpty { others.append(p) } else { indexes += found }
+        }
+        if !others.isEmpty || indexes.isEmpty {
+            let files = try clipPaths(others)
+            var probes: [ProbeResult] = []
+            var oddFrames: [String: OddFrame] = [:]
+            var takes: [String: Take] = [:]
+            for f in files {
+                let (p, odd, take) = try probeDecoding(f, frames: true)
+                probes.append(p)
+                oddFrames[f] = odd
+                takes[f] = take
+            }
+            probes.sort { a, b in
+                switch (a.sessionStart.flatMap(Timestamp.init(parsing:)), b.sessionStart.flatMap(Timestamp.init(parsing:))) {
+                case let (x?, y?) where x != y: return x < y
+                default: return a.path < b.path
+                }
+            }
+            guard check(probes, oddFrames: oddFrames, takes: takes, resumeAt: nil, into: &report) else { return report }
+        }
+        for index in indexes {
+            guard try verifyIndexed(index, into: &report) else { return report }
+        }
+        return report
+    }
+
+    /// Checks `probes`, one recording's clips in recording order, and adds them to `report`
+    /// (the body of ``verify(_:)``). `resumeAt`: the first clip's first frame, when the clips
+    /// before it were deleted by loop recording (the index says so); nil: from the take's
+    /// first frame (0 for a recording that records from its first frame). Returns false at
+    /// the first violation (in `report`).
+    static func check(_ probes: [ProbeResult], oddFrames: [String: OddFrame], takes: [String: Take], resumeAt: Int?,
+                      into report: inout VerifyReport) -> Bool {
         var expected = 0
         var previousEnd: Double? = nil
         var lastStep: Double? = nil
@@ -272,10 +309,10 @@ extension Inspector {
         var indexStep = 1
         var framePeriod: Double? = nil
         var currentTake: Int? = nil
-        func fail(_ s: String) -> VerifyReport {
+        func fail(_ s: String) -> Bool {
             report.ok = false
             report.violation = s
-            return report
+            return false
         }
         for p in probes {
             let indices = p.frameIndices ?? []
@@ -305,6 +342,7 @@ extension Inspector {
                     return fail("\(name): take \(take.number) comes after take \(currentTake!)")
                 }
                 if currentTake == nil || take.firstFrameIndex >= expected { expected = take.firstFrameIndex }
+                if currentTake == nil, let resumeAt { expected = resumeAt }
                 currentTake = take.number
                 previousEnd = nil
             }
@@ -373,7 +411,7 @@ extension Inspector {
             }
             if report.clips.count > 1 { report.seams.append(indices[0]) }
         }
-        return report
+        return true
     }
 
     /// A step that differs from the cadence by more than this share is a new cadence, if it holds.

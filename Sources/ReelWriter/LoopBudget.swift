@@ -70,6 +70,15 @@ public struct LoopKeeper: Sendable {
     /// The total of the finished clips kept (bytes or seconds, as the budget counts).
     public var keptTotal: Double { total }
 
+    /// Counts a clip finished before this recording (an earlier run's, listed in the index) as
+    /// kept, after those noted so far: it may be deleted, oldest first, once a clip of this
+    /// recording finishes and the total is over the budget. Nothing is deleted now.
+    public mutating func earlier(_ path: String, bytes: Int64, seconds: Double) {
+        let amount = budget.amount(bytes: bytes, seconds: seconds)
+        kept.append((path, amount))
+        total += amount
+    }
+
     /// Notes that the clip at `path` finished, `bytes` long and `seconds` of media time;
     /// returns the paths of the finished clips to delete now, oldest first, each with the
     /// total kept once it goes.

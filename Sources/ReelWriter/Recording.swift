@@ -236,6 +236,10 @@ public struct RecordingSummary: Sendable, Codable {
     /// The finished clips loop recording (`--keep`) deleted, oldest first; `clips`
     /// still lists them. Empty without a budget.
     public var loopDeletions: [LoopDeletion] = []
+    /// The index of what was recorded (`PREFIX.index.json`, written for `--segment-duration`
+    /// and `--keep`): its path, this run's number, the clips it lists, an error writing it;
+    /// null without one.
+    @EncodedNull public var index: SegmentIndexSummary? = nil
     /// The start and stop requests applied while the session ran, in order.
     public var recordingToggles: [RecordingToggle] = []
     /// Each frame-rate change while recording, at the first frame of the new rate (the clip's
@@ -357,9 +361,10 @@ public final class Recording: Sendable {
             // Eager: the pool is opened (created, recovered) before anything is captured.
             try storage.open()
         }
+        let prefix = options.namePrefix ?? Recording.defaultPrefix(unusedIn: options.outputDirectory)
         var settings = WriterSettings(codec: options.codec, container: options.container,
                                       storage: storage,
-                                      namePrefix: options.namePrefix ?? Recording.defaultPrefix(unusedIn: options.outputDirectory),
+                                      namePrefix: prefix,
                                       fragmentInterval: options.fragmentInterval,
                                       queueCapacity: options.queueCapacity ?? Recording.holdFrames(sourceBuffers: sourceBuffers - options.extraSensorBuffers),
                                       dropWhenStorageIsBehind: options.realtime)
@@ -382,6 +387,16 @@ public final class Recording: Sendable {
         case .seconds(let s)? where !(s.isFinite && s > 0):
             throw UsageError("loop budget \(options.loopBudget!): use a positive size or time")
         default: settings.loopBudget = options.loopBudget
+        }
+        // Segments and loop recording keep an index of what was recorded; a run with an
+        // earlier run's index goes on in it (clip numbers after the earlier ones), and its
+        // budget counts the earlier clips the index lists.
+        if options.segmentDuration != nil || options.loopBudget != nil {
+            let log = try SegmentIndexLog(directory: options.outputDirectory, prefix: prefix)
+            settings.segmentIndex = log
+            settings.firstClipNumber = log.firstSegment
+            settings.storage = IndexedClipStorage(inner: storage, log: log)
+            try session.addOutput(SessionClockAnchor(log: log))
         }
         writer = try AssetWriter(settings: settings, rate: source.format.rate)
         writer.deferredStartEnabled = options.deferredStart
@@ -477,7 +492,7 @@ public final class Recording: Sendable {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var prefix = base
         var n = 1
-        while names.contains(where: { $0.hasPrefix(prefix + "-") }) {
+        while names.contains(where: { $0.hasPrefix(prefix + "-") || $0 == SegmentIndex.fileName(prefix: prefix) }) {
             n += 1
             prefix = "\(base)-\(n)"
         }
@@ -535,6 +550,7 @@ public final class Recording: Sendable {
         let start = MonotonicClock.now()
         let ageAtStart = Recording.processAgeNanoseconds()
         runStart.withLock { $0 = start }
+        writer.settings.segmentIndex?.takeAnchor()
         writer.start()
         let monitorDone = SetOnceFlag()
         let monitor = Thread { [self] in
@@ -554,6 +570,7 @@ public final class Recording: Sendable {
         var sourceError: (any Error)? = nil
         do { _ = try session.run(frameLimit: frameCount) } catch { sourceError = error }
         let result = writer.finishAndWait()
+        writer.settings.segmentIndex?.runEnded()
         monitorDone.set()
         let (framesEncoded, bytesEncoded) = writer.encoded
         rate.add(bytes: bytesEncoded, at: mediaNanoseconds(frames: framesEncoded))
@@ -636,8 +653,10 @@ public final class Recording: Sendable {
         summary.framesNotRecorded = result.framesNotRecorded
         summary.framesDecimated = stats.framesDecimated
         summary.recordingToggles = toggles
-        summary.segments = result.segmentCuts
+        // Clip numbers as in the names (a run after earlier ones in its index goes on after them).
+        summary.segments = result.segmentCuts.map { var c = $0; c.clip = writer.settings.fileNumber(c.clip); return c }
         summary.loopDeletions = result.loopDeletions
+        summary.index = writer.settings.segmentIndex?.summary
         return summary
     }
 

@@ -39,6 +39,12 @@ public struct WriterSettings: Sendable {
     /// Loop recording: once the finished clips total more than this, the oldest finished
     /// clips are deleted (`LoopBudget`). nil by default: every clip stays.
     public var loopBudget: LoopBudget? = nil
+    /// The number in the first clip's name (`PREFIX-0001-…` by default): a run that finds
+    /// earlier runs' clips of its prefix goes on after them (`SegmentIndexLog.firstSegment`).
+    public var firstClipNumber = 1
+    /// The index of what was recorded (`PREFIX.index.json`), updated as each clip is
+    /// published; nil: none is written.
+    public var segmentIndex: SegmentIndexLog? = nil
 
     /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,
@@ -57,8 +63,11 @@ public struct WriterSettings: Sendable {
         guard container.supports(codec) else { throw .unsupportedPair(codec, container) }
     }
 
+    /// The number in the name of the writer's `number`th clip (1-based).
+    func fileNumber(_ number: Int) -> Int { number + firstClipNumber - 1 }
+
     func clipName(number: Int, ratio: AspectRatio) -> String {
-        let n = String(number)
+        let n = String(fileNumber(number))
         return "\(namePrefix)-\(String(repeating: "0", count: max(0, 4 - n.count)))\(n)-\(ratio.rawValue).\(container.fileExtension)"
     }
 }

@@ -52,7 +52,7 @@ import ReelWriter
         for d in summary.loopDeletions { #expect(!FileManager.default.fileExists(atPath: d.path)) }
         #expect(FileManager.default.fileExists(atPath: decoy))
         let left = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
-        #expect(left == ["seg-0000-16x9.mov", "seg-0003-16x9.mov", "seg-0004-16x9.mov"])
+        #expect(left == ["seg-0000-16x9.mov", "seg-0003-16x9.mov", "seg-0004-16x9.mov", "seg.index.json"])
         let third = try Inspector.probe(dir + "/seg-0003-16x9.mov", frames: true)
         let fourth = try Inspector.probe(dir + "/seg-0004-16x9.mov", frames: true)
         #expect(third.frameIndices == Array(60..<90))
