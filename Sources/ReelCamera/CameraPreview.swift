@@ -67,7 +67,11 @@ public enum CameraPreview {
         do {
             watcher = try ClipWatcher(directory: settings.storage.destination, prefix: settings.namePrefix,
                                       fileExtension: settings.container.fileExtension) { path in
-                do { try server.clipFinished(at: path) } catch { notice("preview: gallery: \(error)") }
+                do { try server.clipFinished(at: path) } catch let refusal as GalleryRefusal where refusal.isGone {
+                    // A clip opened ahead and discarded (the recording stopped): not one to list.
+                } catch {
+                    notice("preview: gallery: \(error)")
+                }
             }
         } catch {
             server.stop()

@@ -18,7 +18,8 @@ public struct GalleryItem: Sendable, Codable, Equatable {
     public var name: String
     /// The file's size in bytes, when it finished.
     public var bytes: Int64
-    /// A clip's length in seconds of media (its packets' durations); null for a photo.
+    /// A clip's length in seconds of media (from its first frame's presentation time to its
+    /// last one's end, as ffprobe gives the stream's duration); null for a photo.
     @EncodedNull public var seconds: Double?
     /// A clip's frame count (its video packets); null for a photo.
     @EncodedNull public var frames: Int?
@@ -67,6 +68,9 @@ struct GalleryFile: Sendable {
 public struct GalleryRefusal: Error, CustomStringConvertible, Sendable {
     /// One line: what was refused and why.
     public let description: String
+    /// The file is gone (ENOENT) or holds no video: a clip the writer opened ahead and then
+    /// discarded, nothing to report.
+    public var isGone = false
 }
 
 /// This session's clips and photos, addressed by id — never by path: the preview serves
@@ -108,14 +112,22 @@ public final class PreviewGallery: Sendable {
         // libavformat opens the descriptor checked, through /proc: never the path again.
         let reader: MediaReader
         do { reader = try MediaReader(path: "/proc/self/fd/\(fd.rawValue)") } catch {
-            throw GalleryRefusal(description: "\(path): \(error)")
+            throw GalleryRefusal(description: "\(path): \(error)", isGone: st.st_size == 0)
         }
-        var frames = 0, ticks: Int64 = 0
-        do { try reader.forEachPacket { packet in frames += 1; ticks += packet.duration } } catch {
+        // The length is the span of the packets' presentation times, the last one's duration
+        // included (what ffprobe gives as the stream's duration).
+        var frames = 0, first = Int64.max, end = Int64.min
+        do {
+            try reader.forEachPacket { packet in
+                frames += 1
+                guard let pts = packet.pts else { return }
+                first = min(first, pts); end = max(end, pts + packet.duration)
+            }
+        } catch {
             throw GalleryRefusal(description: "\(path): \(error)")
         }
         let base = reader.info.timeBase
-        let seconds = base.den > 0 ? Double(ticks) * Double(base.num) / Double(base.den) : 0
+        let seconds = base.den > 0 && end > first ? Double(end - first) * Double(base.num) / Double(base.den) : 0
         let thumbnail = GalleryThumbnails.firstFrame(of: reader)
         let name = (path as NSString).lastPathComponent
         let ext = (name as NSString).pathExtension.lowercased()
@@ -185,8 +197,8 @@ public final class PreviewGallery: Sendable {
     /// Else closed and refused.
     static func openChecked(_ path: String, expecting: GalleryFile?) throws -> (FileDescriptor, stat) {
         let fd: FileDescriptor
-        do { fd = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) } catch {
-            throw GalleryRefusal(description: "\(path): \(error)")
+        do { fd = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) } catch let error as SystemError {
+            throw GalleryRefusal(description: "\(path): \(error)", isGone: error.errno == ENOENT)
         }
         var st = stat()
         guard fstat(fd.rawValue, &st) == 0 else {

@@ -106,8 +106,10 @@ function galleryItem(i) {
   }
   const meta = document.createElement('div');
   meta.className = 'meta';
-  meta.textContent = i.name + '  ' + megabytes(i.bytes) + '  ' + i.ratio + '  ' + i.width + '×' + i.height +
-    (i.kind === 'clip' ? '  ' + i.seconds.toFixed(1) + ' s  ' + i.frames + ' frames  ' + i.codec : '  ' + i.codec);
+  const facts = [i.name, megabytes(i.bytes), i.ratio, i.width + '×' + i.height];
+  if (i.kind === 'clip') facts.push(i.seconds.toFixed(1) + ' s', i.frames + ' frames');
+  facts.push(i.codec + (i.kind === 'clip' && !i.playable ? ' (download only)' : ''));
+  meta.textContent = facts.join(' · ');
   const a = document.createElement('a');
   a.href = i.download + '?download=1'; a.download = i.name; a.textContent = 'download';
   li.append(meta, a);
