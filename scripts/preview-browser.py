@@ -24,8 +24,8 @@ writes FILE, and waits (60 s at most) until it shows `zoom 2×` without a reload
 the state line before and after, and the ratio answer (the JSON the page got).
 --click gallery clicks the record button (`stop`: the clip in progress finishes), waits for
 the gallery to list a clip (`galleryStop`: the answer's status), then for every item's
-thumbnail or video poster, plays the first <video> (muted) and waits until it has played
-0.5 s (`video`: readyState, currentTime, duration, error, src), then lists the items as shown
+thumbnail, plays the first <video> (muted) and waits until it has played 0.5 s or to its
+end (`video`: readyState, currentTime, duration, error, src), then lists the items as shown
 (`galleryItems`: id, kind, the meta line, the download link, whether it has a <video>, the
 thumbnail's natural size) and saves OUTDIR/gallery.png, then at 390x844 (`galleryPhoneWidths`:
 the page's scroll width and the gallery's width; OUTDIR/gallery-phone.png). Exit 0, or 1
@@ -115,11 +115,12 @@ def main(argv):
                 page.wait_for_function("""() => [...document.querySelectorAll('#g-list li')].every(li => {
                     const i = li.querySelector('img'); return i ? i.complete && i.naturalWidth > 0 : true; })""", timeout=30000)
                 page.evaluate("() => { const v = document.querySelector('#g-list video'); if (v) { v.muted = true; v.play(); } }")
-                page.wait_for_function("() => { const v = document.querySelector('#g-list video'); return v && (v.error || v.currentTime >= 0.5); }",
+                page.wait_for_function("() => { const v = document.querySelector('#g-list video'); return v && (v.error || v.currentTime >= 0.5 || v.ended); }",
                                        timeout=30000)
                 result["video"] = page.evaluate("""() => { const v = document.querySelector('#g-list video');
                     return {readyState: v.readyState, currentTime: v.currentTime, duration: v.duration,
-                            error: v.error ? v.error.code : null, src: v.getAttribute('src'), width: v.videoWidth, height: v.videoHeight}; }""")
+                            error: v.error ? v.error.code : null, src: v.getAttribute('src'), width: v.videoWidth, height: v.videoHeight,
+                            ended: v.ended}; }""")
                 result["galleryItems"] = page.evaluate("""() => [...document.querySelectorAll('#g-list li')].map(li => {
                     const i = li.querySelector('img'), a = li.querySelector('a');
                     return {id: li.dataset.id, kind: li.dataset.kind, meta: li.querySelector('.meta').textContent,

@@ -9,7 +9,12 @@ import Glibc
 /// One item of the gallery: a clip or a photo this session recorded, as `GET /gallery` lists it.
 public struct GalleryItem: Sendable, Codable, Equatable {
     /// `clip` or `photo`.
-    public enum Kind: String, Sendable, Codable { case clip, photo }
+    public enum Kind: String, Sendable, Codable {
+        /// A clip the movie output finished.
+        case clip
+        /// A photo the photo output saved.
+        case photo
+    }
     /// The item's id in the session's list (`clip-1`, `photo-1`, …): the only way to address it.
     public var id: String
     /// `clip` or `photo`.

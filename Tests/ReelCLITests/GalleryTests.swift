@@ -133,7 +133,7 @@ struct RealtimeGalleryTests {
         let run = rec.wait()
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try run.decode(RecordingSummary.self)
-        print("gallery: the first clip's storage: \(summary.clips.first?.storage ?? "none")")
+        #expect(summary.clips.first?.storage == "pool", "the clip was moved from its pool slot to its name (IN_MOVED_TO)")
         #expect(summary.clips.first.map { ($0.path as NSString).lastPathComponent } == listed["name"] as? String)
     }
 }

@@ -292,6 +292,31 @@ struct PreviewGalleryTests {
         }
     }
 
+    /// A HEIC or PNG photo's thumbnail is the preview's picture when the photo was added
+    /// (640x360 here), scaled to 320 wide; its download carries `image/heic` or `image/png`.
+    @Test func heicAndPNGPhotosHaveThePicturesThumbnail() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try serverWithPicture()
+        defer { server.stop() }
+        let auth = "Authorization: Bearer \(server.token)"
+        for (n, format, type) in [(1, "heic", "image/heic"), (2, "png", "image/png")] {
+            let path = dir + "/photo.\(format)"
+            try Data("not decoded by the gallery".utf8).write(to: URL(fileURLWithPath: path))
+            try server.photoFinished(at: path, width: 4032, height: 3024, format: format)
+            let thumb = binaryRequest(server.address.port, "/gallery/photo-\(n).jpg", headers: [auth])
+            #expect(thumb.status == 200, "\(thumb.head)")
+            let file = dir + "/thumb-\(n).jpg"
+            try Data(thumb.body).write(to: URL(fileURLWithPath: file))
+            let reader = try MediaReader(path: file)
+            #expect(reader.info.codecName == "mjpeg" && reader.info.width == 320 && reader.info.height == 180)
+            let media = binaryRequest(server.address.port, "/media/photo-\(n)", headers: [auth])
+            #expect(media.status == 200 && headerValue("Content-Type", in: media.head) == type && media.body == Array("not decoded by the gallery".utf8))
+        }
+        let list = try items(server)
+        #expect(list.map { $0["ratio"] as? String } == ["4x3", "4x3"] && list.map { $0["codec"] as? String } == ["heic", "png"])
+    }
+
     /// A clip added to the gallery is pushed on `/events` at once: the status's `gallery` grows.
     @Test func aNewClipIsPushedOnTheEventStream() throws {
         let dir = temporaryDirectory()
@@ -315,4 +340,65 @@ private func temporaryDirectory() -> String {
     let path = NSTemporaryDirectory() + "reel-gallery-" + UUID().uuidString
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
+}
+
+/// Playwright for Python is importable by the `python3` on PATH and Debian's chromium is there.
+private let havePlaywright: Bool = {
+    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") else { return false }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = ["python3", "-c", "import playwright.sync_api"]
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return false }
+    p.waitUntilExit()
+    return p.terminationStatus == 0
+}()
+
+@Suite("RealtimePreviewGalleryPageTests", .serialized)
+struct RealtimePreviewGalleryPageTests {
+    /// The page's gallery in Chromium (Playwright, scripts/preview-browser.py --click gallery)
+    /// with a clip of each codec and a photo: only the H.264 MP4 clip is a <video>, and it
+    /// plays (to its end, 10 frames, without an error); the ProRes MOV, FFV1 and HEVC Matroska
+    /// clips and the photo show their thumbnails (320 wide) and a download link each, the
+    /// non-playable clips marked `download only`; no content-security-policy error; at 390 px
+    /// the page does not scroll sideways.
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    func everyCodecIsShownAndOnlyH264MP4Plays() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (server, _) = try galleryServer(dir)
+        defer { server.stop() }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("scripts/preview-browser.py").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", script, server.pageURL, dir, "--click", "gallery"]
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let text = out.fileHandleForReading.readDataToEndOfFile()
+        let why = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
+        let video = try #require(result["video"] as? [String: Any], "\(result)")
+        #expect(video["error"] is NSNull && video["src"] as? String == "/media/clip-1", "\(video)")
+        #expect((video["readyState"] as? Int ?? 0) >= 2 && (video["currentTime"] as? Double ?? 0) > 0.3, "\(video)")
+        let shown = result["galleryItems"] as? [[String: Any]] ?? []
+        #expect(shown.map { $0["id"] as? String } == ["clip-1", "clip-2", "clip-3", "clip-4", "photo-1"], "\(shown)")
+        #expect(shown.map { $0["video"] as? Bool } == [true, false, false, false, false])
+        for item in shown.dropFirst() {
+            #expect(item["thumbnail"] as? [Int] == [320, 180], "\(item)")
+            #expect(item["download"] as? String == "/media/\(item["id"] as? String ?? "")?download=1")
+        }
+        let metas = shown.map { $0["meta"] as? String ?? "" }
+        #expect(metas.map { $0.contains("(download only)") } == [false, true, true, true, false], "\(metas)")
+        #expect(result["galleryCount"] as? String == "5")
+        let errors = result["consoleErrors"] as? [String] ?? []
+        #expect(!errors.contains { $0.contains("Content Security Policy") }, "\(errors)")
+        let widths = result["galleryPhoneWidths"] as? [Double] ?? []
+        #expect(widths.count == 2 && widths[0] <= 390 && widths[1] <= 390 && widths[1] > 300, "\(widths)")
+    }
 }
