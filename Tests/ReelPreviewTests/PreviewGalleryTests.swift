@@ -164,6 +164,8 @@ struct PreviewGalleryTests {
             try Data(r.body).write(to: URL(fileURLWithPath: file))
             let thumb = try MediaReader(path: file)
             #expect(thumb.info.codecName == "mjpeg", "\(id)")
+            #expect(id.hasPrefix("clip") ? thumb.info.pixelFormat.hasPrefix("gray") : !thumb.info.pixelFormat.hasPrefix("gray"),
+                    "\(id): \(thumb.info.pixelFormat)")
             #expect(thumb.info.width == 320 && thumb.info.height == 180, "\(id): \(thumb.info.width)x\(thumb.info.height)")
             guard id.hasPrefix("clip") else { continue }
             let grey = try #require(greyPixels(file), "ffmpeg did not decode \(file)")
@@ -196,6 +198,9 @@ struct PreviewGalleryTests {
             #expect(headerValue("Content-Type", in: whole.head) == type)
             #expect(headerValue("Accept-Ranges", in: whole.head) == "bytes")
             #expect(headerValue("Content-Length", in: whole.head) == "\(file.count)")
+
+            let several = binaryRequest(port, "/media/\(id)", headers: [auth, "Range: bytes=0-9,20-29"])
+            #expect(several.status == 200 && several.body == file, "\(id): several ranges: \(several.head)")
 
             let part = binaryRequest(port, "/media/\(id)", headers: [auth, "Range: bytes=100-1123"])
             #expect(part.status == 206, "\(id): \(part.head)")
@@ -276,6 +281,20 @@ struct PreviewGalleryTests {
         #expect(try items(server).count == 5)
     }
 
+    /// A file owned by another user is not added (as root: the file is given to nobody).
+    @Test(.enabled(if: geteuid() == 0, "needs root to give a file to another user"))
+    func aFileOfAnotherUserIsNotAdded() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try serverWithPicture()
+        defer { server.stop() }
+        let path = dir + "/clip.mp4"
+        try FileManager.default.copyItem(atPath: fixture("h264.mp4"), toPath: path)
+        #expect(chown(path, 65534, 65534) == 0)
+        #expect(throws: GalleryRefusal.self) { try server.clipFinished(at: path) }
+        #expect(try items(server).isEmpty)
+    }
+
     /// Without the token the list, a thumbnail and a download are 401, and send nothing of the file.
     @Test func withoutTheTokenEveryGalleryRouteIs401() throws {
         let dir = temporaryDirectory()
@@ -313,8 +332,12 @@ struct PreviewGalleryTests {
             let media = binaryRequest(server.address.port, "/media/photo-\(n)", headers: [auth])
             #expect(media.status == 200 && headerValue("Content-Type", in: media.head) == type && media.body == Array("not decoded by the gallery".utf8))
         }
+        // A size none of the five ratios has: the size reduced.
+        let odd = dir + "/odd.png"
+        try Data("png".utf8).write(to: URL(fileURLWithPath: odd))
+        try server.photoFinished(at: odd, width: 1000, height: 300, format: "png")
         let list = try items(server)
-        #expect(list.map { $0["ratio"] as? String } == ["4x3", "4x3"] && list.map { $0["codec"] as? String } == ["heic", "png"])
+        #expect(list.map { $0["ratio"] as? String } == ["4x3", "4x3", "10x3"] && list.map { $0["codec"] as? String } == ["heic", "png", "png"])
     }
 
     /// A clip added to the gallery is pushed on `/events` at once: the status's `gallery` grows.
