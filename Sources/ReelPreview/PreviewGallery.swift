@@ -101,6 +101,9 @@ public final class PreviewGallery: Sendable {
         return state.withLock { $0.entries.map(\.item) }
     }
 
+    /// True when the file at `path` was added.
+    public func contains(_ path: String) -> Bool { state.withLock { $0.paths.contains(path) } }
+
     /// How many items were added (the status's `gallery`: a change tells the page to fetch the list).
     public var count: Int { state.withLock { $0.entries.count } }
 

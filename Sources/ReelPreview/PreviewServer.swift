@@ -238,6 +238,7 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init 
     /// preview picture) and the streams are told. A path added before: nothing.
     /// - Throws: `GalleryRefusal` when the file is not one to serve.
     public func photoFinished(at path: String, width: Int, height: Int, format: String) throws {
+        guard !gallery.contains(path) else { return }
         let picture = format == "jpeg" ? nil : output.frame(after: 0, timeout: 0).map { Array($0.jpeg) }
         if try gallery.addPhoto(at: path, width: width, height: height, format: format, picture: picture) != nil { statusChanged() }
     }

@@ -295,7 +295,8 @@ struct PreviewGalleryTests {
         #expect(try items(server).isEmpty)
     }
 
-    /// Without the token the list, a thumbnail and a download are 401, and send nothing of the file.
+    /// Without the token the list, a thumbnail and a download are 401, and send nothing of the
+    /// file; with the cookie but from another site's page (`Sec-Fetch-Site: cross-site`), 403.
     @Test func withoutTheTokenEveryGalleryRouteIs401() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -308,6 +309,11 @@ struct PreviewGalleryTests {
                 #expect(r.status == 401, "\(target) \(headers): \(r.head)")
                 #expect(!r.body.starts(with: file.prefix(32)))
             }
+            // With the cookie, but fetched or embedded by another site's page: 403.
+            let embedded = binaryRequest(server.address.port, target, headers: ["Cookie: \(server.cookieName)=\(server.token)",
+                                                                                 "Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: no-cors"])
+            #expect(embedded.status == 403, "\(target): \(embedded.head)")
+            #expect(!embedded.body.starts(with: file.prefix(32)))
         }
     }
 
