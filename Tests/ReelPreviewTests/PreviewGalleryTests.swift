@@ -78,20 +78,22 @@ private func items(_ server: PreviewServer) throws -> [[String: Any]] {
     return try #require(json["items"] as? [[String: Any]])
 }
 
-/// The mean of a decoded picture's luma, every `step`-th sample of every `step`-th row (0…255).
-private func meanLuma(_ picture: borrowing DecodedPicture, step: Int) -> Double {
+/// The mean of a plane, every `step`-th sample of every `step`-th row (0…255), of each sample
+/// through `f` (the sample itself by default).
+private func meanLuma(_ plane: LumaPlane, step: Int, _ f: (Int) -> Int = { $0 }) -> Double {
     var sum = 0, n = 0
-    for y in stride(from: 0, to: picture.height, by: step) {
-        for x in stride(from: 0, to: picture.width, by: step) { sum += picture.luma.sample(x: x, y: y); n += 1 }
+    for y in stride(from: 0, to: plane.height, by: step) {
+        for x in stride(from: 0, to: plane.width, by: step) { sum += f(plane.sample(x: x, y: y)); n += 1 }
     }
     return Double(sum) / Double(max(n, 1))
 }
 
-/// The JPEG at `path` decoded by ffmpeg to 8-bit grey samples; nil when ffmpeg fails.
-private func greyPixels(_ path: String) -> [UInt8]? {
+/// The JPEG at `path` decoded by ffmpeg to 8-bit planar 4:4:4 (Y, then Cb, then Cr, no
+/// range conversion: a JPEG's samples as they are); nil when ffmpeg fails.
+private func planarPixels(_ path: String) -> [UInt8]? {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-    p.arguments = ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"]
+    p.arguments = ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuvj444p", "-"]
     let out = Pipe()
     p.standardOutput = out
     p.standardError = FileHandle.nullDevice
@@ -149,8 +151,8 @@ struct PreviewGalleryTests {
         #expect(try items(server).count == 5)
     }
 
-    /// Each thumbnail is a JPEG (it decodes as one) at most 320 wide with the item's ratio; a
-    /// clip's is its first frame (grey): its mean luma is the first frame's.
+    /// Each thumbnail is a JPEG (it decodes as one, 4:2:0) at most 320 wide with the item's
+    /// ratio; a clip's is its first frame in colour: its mean Y, Cb and Cr are the first frame's.
     @Test func thumbnailsAreJPEGsOfTheFirstFrame() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -164,17 +166,29 @@ struct PreviewGalleryTests {
             try Data(r.body).write(to: URL(fileURLWithPath: file))
             let thumb = try MediaReader(path: file)
             #expect(thumb.info.codecName == "mjpeg", "\(id)")
-            #expect(id.hasPrefix("clip") ? thumb.info.pixelFormat.hasPrefix("gray") : !thumb.info.pixelFormat.hasPrefix("gray"),
-                    "\(id): \(thumb.info.pixelFormat)")
+            #expect(thumb.info.pixelFormat == "yuvj420p", "\(id): \(thumb.info.pixelFormat)")
             #expect(thumb.info.width == 320 && thumb.info.height == 180, "\(id): \(thumb.info.width)x\(thumb.info.height)")
             guard id.hasPrefix("clip") else { continue }
-            let grey = try #require(greyPixels(file), "ffmpeg did not decode \(file)")
-            #expect(grey.count == 320 * 180)
-            let thumbMean = Double(grey.reduce(0) { $0 + Int($1) }) / Double(max(grey.count, 1))
-            var frameMean = -1.0
+            // The thumbnail's mean Y, Cb and Cr (ffmpeg decodes it to 4:4:4) are the first frame's.
+            let yuv = try #require(planarPixels(file), "ffmpeg did not decode \(file)")
+            try #require(yuv.count == 3 * 320 * 180)
+            let means = (0..<3).map { p in Double(yuv[(p * 320 * 180)..<((p + 1) * 320 * 180)].reduce(0) { $0 + Int($1) }) / Double(320 * 180) }
+            var frameMeans: [Double] = []
             struct First: Error {}
-            do { try MediaReader(path: paths[name]!).forEachFrame { frameMean = meanLuma($0, step: 4); throw First() } } catch is First {}
-            #expect(thumbMean >= 0 && abs(thumbMean - frameMean) < 4, "\(id): thumbnail \(thumbMean), first frame \(frameMean)")
+            do {
+                try MediaReader(path: paths[name]!).forEachFrame { picture in
+                    frameMeans = [meanLuma(picture.luma, step: 4)]
+                        + (picture.chroma.map { [meanLuma($0.cb, step: 2), meanLuma($0.cr, step: 2),
+                                                 meanLuma($0.cb, step: 2) { abs($0 - 128) } + meanLuma($0.cr, step: 2) { abs($0 - 128) }] } ?? [])
+                    throw First()
+                }
+            } catch is First {}
+            try #require(frameMeans.count == 4, "\(id): the first frame is not planar YUV")
+            for p in 0..<3 { #expect(abs(means[p] - frameMeans[p]) < 4, "\(id) plane \(p): thumbnail \(means), first frame \(frameMeans)") }
+            // Colour, not grey: the chroma's mean distance from neutral is the frame's (and not 0).
+            let n = 320 * 180
+            let colour = Double(yuv[n..<(3 * n)].reduce(0) { $0 + abs(Int($1) - 128) }) / Double(n)
+            #expect(frameMeans[3] > 8 && abs(colour - frameMeans[3]) < 4, "\(id): chroma away from neutral: thumbnail \(colour), first frame \(frameMeans[3])")
         }
         let none = binaryRequest(server.address.port, "/gallery/clip-9.jpg", headers: ["Authorization: Bearer \(server.token)"])
         #expect(none.status == 404)
