@@ -133,7 +133,7 @@ public final class Camera: Sendable {
                                         pressure: { handler.level }, controls: controls, notice: notice)
             }
             let preview = served?.0
-            if let served { undo.append { served.1.stop(); served.0.stop() } }
+            if let served { undo.append { served.1?.stop(); served.0.stop() } }
             if let preview { emit(.preview(preview.pageURL)) }
             try session.addOutput(FirstFrameSignal(emit))
             monitor = PressureHandling.monitor(directory: configuration.pressureDirectory, sysfsRoot: configuration.sysfsRoot,
@@ -149,7 +149,7 @@ public final class Camera: Sendable {
             self.secondary = secondary
             self.pressureHandler = handler
             self.preview = preview
-            self.clipWatcher = served?.1
+            self.clipWatcher = served?.1 ?? nil
         } catch {
             for step in undo.reversed() { step() }
             continuation.finish()

@@ -15,10 +15,11 @@ public enum CameraPreview {
     /// - Throws: `CameraError` (75: port in use; 77: no permission; 64: bad address; else 69),
     ///   or the session's refusal of the output (the server is stopped first).
     /// The gallery learns of clips from a `ClipWatcher` on the output directory (returned: stop
-    /// it when the recording ended) and of photos from the photo output's list.
+    /// it when the recording ended; nil, with a notice, when inotify refuses the directory)
+    /// and of photos from the photo output's list.
     static func start(_ request: PreviewRequest, recording: Recording, photos: CameraPhotos?, gate: PressurePreviewGate,
                       pressure: @escaping @Sendable () -> PressureLevel, controls: CameraControls,
-                      notice: @escaping @Sendable (String) -> Void) throws -> (PreviewServer, ClipWatcher) {
+                      notice: @escaping @Sendable (String) -> Void) throws -> (PreviewServer, ClipWatcher?) {
         let output = (gate.inner as? PreviewOutput) ?? PreviewOutput()
         let session = recording.session
         let started = DispatchTime.now().uptimeNanoseconds
@@ -63,7 +64,7 @@ public enum CameraPreview {
         // The gallery: each clip as the writer finishes it, each photo once saved.
         server.gallery.setRefresher { pushed.photosToGallery(photos) }
         let settings = recording.writer.settings
-        let watcher: ClipWatcher
+        var watcher: ClipWatcher? = nil
         do {
             watcher = try ClipWatcher(directory: settings.storage.destination, prefix: settings.namePrefix,
                                       fileExtension: settings.container.fileExtension) { path in
@@ -74,13 +75,13 @@ public enum CameraPreview {
                 }
             }
         } catch {
-            server.stop()
-            throw CameraError(status: ExitStatus.unavailable, "preview: gallery: \(error)")
+            // Recording goes on: the gallery lists the photos, not the clips.
+            notice("preview: gallery: the clips cannot be listed (\(error))")
         }
         do {
             try session.addOutput(gate)
         } catch {
-            watcher.stop()
+            watcher?.stop()
             server.stop()   // refused (the configuration check): nothing is left listening
             throw error
         }
