@@ -12,11 +12,11 @@ public enum CameraPreview {
     /// Binds the preview's server and adds `gate` (around its output) to the session. With
     /// `photos`, the page's shutter takes a photo through it; without, it answers 501.
     /// `pressure` gives the level for the page's status; `controls` the picture controls it shows.
-    /// - Throws: `CameraError` (75: port in use; 77: no permission; 64: bad address; else 69),
-    ///   or the session's refusal of the output (the server is stopped first).
     /// The gallery learns of clips from a `ClipWatcher` on the output directory (returned: stop
     /// it when the recording ended; nil, with a notice, when inotify refuses the directory)
     /// and of photos from the photo output's list.
+    /// - Throws: `CameraError` (75: port in use; 77: no permission; 64: bad address; else 69),
+    ///   or the session's refusal of the output (the server is stopped first).
     static func start(_ request: PreviewRequest, recording: Recording, photos: CameraPhotos?, gate: PressurePreviewGate,
                       pressure: @escaping @Sendable () -> PressureLevel, controls: CameraControls,
                       notice: @escaping @Sendable (String) -> Void) throws -> (PreviewServer, ClipWatcher?) {
