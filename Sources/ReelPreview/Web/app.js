@@ -117,9 +117,14 @@ function galleryItem(i) {
 }
 
 async function refreshGallery() {
-  const x = await fetch('/gallery');
-  if (!x.ok) return;
-  const items = (await x.json()).items;
+  let items;
+  try {
+    const x = await fetch('/gallery');
+    if (!x.ok) return;
+    items = (await x.json()).items;
+  } catch (e) {
+    return;   // the server went away: the status line says so (events.onerror)
+  }
   const list = $('g-list'), shown = new Set([...list.children].map(li => li.dataset.id));
   for (const i of items) if (!shown.has(i.id)) list.append(galleryItem(i));
   $('g-count').textContent = String(items.length);
