@@ -778,10 +778,11 @@ extension RealtimeShutterTests {
         let rec = try launch(["record", "--control-socket", path, "--photos", dir + "/photos", "--photo-format", "jpeg", "--burst-rate", "0",
                               "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"] + untilSIGINT)
         #expect(waitForFile(path))
-        // Capture has begun (its first clip is there); then a moment for the photo output,
-        // prepared after the first frame (a press before is buffered, which is not checked here).
+        // Capture has begun (its first clip is there) and 15 frames more were captured: the
+        // photo output, prepared after the first frame, holds frames in its ring (a press before
+        // is buffered, which is not checked here).
         #expect(waitForFirstClip(in: dir + "/video"))
-        usleep(800_000)
+        #expect(waitForFramesAfterNow(path, 15) != nil)
         // A cancelled press: no photo. `shutter`: primary began + ended, one photo.
         #expect(try reel(["control", "--socket", path, "event", "began", "primary", "event", "cancelled", "primary"]).status == 0)
         #expect(try reel(["control", "--socket", path, "shutter"]).status == 0)

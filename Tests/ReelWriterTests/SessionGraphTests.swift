@@ -326,17 +326,18 @@ final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
         #expect(try Inspector.verify([dir]).ok)
     }
 
-    /// A source that takes a while between being told to capture and clearing its stop flag:
-    /// a stop in that window used to be lost, and the run went on to its limit.
+    /// A source that is told to capture and starts only when the test lets it (`proceed`):
+    /// a stop that came in that window used to be lost, and the run went on to its limit.
     final class LateStartingSource: VideoSource, @unchecked Sendable {
         let inner: SyntheticSource
         let entered = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
         init(_ inner: SyntheticSource) { self.inner = inner }
         var format: SourceFormat { inner.format }
         var isRealtime: Bool { inner.isRealtime }
         func capture(frameLimit: Int?, delegate: any SourceDelegate) throws {
             entered.signal()
-            usleep(300_000)
+            _ = proceed.wait(timeout: .now() + 60)
             try inner.capture(frameLimit: frameLimit, delegate: delegate)
         }
         func stop() { inner.stop() }
@@ -348,7 +349,9 @@ final class DeferredStartWatcher: CaptureSessionDelegate, @unchecked Sendable {
         try session.addOutput(CountingOutput())
         let done = runInBackground(session, frames: 900)   // 30 s
         #expect(source.entered.wait(timeout: .now() + 10) == .success)
+        // The stop comes after the session told the source to capture, before it started.
         session.stopRunning()
+        source.proceed.signal()
         // (A lost stop runs the 900 frames: 30 s.)
         #expect(done.wait(timeout: .now() + 20) == .success, "the stop was lost: the run went on")
         #expect(session.stats.framesCaptured <= 2)
