@@ -25,7 +25,7 @@ the state line before and after, and the ratio answer (the JSON the page got).
 --click gallery clicks the record button (`stop`: the clip in progress finishes), waits for
 the gallery to list a clip (`galleryStop`: the answer's status), then for every item's
 thumbnail, plays the first <video> (muted) and waits until it has played 0.5 s or to its
-end (`video`: readyState, currentTime, duration, error, src), then lists the items as shown
+end (`video`: readyState, currentTime, duration, error, src, poster, ended), then lists the items as shown
 (`galleryItems`: id, kind, the meta line, the download link, whether it has a <video>, the
 thumbnail's natural size) and saves OUTDIR/gallery.png, then at 390x844 (`galleryPhoneWidths`:
 the page's scroll width and the gallery's width; OUTDIR/gallery-phone.png). Exit 0, or 1
@@ -119,7 +119,8 @@ def main(argv):
                                        timeout=30000)
                 result["video"] = page.evaluate("""() => { const v = document.querySelector('#g-list video');
                     return {readyState: v.readyState, currentTime: v.currentTime, duration: v.duration,
-                            error: v.error ? v.error.code : null, src: v.getAttribute('src'), width: v.videoWidth, height: v.videoHeight,
+                            error: v.error ? v.error.code : null, src: v.getAttribute('src'), poster: v.getAttribute('poster'),
+                            width: v.videoWidth, height: v.videoHeight,
                             ended: v.ended}; }""")
                 result["galleryItems"] = page.evaluate("""() => [...document.querySelectorAll('#g-list li')].map(li => {
                     const i = li.querySelector('img'), a = li.querySelector('a');

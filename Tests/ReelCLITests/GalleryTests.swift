@@ -44,6 +44,8 @@ struct RealtimeGalleryTests {
         defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
         let shutter = try curl(base + "shutter", post: true, seconds: 30)
         #expect(shutter.status == 200, "\(shutter.text)")
+        // No page or status client watches yet: `GET /gallery` itself learns of the photo.
+        #expect(try galleryItems(base)["photo-1"]?["kind"] as? String == "photo")
         let (code, text, why) = try runPreviewBrowser(previewPage(port), shots: shots, click: "gallery")
         print("gallery screenshots: \(shots)")
         #expect(code == 0, "\(String(decoding: why, as: UTF8.self))")
@@ -53,6 +55,7 @@ struct RealtimeGalleryTests {
         #expect(video["error"] is NSNull, "\(video)")
         #expect((video["readyState"] as? Int ?? 0) >= 2 && (video["currentTime"] as? Double ?? 0) >= 0.5, "\(video)")
         #expect(video["src"] as? String == "/media/clip-1" && video["width"] as? Int == 1280 && video["height"] as? Int == 720)
+        #expect(video["poster"] as? String == "/gallery/clip-1.jpg", "\(video)")
         let shown = result["galleryItems"] as? [[String: Any]] ?? []
         #expect(Set(shown.compactMap { $0["id"] as? String }) == ["clip-1", "photo-1"], "\(shown)")
         let photo = try #require(shown.first { $0["kind"] as? String == "photo" })

@@ -277,6 +277,8 @@ struct PreviewGalleryTests {
         #expect(symlink("/etc/passwd", clip) == 0)
         let r = binaryRequest(server.address.port, "/media/clip-1", headers: [auth, "Range: bytes=0-"])
         #expect(r.status == 403, "\(r.head)")
+        // The thumbnail was made when the clip was added, and kept: still served.
+        #expect(binaryRequest(server.address.port, "/gallery/clip-1.jpg", headers: [auth]).status == 200)
         #expect(!String(decoding: r.body, as: UTF8.self).contains("root:"))
         // Another regular file moved in its place (the same bytes): not the file recorded.
         #expect(unlink(clip) == 0)
@@ -331,6 +333,39 @@ struct PreviewGalleryTests {
         }
     }
 
+    /// A download is sent from the file's descriptor, not read into memory: 256 MiB (a sparse
+    /// file) go out whole, and a range of its last bytes, while this process (the server's)
+    /// grows by far less than the file.
+    @Test func aLargeFileIsNotReadIntoMemory() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try serverWithPicture()
+        defer { server.stop() }
+        let path = dir + "/large.heic", size = 256 << 20
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        try #require(fd >= 0)
+        #expect(ftruncate(fd, off_t(size - 4)) == 0 && pwrite(fd, "tail", 4, off_t(size - 4)) == 4 && close(fd) == 0)
+        try server.photoFinished(at: path, width: 4032, height: 3024, format: "heic")
+        let before = residentBytes()
+        // The whole file, counted and dropped as it comes.
+        let conn = try #require(connectLoopback(server.address.port, seconds: 10))
+        defer { close(conn) }
+        #expect(sendAll(conn, "GET /media/photo-1 HTTP/1.1\r\nHost: 127.0.0.1:\(server.address.port)\r\nAuthorization: Bearer \(server.token)\r\nConnection: close\r\n\r\n"))
+        var received = 0, peak = before
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = recv(conn, &chunk, chunk.count, 0)
+            if n <= 0 { break }
+            received += n
+            if received % (32 << 20) < n { peak = max(peak, residentBytes()) }
+        }
+        peak = max(peak, residentBytes())
+        #expect(received > size && received < size + 4096, "\(received) bytes")
+        #expect(peak - before < 64 << 20, "the process grew by \(peak - before) bytes while sending \(size)")
+        let tail = binaryRequest(server.address.port, "/media/photo-1", headers: ["Authorization: Bearer \(server.token)", "Range: bytes=-4"])
+        #expect(tail.status == 206 && tail.body == Array("tail".utf8))
+    }
+
     /// A HEIC or PNG photo's thumbnail is the preview's picture when the photo was added
     /// (640x360 here), scaled to 320 wide; its download carries `image/heic` or `image/png`.
     @Test func heicAndPNGPhotosHaveThePicturesThumbnail() throws {
@@ -376,6 +411,13 @@ struct PreviewGalleryTests {
         while let e = events.next(within: 5) { if e.contains(#""gallery":1"#) { seen = e; break } }
         #expect(seen != nil, "no event said gallery 1")
     }
+}
+
+/// This process's resident memory (`VmRSS` of /proc/self/status), in bytes.
+private func residentBytes() -> Int {
+    let text = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
 }
 
 /// A fresh directory under /tmp.
