@@ -21,7 +21,14 @@ page's scroll width and the picture's width; OUTDIR/phone.png); every mode lists
 console's errors (`consoleErrors`: content-security-policy violations among them); --follow FILE waits until the state line shows `zoom 1×`,
 writes FILE, and waits (60 s at most) until it shows `zoom 2×` without a reload
 (`stateFollowed`): the test changes the zoom from elsewhere in between. Prints one JSON object: the screenshots' paths, the picture's natural size,
-the state line before and after, and the ratio answer (the JSON the page got). Exit 0, or 1
+the state line before and after, and the ratio answer (the JSON the page got).
+--click gallery clicks the record button (`stop`: the clip in progress finishes), waits for
+the gallery to list a clip (`galleryStop`: the answer's status), then for every item's
+thumbnail, plays the first <video> (muted) and waits until it has played 0.5 s or to its
+end (`video`: readyState, currentTime, duration, error, src, poster, ended), then lists the items as shown
+(`galleryItems`: id, kind, the meta line, the download link, whether it has a <video>, the
+thumbnail's natural size) and saves OUTDIR/gallery.png, then at 390x844 (`galleryPhoneWidths`:
+the page's scroll width and the gallery's width; OUTDIR/gallery-phone.png). Exit 0, or 1
 with the reason on stderr.
 """
 import json
@@ -99,6 +106,35 @@ def main(argv):
                     "() => [document.documentElement.scrollWidth, document.getElementById('p').getBoundingClientRect().width]")
                 result["phone"] = f"{out}/phone.png"
                 page.screenshot(path=result["phone"], full_page=True)
+            elif ratio == "gallery":
+                page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
+                page.click("#record")
+                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=30000)
+                result["galleryStop"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
+                page.wait_for_function("() => document.querySelector('#g-list li[data-kind=clip]') !== null", timeout=60000)
+                page.wait_for_function("""() => [...document.querySelectorAll('#g-list li')].every(li => {
+                    const i = li.querySelector('img'); return i ? i.complete && i.naturalWidth > 0 : true; })""", timeout=30000)
+                page.evaluate("() => { const v = document.querySelector('#g-list video'); if (v) { v.muted = true; v.play(); } }")
+                page.wait_for_function("() => { const v = document.querySelector('#g-list video'); return v && (v.error || v.currentTime >= 0.5 || v.ended); }",
+                                       timeout=30000)
+                result["video"] = page.evaluate("""() => { const v = document.querySelector('#g-list video');
+                    return {readyState: v.readyState, currentTime: v.currentTime, duration: v.duration,
+                            error: v.error ? v.error.code : null, src: v.getAttribute('src'), poster: v.getAttribute('poster'),
+                            width: v.videoWidth, height: v.videoHeight,
+                            ended: v.ended}; }""")
+                result["galleryItems"] = page.evaluate("""() => [...document.querySelectorAll('#g-list li')].map(li => {
+                    const i = li.querySelector('img'), a = li.querySelector('a');
+                    return {id: li.dataset.id, kind: li.dataset.kind, meta: li.querySelector('.meta').textContent,
+                            download: a.getAttribute('href'), video: li.querySelector('video') !== null,
+                            thumbnail: i ? [i.naturalWidth, i.naturalHeight] : null}; })""")
+                result["galleryCount"] = page.inner_text("#g-count")
+                result["gallery"] = f"{out}/gallery.png"
+                page.screenshot(path=result["gallery"], full_page=True)
+                page.set_viewport_size({"width": 390, "height": 844})
+                result["galleryPhoneWidths"] = page.evaluate(
+                    "() => [document.documentElement.scrollWidth, document.getElementById('gallery').getBoundingClientRect().width]")
+                result["galleryPhone"] = f"{out}/gallery-phone.png"
+                page.screenshot(path=result["galleryPhone"], full_page=True)
             elif ratio == "shutter":
                 page.click("#shutter")
                 page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=30000)

@@ -48,6 +48,17 @@ static inline int reel_pix_fmt_depth(enum AVPixelFormat f) {
     return d ? d->comp[0].depth : 0;
 }
 
+/// 1 when `f` is planar YUV with its chroma in planes 1 and 2 (yuv420p, yuv422p10le, …), with
+/// the chroma planes' horizontal and vertical subsampling shifts; 0 otherwise (grey, RGB,
+/// semi-planar, packed).
+static inline int reel_pix_fmt_planar_yuv(enum AVPixelFormat f, int *shift_x, int *shift_y) {
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f);
+    if (!d || d->nb_components < 3 || (d->flags & (AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_PAL)) || !(d->flags & AV_PIX_FMT_FLAG_PLANAR)
+        || d->comp[0].plane != 0 || d->comp[1].plane != 1 || d->comp[2].plane != 2 || d->comp[1].depth != d->comp[0].depth) return 0;
+    *shift_x = d->log2_chroma_w; *shift_y = d->log2_chroma_h;
+    return 1;
+}
+
 /// Copies a packed (YUYV) or semi-planar (NV12) camera image whose rows are `bytes_per_line`
 /// apart into `dst` (same format and size).
 static inline int reel_copy_camera_image(AVFrame *dst, const uint8_t *src, int bytes_per_line, size_t src_size) {

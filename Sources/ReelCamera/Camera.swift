@@ -46,6 +46,7 @@ public final class Camera: Sendable {
     public let events: AsyncStream<CameraEvent>
 
     private let secondary: SecondaryPresses?
+    private let clipWatcher: ClipWatcher?
     private let pending: PendingRecording
     private let monitor: PressureMonitor
     private let emit: @Sendable (CameraEvent) -> Void
@@ -127,10 +128,12 @@ public final class Camera: Sendable {
             let handler = PressureHandler(enabled: configuration.pressureHandler, session: session, preview: gate,
                                           stop: { recording.stop() }, rateChanged: { admission.update(framesPerSecond: $0) })
             // The preview listens before capture starts: a port in use ends here.
-            let preview = try configuration.preview.map { request in
+            let served = try configuration.preview.map { request in
                 try CameraPreview.start(request, recording: recording, photos: photos, gate: gate!,
-                                        pressure: { handler.level }, controls: controls)
+                                        pressure: { handler.level }, controls: controls, notice: notice)
             }
+            let preview = served?.0
+            if let served { undo.append { served.1?.stop(); served.0.stop() } }
             if let preview { emit(.preview(preview.pageURL)) }
             try session.addOutput(FirstFrameSignal(emit))
             monitor = PressureHandling.monitor(directory: configuration.pressureDirectory, sysfsRoot: configuration.sysfsRoot,
@@ -146,6 +149,7 @@ public final class Camera: Sendable {
             self.secondary = secondary
             self.pressureHandler = handler
             self.preview = preview
+            self.clipWatcher = served?.1 ?? nil
         } catch {
             for step in undo.reversed() { step() }
             continuation.finish()
@@ -169,6 +173,7 @@ public final class Camera: Sendable {
         controls.stop()   // the event log is final
         secondary?.finish()   // a lock still held: the camera's auto modes back
         let taken = photos?.finish() ?? (photos: [], errors: [])   // the photos still encoding are saved
+        clipWatcher?.stop()
         preview?.stop()
         pending.settle(nil)
         admission.release()

@@ -12,10 +12,14 @@ public enum CameraPreview {
     /// Binds the preview's server and adds `gate` (around its output) to the session. With
     /// `photos`, the page's shutter takes a photo through it; without, it answers 501.
     /// `pressure` gives the level for the page's status; `controls` the picture controls it shows.
+    /// The gallery learns of clips from a `ClipWatcher` on the output directory (returned: stop
+    /// it when the recording ended; nil, with a notice, when inotify refuses the directory)
+    /// and of photos from the photo output's list.
     /// - Throws: `CameraError` (75: port in use; 77: no permission; 64: bad address; else 69),
     ///   or the session's refusal of the output (the server is stopped first).
     static func start(_ request: PreviewRequest, recording: Recording, photos: CameraPhotos?, gate: PressurePreviewGate,
-                      pressure: @escaping @Sendable () -> PressureLevel, controls: CameraControls) throws -> PreviewServer {
+                      pressure: @escaping @Sendable () -> PressureLevel, controls: CameraControls,
+                      notice: @escaping @Sendable (String) -> Void) throws -> (PreviewServer, ClipWatcher?) {
         let output = (gate.inner as? PreviewOutput) ?? PreviewOutput()
         let session = recording.session
         let started = DispatchTime.now().uptimeNanoseconds
@@ -49,6 +53,7 @@ public enum CameraPreview {
                 controls.fillPicture(&status)   // zoom, exposure, effect as last applied
                 if status.recording != pushed.recording(status.recording) { pushed.changed() }
                 if let photo = photos?.output.photos.last { pushed.photo(photo.path) }
+                pushed.photosToGallery(photos)
                 return status
             }
         } catch let error as PreviewError {
@@ -56,13 +61,31 @@ public enum CameraPreview {
         }
         pushed.attach(server)
         controls.observeChanges { pushed.changed() }
+        // The gallery: each clip as the writer finishes it, each photo once saved.
+        server.gallery.setRefresher { pushed.photosToGallery(photos) }
+        let settings = recording.writer.settings
+        var watcher: ClipWatcher? = nil
+        do {
+            watcher = try ClipWatcher(directory: settings.storage.destination, prefix: settings.namePrefix,
+                                      fileExtension: settings.container.fileExtension) { path in
+                do { try server.clipFinished(at: path) } catch let refusal as GalleryRefusal where refusal.isGone {
+                    // A clip opened ahead and discarded (the recording stopped): not one to list.
+                } catch {
+                    notice("preview: gallery: \(error)")
+                }
+            }
+        } catch {
+            // Recording goes on: the gallery lists the photos, not the clips.
+            notice("preview: gallery: the clips cannot be listed (\(error))")
+        }
         do {
             try session.addOutput(gate)
         } catch {
+            watcher?.stop()
             server.stop()   // refused (the configuration check): nothing is left listening
             throw error
         }
-        return server
+        return (server, watcher)
     }
 
     /// Port in use: 75 (try another port, or later); no permission: 77; bad address: 64; else 69.
@@ -93,6 +116,18 @@ private final class PushedStatus: Sendable {
             let before = s.recording ?? now
             s.recording = now
             return before
+        }
+    }
+
+    /// Every photo `photos` saved joins the gallery (the ones added before are skipped).
+    func photosToGallery(_ photos: CameraPhotos?) {
+        guard let photos, let server = state.withLock({ $0.server }) else { return }
+        for photo in photos.output.photos {
+            do {
+                try server.photoFinished(at: photo.path, width: photo.width, height: photo.height, format: photo.format.rawValue)
+            } catch {
+                // Not served (moved, replaced): the gallery lists what it can check.
+            }
         }
     }
 

@@ -64,6 +64,10 @@ public struct DecodedPicture: ~Copyable {
     public let height: Int
     /// The frame's luma plane (plane 0), valid only inside the callback.
     public let luma: LumaPlane
+    /// The frame's chroma planes (Cb, Cr: planes 1 and 2) and their subsampling (`shiftX`,
+    /// `shiftY`: 1, 1 for 4:2:0; 1, 0 for 4:2:2), valid only inside the callback; nil when the
+    /// frame is not planar YUV.
+    public var chroma: (cb: LumaPlane, cr: LumaPlane, shiftX: Int, shiftY: Int)? = nil
 }
 
 /// Demuxes and decodes the first video stream of a file (libavformat + libavcodec),
@@ -205,7 +209,16 @@ public final class MediaReader {
                                       width: Int(frame.pointee.width), height: Int(frame.pointee.height),
                                       depth: depth)
                 let ts = frame.pointee.best_effort_timestamp
-                try body(DecodedPicture(pts: ts == nopts ? nil : ts, width: plane.width, height: plane.height, luma: plane))
+                var picture = DecodedPicture(pts: ts == nopts ? nil : ts, width: plane.width, height: plane.height, luma: plane)
+                var sx: Int32 = 0, sy: Int32 = 0
+                if reel_pix_fmt_planar_yuv(AVPixelFormat(rawValue: frame.pointee.format), &sx, &sy) != 0,
+                   let cb = reel_frame_data(frame, 1), let cr = reel_frame_data(frame, 2) {
+                    let cw = (plane.width + (1 << Int(sx)) - 1) >> Int(sx), ch = (plane.height + (1 << Int(sy)) - 1) >> Int(sy)
+                    picture.chroma = (LumaPlane(base: UnsafeRawPointer(cb), stride: Int(reel_frame_linesize(frame, 1)), width: cw, height: ch, depth: depth),
+                                      LumaPlane(base: UnsafeRawPointer(cr), stride: Int(reel_frame_linesize(frame, 2)), width: cw, height: ch, depth: depth),
+                                      Int(sx), Int(sy))
+                }
+                try body(picture)
             }
         }
 

@@ -121,6 +121,7 @@ private func answer(_ connection: OpaquePointer, _ server: PreviewServer, verb: 
         }
         return respond(connection, 200, asset.bytes, type: asset.type, headers: headers)
     }
+    if let answered = GalleryRoutes.answer(connection, server, path: path) { return answered }
     switch path {
     case "/photo.jpg":
         guard let photo = server.thumbnail.withLock({ $0 }) else {

@@ -52,6 +52,10 @@ public struct PreviewStatus: Codable, Sendable {
     /// The name of the latest photo saved while the page was served (its thumbnail is
     /// `GET /photo.jpg`); null before the first. The server fills it in.
     @EncodedNull public var photo: String? = nil
+    /// Items in the gallery (`GET /gallery`): this session's finished clips and saved photos.
+    /// It grows when a clip finishes or a photo is saved, and the page then fetches the list.
+    /// The server fills it in.
+    public var gallery: Int = 0
 
     /// The session's part of the status; the server fills in the preview's own counters.
     public init(recording: Bool, elapsed: Double, frames: Int, fps: Double, drops: Int, ratio: String,
@@ -96,7 +100,8 @@ public struct PreviewAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// The preview's HTTP server (libmicrohttpd, one thread per connection):
 /// `GET /` (the page; its `/app.css` and `/app.js`), `/stream.mjpg`, `/snapshot.jpg`, `/status`,
-/// `/events` (pushed on change), `/photo.jpg` (the latest photo's thumbnail), and the controls
+/// `/events` (pushed on change), `/photo.jpg` (the latest photo's thumbnail), the gallery
+/// (`/gallery`, `/gallery/ID.jpg`, `/media/ID`: `GalleryRoutes`), and the controls
 /// `POST /ratio`, `/shutter`, `/record`, `/control` and `/press`. Every answer carries the
 /// content-security policy `PreviewAssets.contentSecurityPolicy`.
 ///
@@ -141,6 +146,9 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init 
     let refusedCrossOrigin = Counter()
     let changes = StatusChanges()
     let thumbnail = Mutex<(name: String, jpeg: [UInt8])?>(nil)
+    /// This session's clips and photos (`GET /gallery`, `/gallery/ID.jpg`, `/media/ID`): the
+    /// camera adds each clip when it finishes and each photo once saved.
+    public let gallery = PreviewGallery()
     let connections: PreviewConnectionGuard
     private let stopLock = NSLock()
     private var daemon: OpaquePointer?
@@ -218,6 +226,23 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init 
         statusChanged()
     }
 
+    /// A clip this session recorded finished at `path`: it joins the gallery (checked, probed,
+    /// its thumbnail decoded) and the streams are told. A path added before: nothing.
+    /// - Throws: `GalleryRefusal` when the file is not one to serve.
+    public func clipFinished(at path: String) throws {
+        if try gallery.addClip(at: path) != nil { statusChanged() }
+    }
+
+    /// A photo this session took was saved at `path` (`width`×`height`, `format` `jpeg`,
+    /// `heic` or `png`): it joins the gallery (a HEIC or PNG photo's thumbnail is the newest
+    /// preview picture) and the streams are told. A path added before: nothing.
+    /// - Throws: `GalleryRefusal` when the file is not one to serve.
+    public func photoFinished(at path: String, width: Int, height: Int, format: String) throws {
+        guard !gallery.contains(path) else { return }
+        let picture = format == "jpeg" ? nil : output.frame(after: 0, timeout: 0).map { Array($0.jpeg) }
+        if try gallery.addPhoto(at: path, width: width, height: height, format: format, picture: picture) != nil { statusChanged() }
+    }
+
     /// A random 128-bit token as 32 hex digits (`SystemRandomNumberGenerator`: getrandom(2) on Linux).
     public static func generateToken() -> String {
         var g = SystemRandomNumberGenerator()
@@ -232,6 +257,7 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init 
         s.previewClients = clients.value
         s.crossOriginRefused = refusedCrossOrigin.value
         s.photo = thumbnail.withLock { $0?.name }
+        s.gallery = gallery.count
         return s
     }
 

@@ -167,7 +167,7 @@ struct RealtimePreviewTests {
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
         let json = try #require(status.object)
-        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "crossOriginRefused", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "poolRemainingSeconds", "pressure", "zoom", "exposure", "effect", "dropReasons", "seams", "controls", "photo"])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "crossOriginRefused", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "poolRemainingSeconds", "pressure", "zoom", "exposure", "effect", "dropReasons", "seams", "controls", "photo", "gallery"])
         #expect(json["poolRemainingCapacity"] is NSNull, "--plain records through no pool")
         #expect(json["poolRemainingSeconds"] is NSNull, "--plain records through no pool")
         #expect(json["recording"] as? Bool == true)

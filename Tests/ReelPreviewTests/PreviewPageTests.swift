@@ -25,7 +25,7 @@ private func header(_ name: String, in head: String) -> String? {
 }
 
 /// An `/events` stream: each `data:` event as it comes (the chunks' framing is on lines of its own).
-private final class EventReader {
+final class EventReader {
     let fd: Int32
     private var buffer = [UInt8]()
 

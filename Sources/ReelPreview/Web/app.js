@@ -9,7 +9,7 @@ let ready = false, newest = null;
 events.onmessage = m => { newest = JSON.parse(m.data); if (ready) show(newest); };
 const $ = id => document.getElementById(id);
 let s = null, r = null;
-let last = '', photo = null;
+let last = '', photo = null, gallery = -1;
 // While a slider is held, the stream does not move it under the finger.
 const held = { zoom: false, exposure: false };
 
@@ -78,12 +78,56 @@ function show(j) {
   slider('zoom', controls.zoom, '×');
   slider('exposure', controls.exposure, '');
   picker(controls.effect);
+  if (j.gallery !== gallery) { gallery = j.gallery; refreshGallery(); }
   if (j.photo != null && j.photo !== photo) {
     photo = j.photo;
     const t = $('thumb');
     t.src = '/photo.jpg?n=' + encodeURIComponent(j.photo);
     t.hidden = false;
   }
+}
+
+// The gallery: fetched again when the status's `gallery` count moves (a clip finished, a
+// photo saved). Items already shown stay (a playing video is not replaced).
+function megabytes(n) { return n >= 1e6 ? (n / 1e6).toFixed(1) + ' MB' : Math.max(1, Math.round(n / 1e3)) + ' kB'; }
+
+function galleryItem(i) {
+  const li = document.createElement('li');
+  li.className = 'item'; li.dataset.id = i.id; li.dataset.kind = i.kind;
+  if (i.playable) {
+    const v = document.createElement('video');
+    v.controls = true; v.muted = true; v.preload = 'metadata'; v.playsInline = true;
+    v.poster = i.thumbnail; v.src = i.download;
+    li.append(v);
+  } else {
+    const img = document.createElement('img');
+    img.src = i.thumbnail; img.alt = i.name; img.loading = 'lazy';
+    li.append(img);
+  }
+  const meta = document.createElement('div');
+  meta.className = 'meta';
+  const facts = [i.name, megabytes(i.bytes), i.ratio, i.width + '×' + i.height];
+  if (i.kind === 'clip') facts.push(i.seconds.toFixed(1) + ' s', i.frames + ' frames');
+  facts.push(i.codec + (i.kind === 'clip' && !i.playable ? ' (download only)' : ''));
+  meta.textContent = facts.join(' · ');
+  const a = document.createElement('a');
+  a.href = i.download + '?download=1'; a.download = i.name; a.textContent = 'download';
+  li.append(meta, a);
+  return li;
+}
+
+async function refreshGallery() {
+  let items;
+  try {
+    const x = await fetch('/gallery');
+    if (!x.ok) return;
+    items = (await x.json()).items;
+  } catch (e) {
+    return;   // the server went away: the status line says so (events.onerror)
+  }
+  const list = $('g-list'), shown = new Set([...list.children].map(li => li.dataset.id));
+  for (const i of items) if (!shown.has(i.id)) list.append(galleryItem(i));
+  $('g-count').textContent = String(items.length);
 }
 
 events.onerror = () => { if (ready) s.textContent = (last ? last + '  ' : '') + '(disconnected)'; };
