@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelPreviewTests", dependencies: ["ReelPreview", "ReelCapture", "ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelCore"]),
-        .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelCamera", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"]),
+        .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelCamera", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"], swiftSettings: [.unsafeFlags(["-Onone"])]),
         .testTarget(name: "ReelCapacityTests", dependencies: ["ReelCapacity", "ReelCore", "ReelMedia"]),
         .testTarget(name: "ReelCameraTests", dependencies: ["ReelCamera", "ReelCapacity", "ReelCapture", "ReelControl", "ReelCore", "ReelPhoto", "ReelPreview", "ReelWriter"]),
         .testTarget(name: "ReelPhotoTests", dependencies: ["ReelPhoto", "ReelCapture", "ReelCore", "ReelMedia"]),

@@ -176,10 +176,7 @@ public final class CameraControls: Sendable {
         status.zoom = states.first { $0.identifier == "zoom" }?.value
         status.exposure = states.first { $0.identifier == "exposure" }?.value
         status.effect = states.first { $0.identifier == "effect" }?.title
-        status.controls = states.map {
-            PreviewControlState(identifier: $0.identifier, kind: $0.kind, value: $0.value, title: $0.title, minimum: $0.minimum,
-                                maximum: $0.maximum, titles: $0.titles, enabled: $0.enabled, disabledReason: $0.disabledReason)
-        }
+        status.controls = states
     }
 
     /// Calls `changed` after each change of a control is applied (on the controls' queue),

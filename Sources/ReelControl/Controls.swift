@@ -16,28 +16,6 @@ public protocol CaptureControl: AnyObject, Sendable {
     func set(_ text: String, on queue: DispatchQueue) -> ControlSetResult
 }
 
-/// One control's state as the UI shows it.
-public struct ControlState: Sendable, Hashable, Codable {
-    /// The control's name (`zoom`, `exposure`, `ratio`).
-    public var identifier: String
-    /// `slider` or `picker`.
-    public var kind: String
-    /// The slider's value, or the picker's index.
-    public var value: Double
-    /// The picker's selected title (nil for a slider).
-    public var title: String?
-    /// The slider's range, or 0…(titles − 1) for a picker.
-    public var minimum: Double
-    /// The slider's upper bound, or titles − 1 for a picker.
-    public var maximum: Double
-    /// The picker's titles (nil for a slider).
-    public var titles: [String]?
-    /// Whether it takes changes; when not, `disabledReason` says why.
-    public var enabled: Bool
-    /// Why it is off (nil when `enabled`).
-    public var disabledReason: String?
-}
-
 /// What a change did: the value it became, and whether the asked value was out of range.
 public struct ControlSetResult: Sendable, Hashable, Codable {
     /// Whether the change was made.

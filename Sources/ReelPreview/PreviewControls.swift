@@ -92,37 +92,6 @@ public enum PreviewControlError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// One live control as the page shows it (the camera's `ControlState`, which this module
-/// does not import): a slider's range and value, or a picker's titles and choice.
-public struct PreviewControlState: Codable, Sendable, Equatable {
-    /// `zoom`, `exposure`, `effect`, `ratio`.
-    public var identifier: String
-    /// `slider` or `picker`.
-    public var kind: String
-    /// The slider's value, or the picker's index.
-    public var value: Double
-    /// The picker's chosen title (nil for a slider).
-    public var title: String?
-    /// The slider's lower bound (0 for a picker).
-    public var minimum: Double
-    /// The slider's upper bound (titles − 1 for a picker).
-    public var maximum: Double
-    /// The picker's titles (nil for a slider).
-    public var titles: [String]?
-    /// Whether it takes changes.
-    public var enabled: Bool
-    /// Why it does not (nil when enabled).
-    public var disabledReason: String?
-
-    /// A control's state, every field given.
-    public init(identifier: String, kind: String, value: Double, title: String?, minimum: Double, maximum: Double,
-                titles: [String]?, enabled: Bool, disabledReason: String?) {
-        self.identifier = identifier; self.kind = kind; self.value = value; self.title = title
-        self.minimum = minimum; self.maximum = maximum; self.titles = titles; self.enabled = enabled
-        self.disabledReason = disabledReason
-    }
-}
-
 /// The seam's time, handed from the session's capture thread to the waiting request.
 private final class SeamBox: Sendable {
     let pts = Mutex<Timestamp?>(nil)

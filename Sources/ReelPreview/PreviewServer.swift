@@ -48,7 +48,7 @@ public struct PreviewStatus: Codable, Sendable {
     public var seams: Int = 0
     /// The live controls as the page shows them (zoom, exposure, effect, ratio: range or
     /// titles, value, enabled), in the order the camera added them; empty for `reel preview`.
-    public var controls: [PreviewControlState] = []
+    public var controls: [ControlState] = []
     /// The name of the latest photo saved while the page was served (its thumbnail is
     /// `GET /photo.jpg`); null before the first. The server fills it in.
     @EncodedNull public var photo: String? = nil

@@ -1,0 +1,143 @@
+import Foundation
+import ReelCore
+import ReelWriter
+import Testing
+
+/// A connected TCP socket to `port` from `source` (a loopback address of this machine), with
+/// a receive buffer of `receiveBuffer` bytes (`SO_RCVBUF`, set before connecting) when given;
+/// nil when any of socket, setsockopt, bind or connect fails.
+func connectLoopback(port: UInt16, from source: String = "127.0.0.1", receiveBuffer: Int32? = nil) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    if var size = receiveBuffer, setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+        close(fd)
+        return nil
+    }
+    var local = sockaddr_in()
+    local.sin_family = sa_family_t(AF_INET)
+    local.sin_addr.s_addr = inet_addr(source)
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_port = port.bigEndian
+    a.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let ok = withUnsafePointer(to: &local) { l in
+        l.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    } && withUnsafePointer(to: &a) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+    if !ok { close(fd); return nil }
+    return fd
+}
+
+/// Resident memory of process `pid` in KiB (`VmRSS` of /proc/PID/status).
+func residentKiB(_ pid: Int32) -> Int {
+    let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+}
+
+/// The preview server's limits while recording: connections that say nothing, huge headers,
+/// slow readers and thousands of sockets leave the recording without a dropped frame.
+extension RealtimePreviewTests {
+    /// 200 connections that say nothing, and one request with 64 KiB of headers: the server
+    /// refuses what is over its limits, the recording drops nothing and ends on time.
+    @Test func manyConnectionsAndHugeHeaders() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let rec = try serve(["record", "--duration", "3", "--source", "synthetic:1280", "--plain", "--json", "--out", dir])
+        let port = rec.port
+        // From the moment it serves (a loaded machine may take long to start it).
+        let started = Date()
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        let huge = try #require(connectLoopback(port: port))
+        sockets.append(huge)
+        let request = Array(("GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n" + String(repeating: "X-Filler: " + String(repeating: "a", count: 1000) + "\r\n", count: 64) + "\r\n").utf8)
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { send(huge, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { break }
+            sent += n
+        }
+        var reply = [UInt8](repeating: 0, count: 4096)
+        let got = recv(huge, &reply, reply.count, 0)
+        let text = got > 0 ? String(decoding: reply[..<got], as: UTF8.self) : ""
+        // Refused with its status, not dropped without a word (a server that answered nothing
+        // would fail here).
+        #expect(text.hasPrefix("HTTP/1.1 431"), "huge headers: \(got) bytes, errno \(got < 0 ? errno : 0): \(text.prefix(40))")
+        for _ in 0..<200 { if let fd = connectLoopback(port: port) { sockets.append(fd) } }
+        let run = rec.process.wait()
+        let took = Date().timeIntervalSince(started)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(took < 9, "3 s recording with 200 idle connections ended after \(took) s")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.framesWritten == 90)
+    }
+
+    /// A client that opens the stream and never reads holds back nothing: 0 frames dropped.
+    @Test func slowClientDropsNothing() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let rec = try serve(["record", "--source", "synthetic:1280", "--plain", "--json", "--out", dir] + untilSIGINT)
+        let port = rec.port
+        // A 4 KiB receive buffer, set before connecting (the window is agreed then).
+        let fd = try #require(connectLoopback(port: port, receiveBuffer: 4096), "connect to the preview with a 4 KiB receive buffer")
+        defer { close(fd) }
+        let request = Array("GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(rec.token)\r\n\r\n".utf8)
+        #expect(write(fd, request, request.count) == request.count)
+        // 1.5 s of frames (45) later, its buffers long full, another client still gets fresh
+        // pictures: newer than the frame captured when the slow client came.
+        let connectedAt = try #require(try rec.status()["frames"] as? Int)
+        try rec.waitForFrames(connectedAt + 45)
+        var snapIndex = -1
+        let fresh = try waitUntil(60) {
+            let snap = try curl(rec.base + "snapshot.jpg")
+            #expect(snap.status == 200)
+            snapIndex = snap.headers["x-frame-index"].flatMap { Int($0) } ?? -1
+            return snapIndex > connectedAt
+        }
+        #expect(fresh, "the snapshot stayed at frame \(snapIndex), captured \(connectedAt) when the slow client came")
+        let run = rec.stop()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.framesWritten == summary.framesCaptured && summary.framesWritten >= connectedAt + 45)
+    }
+
+    /// No cap per address (on 127.0.0.0/8 it only let a client lock others out of its own
+    /// address): with 100 idle connections from 127.0.0.1 the token holder at 127.0.0.1 is
+    /// served. Then 2000 more connections that never send or read (the oldest unauthenticated
+    /// ones are shut as newer come): the recording drops nothing, the server's memory stays
+    /// bounded, and the token holder is still served.
+    @Test func noCapPerAddressAndThousandsOfConnections() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        // Until SIGINT (below): thousands of connections take a while on a loaded machine.
+        let rec = try serve(["record", "--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--json", "--out", dir] + untilSIGINT)
+        let (base, port) = (rec.base, rec.port)
+        let pid = rec.process.process.processIdentifier
+        let memoryBefore = residentKiB(pid)
+        var sockets: [Int32] = []
+        defer { for fd in sockets { close(fd) } }
+        for _ in 0..<100 { sockets.append(try #require(connectLoopback(port: port))) }
+        #expect(try curl(base + "status").status == 200, "the token holder at 127.0.0.1 beside 100 idle connections from it")
+
+        var made = 0
+        for _ in 0..<2000 {
+            guard let fd = connectLoopback(port: port) else { continue }
+            sockets.append(fd)
+            made += 1
+        }
+        #expect(made == 2000, "connections made: \(made)")
+        let memoryAfter = residentKiB(pid)
+        #expect(memoryAfter - memoryBefore < 64 * 1024, "RSS \(memoryBefore) -> \(memoryAfter) KiB")
+        #expect(try curl(base + "status", extra: ["--interface", "127.0.0.2"]).status == 200)
+        #expect(try curl(base + "status").status == 200)
+        let run = rec.stop()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.framesWritten == summary.framesCaptured && summary.framesWritten > 60)
+    }
+}
