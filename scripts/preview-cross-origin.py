@@ -7,8 +7,11 @@ PAGE_URL is the preview's address with its token (the `preview:` line). Chromium
 first, as the user would (the preview sets its cookie; the picture shows), then opens a page
 this script serves from another port of 127.0.0.1 — the same site, so the browser sends the
 preview's SameSite=Strict cookie with its requests. That page tries every control with
-`fetch(..., {method: 'POST', mode: 'no-cors', credentials: 'include'})` (no preflight), a form
-POST into a hidden frame, and embeds the snapshot as an image. Prints one JSON object:
+`fetch(..., {method: 'POST', mode: 'no-cors', credentials: 'include'})` (no preflight: ratio,
+record, shutter, zoom, exposure, effect, the primary and secondary presses), reads the status
+and the gallery with `fetch`, sends a form POST into a hidden frame, embeds the snapshot, the
+stream, the latest photo and a gallery thumbnail as images, a clip as a video, and opens the
+event stream. Prints one JSON object:
 `pictureShown` (the preview's own page worked), `attempts` (what the other page sent, each
 once it was sent), `attackerOrigin`. Exit 0, or 1 with the reason on stderr. The test checks
 on the preview's side that each attempt arrived (its 403 count) and changed nothing.
@@ -27,9 +30,15 @@ ATTACK = """<!doctype html><html><head><meta charset="utf-8"><title>attacking</t
 <script>
 const t = 'TARGET', attempts = [];
 async function go() {
-  for (const path of ['/ratio?to=9x16', '/record?action=stop', '/record?action=toggle', '/shutter']) {
+  for (const path of ['/ratio?to=9x16', '/record?action=stop', '/record?action=toggle', '/shutter',
+                      '/control?name=zoom&value=2', '/control?name=exposure&value=1.5', '/control?name=effect&value=grayscale',
+                      '/press?button=click&action=primary', '/press?button=click&action=secondary']) {
     try { await fetch(t + path, {method: 'POST', mode: 'no-cors', credentials: 'include'}); attempts.push('fetch POST ' + path); }
     catch (e) { attempts.push('fetch POST ' + path + ' failed: ' + e); }
+  }
+  for (const path of ['/status', '/gallery']) {
+    try { await fetch(t + path, {mode: 'no-cors', credentials: 'include'}); attempts.push('fetch GET ' + path); }
+    catch (e) { attempts.push('fetch GET ' + path + ' failed: ' + e); }
   }
   await new Promise(done => {
     const frame = document.querySelector('iframe');
@@ -41,6 +50,25 @@ async function go() {
     img.onload = () => { attempts.push('img /snapshot.jpg loaded'); done(); };
     img.onerror = () => { attempts.push('img /snapshot.jpg'); done(); };
     img.src = t + '/snapshot.jpg';
+  });
+  for (const path of ['/stream.mjpg', '/photo.jpg', '/gallery/clip-1.jpg']) {
+    await new Promise(done => {
+      const img = new Image();
+      img.onload = () => { attempts.push('img ' + path + ' loaded'); done(); };
+      img.onerror = () => { attempts.push('img ' + path); done(); };
+      img.src = t + path;
+    });
+  }
+  await new Promise(done => {
+    const video = document.createElement('video');
+    video.onloadeddata = () => { attempts.push('video /media/clip-1 loaded'); done(); };
+    video.onerror = () => { attempts.push('video /media/clip-1'); done(); };
+    video.src = t + '/media/clip-1';
+  });
+  await new Promise(done => {
+    const events = new EventSource(t + '/events', {withCredentials: true});
+    events.onmessage = () => { events.close(); attempts.push('EventSource /events opened'); done(); };
+    events.onerror = () => { events.close(); attempts.push('EventSource /events'); done(); };
   });
   window.attempts = attempts;
   document.title = 'done';

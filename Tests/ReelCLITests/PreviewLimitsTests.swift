@@ -141,3 +141,103 @@ extension RealtimePreviewTests {
         #expect(summary.framesWritten == summary.framesCaptured && summary.framesWritten > 60)
     }
 }
+
+/// Requests no browser sends: garbage, unknown methods and versions, broken percent-encoding,
+/// paths out of the output directory, a 64 KiB request line and a 20 KiB cookie, lengths that
+/// lie, chunks that are not, a header without a colon, a NUL in the path, a TLS hello.
+private let malformedRequests: [[UInt8]] = [
+    Array("\r\n\r\n".utf8),
+    Array("GARBAGE\r\n\r\n".utf8),
+    Array("GET\r\n\r\n".utf8),
+    Array("GET / HTTP/9.9\r\n\r\n".utf8),
+    Array("BREW /coffee HTCPCP/1.0\r\n\r\n".utf8),
+    Array("GET /%zz% HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8),
+    Array("GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8),
+    Array("GET /media/..%2f..%2f..%2fetc%2fpasswd HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8),
+    Array(("GET /" + String(repeating: "a", count: 64 << 10) + " HTTP/1.1\r\n\r\n").utf8),
+    Array(("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: reel=" + String(repeating: "b", count: 20 << 10) + "\r\n\r\n").utf8),
+    Array("POST /ratio?to=9x16 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n".utf8),
+    Array("POST /shutter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\nabc".utf8),
+    Array("POST /record?action=stop HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".utf8),
+    Array("GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColonHeader\r\n\r\n".utf8),
+    Array("GET /\u{0}status HTTP/1.1\r\n\r\n".utf8),
+    [0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03] + [UInt8](repeating: 0x42, count: 64),
+]
+
+/// Sends `bytes` on a new connection to `port`, closes the sending side and reads the answer
+/// (5 s at most); its status code, 0 when the server closed without one, nil when no
+/// connection could be made.
+private func sendMalformed(_ bytes: [UInt8], port: UInt16) -> Int? {
+    guard let fd = connectLoopback(port: port) else { return nil }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    guard setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size)) == 0 else { return nil }
+    var sent = 0
+    while sent < bytes.count {
+        let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if n <= 0 { break }   // the server refused the rest (a reset): what it answered is still read
+        sent += n
+    }
+    _ = shutdown(fd, Int32(SHUT_WR))
+    var answer: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while answer.count < 64 {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { break }
+        answer += buffer[0..<n]
+    }
+    let line = String(decoding: answer, as: UTF8.self)
+    guard line.hasPrefix("HTTP/1.") else { return 0 }
+    return Int(line.dropFirst(9).prefix(3)) ?? 0
+}
+
+extension RealtimePreviewTests {
+    /// Issue 27 item 6: 1,000 malformed requests (each on its own connection) while 100 slow
+    /// clients trickle header bytes from 100 loopback addresses. The recording (the flat
+    /// pattern, ProRes proxy: a configuration that fits) drops no frame and changes nothing;
+    /// no malformed request is answered with success; the token holder's status is served
+    /// after every 100 of them, and the last snapshot shows a frame of this recording.
+    @Test func aThousandMalformedRequestsAndAHundredSlowClientsStopNothing() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let rec = try serve(["record", "--source", "synthetic:1280", "--scene", "pattern", "--codec", "prores:proxy",
+                             "--plain", "--json", "--out", dir] + untilSIGINT)
+        let port = rec.port
+        var slow: [Int32] = []
+        defer { for fd in slow { close(fd) } }
+        let opening = Array("GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Slow: ".utf8)
+        for i in 0..<100 {
+            guard let fd = connectLoopback(port: port, from: "127.0.1.\(i + 1)") else { continue }
+            _ = opening.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            slow.append(fd)
+        }
+        #expect(slow.count == 100, "slow clients connected: \(slow.count)")
+        var answers: [Int: Int] = [:]
+        var unconnected = 0
+        for i in 0..<1000 {
+            if i % 10 == 0 {   // each slow client sends one more header byte
+                for fd in slow { _ = "a".withCString { send(fd, $0, 1, Int32(MSG_NOSIGNAL)) } }
+            }
+            if let code = sendMalformed(malformedRequests[i % malformedRequests.count], port: port) {
+                answers[code, default: 0] += 1
+            } else {
+                unconnected += 1
+            }
+            if i % 100 == 99 {
+                #expect(try curl(rec.base + "status").status == 200, "the token holder after \(i + 1) malformed requests")
+            }
+        }
+        #expect(unconnected == 0, "malformed requests that found no connection: \(unconnected)")
+        #expect(answers.keys.allSatisfy { $0 == 0 || $0 >= 400 }, "answers by status (0: closed unanswered): \(answers)")
+        let snap = try curl(rec.base + "snapshot.jpg")
+        let index = try #require(snap.headers["x-frame-index"].flatMap { Int($0) })
+        #expect(try barcode(ofJPEG: snap.body) == index)
+        let run = rec.stop()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        print("malformed requests: answers by status \(answers); frames \(summary.framesWritten)")
+        #expect(summary.framesDropped == 0, "drops: \(summary.dropReasons)")
+        #expect(summary.framesWritten == summary.framesCaptured && summary.framesWritten > index)
+        #expect(summary.seams.isEmpty && summary.recordingToggles.isEmpty && summary.clips.count == 1)
+    }
+}

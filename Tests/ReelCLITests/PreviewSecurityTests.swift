@@ -146,15 +146,18 @@ struct RealtimePreviewSecurityTests {
     /// A real page of another origin in Chromium (scripts/preview-cross-origin.py): after the
     /// user opened the preview (its cookie set, the picture shown), a page served from another
     /// port of 127.0.0.1 — the same site, so the browser sends the SameSite=Strict cookie —
-    /// tries every control by `fetch` (`no-cors`, no preflight) and by a form, and embeds the
-    /// snapshot. Each request reached the preview (its 403 count, the positive control: the
-    /// cookie was accepted, the origin refused) and the recording has no seam and no stop.
+    /// tries every control by `fetch` (`no-cors`, no preflight: ratio, record, shutter, zoom,
+    /// exposure, effect, both presses) and by a form, reads the status and the gallery, embeds
+    /// the snapshot, the stream, the latest photo and a thumbnail, plays a clip and opens the
+    /// event stream. Each request reached the preview (its 403 count, the positive control: the
+    /// cookie was accepted, the origin refused); no control moved, and the recording has no
+    /// seam, no stop, no marker and no photo.
     @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
     func aCrossOriginPageInChromiumChangesNothing() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
         let (rec, port) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "prores:proxy", "--no-realtime",
-                                                 "--plain", "--json", "--out", dir])
+                                                 "--photos", dir + "/photos", "--plain", "--json", "--out", dir])
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["python3", crossOriginScript, previewPage(port)]
@@ -173,15 +176,30 @@ struct RealtimePreviewSecurityTests {
         #expect(result["addressAfter"] as? String == previewBase(port), "the token stayed in the address bar: \(result)")
         let attempts = try #require(result["attempts"] as? [String])
         #expect(attempts == ["fetch POST /ratio?to=9x16", "fetch POST /record?action=stop", "fetch POST /record?action=toggle",
-                             "fetch POST /shutter", "form POST /ratio?to=1x1", "img /snapshot.jpg"], "\(attempts)")
+                             "fetch POST /shutter", "fetch POST /control?name=zoom&value=2", "fetch POST /control?name=exposure&value=1.5",
+                             "fetch POST /control?name=effect&value=grayscale", "fetch POST /press?button=click&action=primary",
+                             "fetch POST /press?button=click&action=secondary", "fetch GET /status", "fetch GET /gallery",
+                             "form POST /ratio?to=1x1", "img /snapshot.jpg", "img /stream.mjpg", "img /photo.jpg",
+                             "img /gallery/clip-1.jpg", "video /media/clip-1", "EventSource /events"], "\(attempts)")
+        // The proof that the browser sent each one: the preview counted each as refused.
         #expect(status?["crossOriginRefused"] as? Int == attempts.count, "requests that reached the preview and were refused: \(status ?? [:])")
+        // And none changed a control.
+        #expect(status?["zoom"] as? Double == 1 && status?["exposure"] as? Double == 0 && status?["effect"] as? String == "none",
+                "\(status ?? [:])")
         let run = rec.wait()
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try run.decode(RecordingSummary.self)
         #expect(summary.seams.isEmpty && summary.recordingToggles.isEmpty, "seams \(summary.seams), toggles \(summary.recordingToggles)")
         #expect(summary.clips.map(\.ratio) == ["16x9"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect((json["markers"] as? [Any] ?? []).isEmpty && (json["photos"] as? [Any] ?? []).isEmpty, "markers or photos: \(json["markers"] ?? []), \(json["photos"] ?? [])")
     }
+}
 
+/// `reel control`'s wait for an answer. Not a real-time suite: the test waits, it measures
+/// nothing a loaded machine would disturb (the bounds are the timeout and 8 s over it), so it
+/// runs in the parallel pass beside the busy tests.
+@Suite struct ControlClientTimeoutTests {
     /// `reel control` against a socket that accepts (the kernel's backlog) but never answers:
     /// it gives up after its timeout (10 s by default, `--timeout` to change), exit 75, one line.
     @Test func reelControlGivesUpOnASocketThatNeverAnswers() throws {
