@@ -73,6 +73,8 @@ public enum CameraPreview {
                 } catch {
                     notice("preview: gallery: \(error)")
                 }
+            } gone: { path in
+                server.clipGone(at: path)
             }
         } catch {
             // Recording goes on: the gallery lists the photos, not the clips.

@@ -9,8 +9,10 @@ import Glibc
 /// recording's output directory. A clip written straight into its file (`--plain`, or before
 /// the pool is ready) is finished when the writer closes it after its last sync
 /// (`IN_CLOSE_WRITE`); a pool slot is finished when it is moved to the clip's name
-/// (`IN_MOVED_TO`). Only names the writer gives its clips (`PREFIX-NNNN-RATIO.EXT`) are passed
-/// on; the gallery then checks the file itself (owner, regular file) and keeps its inode.
+/// (`IN_MOVED_TO`). A clip deleted (`--keep`'s loop budget, or by hand: `IN_DELETE`) or moved
+/// away (`IN_MOVED_FROM`) is gone. Only names the writer gives its clips
+/// (`PREFIX-NNNN-RATIO.EXT`) are passed on; the gallery then checks the file itself (owner,
+/// regular file) and keeps its inode.
 final class ClipWatcher: Sendable {
     private let inotify: Int32
     private let wake: (read: Int32, write: Int32)
@@ -18,12 +20,15 @@ final class ClipWatcher: Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     /// Watches `directory` for clips named `prefix`-NNNN-RATIO.`fileExtension`; `finished` is
-    /// called on the watcher's own thread with each one's path.
+    /// called on the watcher's own thread with each one's path when it is finished, `gone` when
+    /// it is deleted or moved away.
     /// - Throws: `SystemError` for `inotify_init1`, `inotify_add_watch` or `pipe`.
-    init(directory: String, prefix: String, fileExtension: String, finished: @escaping @Sendable (String) -> Void) throws {
+    init(directory: String, prefix: String, fileExtension: String, finished: @escaping @Sendable (String) -> Void,
+         gone: @escaping @Sendable (String) -> Void) throws {
         let fd = inotify_init1(Int32(IN_CLOEXEC))
         guard fd >= 0 else { throw SystemError.last("inotify_init1", path: directory) }
-        guard inotify_add_watch(fd, directory, UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO)) >= 0 else {
+        let events = UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)
+        guard inotify_add_watch(fd, directory, events) >= 0 else {
             let error = SystemError.last("inotify_add_watch", path: directory)
             if close(fd) != 0 { /* the watch's failure is the one reported */ }
             throw error
@@ -39,7 +44,8 @@ final class ClipWatcher: Sendable {
         inotify = fd; wake = (ends[0], ends[1])
         let done = self.done
         let t = Thread {
-            Self.run(inotify: fd, wake: stop, directory: directory, prefix: prefix, fileExtension: fileExtension, finished: finished)
+            Self.run(inotify: fd, wake: stop, directory: directory, prefix: prefix, fileExtension: fileExtension,
+                     finished: finished, gone: gone)
             done.signal()
         }
         t.name = "reel.clipwatch"
@@ -66,7 +72,7 @@ final class ClipWatcher: Sendable {
     }
 
     private static func run(inotify: Int32, wake: Int32, directory: String, prefix: String, fileExtension: String,
-                            finished: @Sendable (String) -> Void) {
+                            finished: @Sendable (String) -> Void, gone: @Sendable (String) -> Void) {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
@@ -90,10 +96,11 @@ final class ClipWatcher: Sendable {
                 }
                 let nameBytes = buffer[(offset + header)..<min(n, offset + header + length)].prefix { $0 != 0 }
                 offset += header + length
-                guard mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO)) != 0, mask & UInt32(IN_ISDIR) == 0 else { continue }
+                guard mask & UInt32(IN_ISDIR) == 0 else { continue }
                 let name = String(decoding: nameBytes, as: UTF8.self)
                 guard isClipName(name, prefix: prefix, fileExtension: fileExtension) else { continue }
-                finished(directory + "/" + name)
+                if mask & (UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM)) != 0 { gone(directory + "/" + name) }
+                if mask & (UInt32(IN_CLOSE_WRITE) | UInt32(IN_MOVED_TO)) != 0 { finished(directory + "/" + name) }
             }
         }
     }

@@ -12,9 +12,12 @@ enum GalleryThumbnails {
 
     /// The first decoded frame of `reader`'s video stream, decimated by a whole factor to at
     /// most `maxWidth`, as a JPEG: in colour (4:2:0) from planar YUV (any depth, any chroma
-    /// subsampling), in grey (its luma) from anything else; nil when nothing decodes.
+    /// subsampling), in grey (its luma) from anything else; turned upright as a player shows it
+    /// (the stream's display matrix: a portrait clip stored landscape has a portrait
+    /// thumbnail); nil when nothing decodes.
     static func firstFrame(of reader: MediaReader) -> [UInt8]? {
         struct Done: Error {}
+        let turns = reader.info.displayQuarterTurns
         var made: [UInt8]? = nil
         do {
             try reader.forEachFrame { picture in
@@ -28,7 +31,8 @@ enum GalleryThumbnails {
                     for col in 0..<w { y[row * w + col] = UInt8(clamping: luma.sample(x: col * step, y: row * step)) }
                 }
                 guard let chroma = picture.chroma else {
-                    made = encode(y, width: w, height: h, format: TJPF_GRAY, subsampling: TJSAMP_GRAY)
+                    let (upright, uw, uh) = turned(y, width: w, height: h, quarterTurns: turns)
+                    made = encode(upright, width: uw, height: uh, format: TJPF_GRAY, subsampling: TJSAMP_GRAY)
                     throw Done()
                 }
                 // Each 4:2:0 chroma sample is the source's at its top-left luma sample.
@@ -42,7 +46,9 @@ enum GalleryThumbnails {
                         cr[row * cw + col] = UInt8(clamping: chroma.cr.sample(x: sx, y: sy))
                     }
                 }
-                made = encodeYUV(y, cb, cr, width: w, height: h)
+                let (uy, uw, uh) = turned(y, width: w, height: h, quarterTurns: turns)
+                made = encodeYUV(uy, turned(cb, width: cw, height: ch, quarterTurns: turns).0,
+                                 turned(cr, width: cw, height: ch, quarterTurns: turns).0, width: uw, height: uh)
                 throw Done()   // one frame is enough
             }
         } catch is Done {
@@ -50,6 +56,28 @@ enum GalleryThumbnails {
             return nil
         }
         return made
+    }
+
+    /// `plane` (`width`×`height`) turned clockwise by `quarterTurns` quarter turns, and its
+    /// size after.
+    static func turned(_ plane: [UInt8], width: Int, height: Int, quarterTurns: Int) -> ([UInt8], Int, Int) {
+        let t = ((quarterTurns % 4) + 4) % 4
+        guard t != 0 else { return (plane, width, height) }
+        let (ow, oh) = t == 2 ? (width, height) : (height, width)
+        var out = [UInt8](repeating: 0, count: plane.count)
+        for oy in 0..<oh {
+            for ox in 0..<ow {
+                // The source sample shown at (ox, oy) once turned.
+                let (sx, sy): (Int, Int)
+                switch t {
+                case 1: (sx, sy) = (oy, height - 1 - ox)
+                case 2: (sx, sy) = (width - 1 - ox, height - 1 - oy)
+                default: (sx, sy) = (width - 1 - oy, ox)
+                }
+                out[oy * ow + ox] = plane[sy * width + sx]
+            }
+        }
+        return (out, ow, oh)
     }
 
     /// `tjCompressFromYUVPlanes` of 4:2:0 planes (`width`×`height` luma, half each way chroma).

@@ -85,7 +85,7 @@ public struct GalleryRefusal: Error, CustomStringConvertible, Sendable {
 /// when the item is added, and kept.
 public final class PreviewGallery: Sendable {
     private struct Entry: Sendable { var item: GalleryItem; var file: GalleryFile; var thumbnail: [UInt8] }
-    private struct State: Sendable { var entries: [Entry] = []; var clips = 0; var photos = 0; var paths: Set<String> = [] }
+    private struct State: Sendable { var entries: [Entry] = []; var clips = 0; var photos = 0; var paths: Set<String> = []; var changes = 0 }
     private let state = Mutex(State())
     private let refresher = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -104,8 +104,24 @@ public final class PreviewGallery: Sendable {
     /// True when the file at `path` was added.
     public func contains(_ path: String) -> Bool { state.withLock { $0.paths.contains(path) } }
 
-    /// How many items were added (the status's `gallery`: a change tells the page to fetch the list).
+    /// How many items are listed.
     public var count: Int { state.withLock { $0.entries.count } }
+
+    /// How many times the list changed: each item added, each one removed (the status's
+    /// `gallery`: when it moves, the page fetches the list).
+    public var changes: Int { state.withLock { $0.changes } }
+
+    /// Removes the item of the file at `path` (deleted or moved away); true when one was listed.
+    /// Its id is not given to another item.
+    @discardableResult
+    public func remove(path: String) -> Bool {
+        state.withLock { s in
+            guard let i = s.entries.firstIndex(where: { $0.file.path == path }) else { return false }
+            s.entries.remove(at: i)
+            s.changes += 1
+            return true
+        }
+    }
 
     /// Adds the clip at `path` (finished: it is not written any more): opens it with
     /// `O_NOFOLLOW` and checks it (a regular file owned by this user), reads its length and
@@ -181,6 +197,7 @@ public final class PreviewGallery: Sendable {
             let item = make(id)
             s.entries.append(Entry(item: item, file: file, thumbnail: thumbnail))
             s.paths.insert(file.path)
+            s.changes += 1
             return item
         }
     }

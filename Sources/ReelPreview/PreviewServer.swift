@@ -233,6 +233,12 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init 
         if try gallery.addClip(at: path) != nil { statusChanged() }
     }
 
+    /// The clip at `path` was deleted or moved away (`--keep`'s loop budget): it leaves the
+    /// gallery and the streams are told. A path not listed: nothing.
+    public func clipGone(at path: String) {
+        if gallery.remove(path: path) { statusChanged() }
+    }
+
     /// A photo this session took was saved at `path` (`width`×`height`, `format` `jpeg`,
     /// `heic` or `png`): it joins the gallery (a HEIC or PNG photo's thumbnail is the newest
     /// preview picture) and the streams are told. A path added before: nothing.
@@ -257,7 +263,7 @@ public final class PreviewServer: @unchecked Sendable { // immutable after init 
         s.previewClients = clients.value
         s.crossOriginRefused = refusedCrossOrigin.value
         s.photo = thumbnail.withLock { $0?.name }
-        s.gallery = gallery.count
+        s.gallery = gallery.changes
         return s
     }
 

@@ -122,7 +122,8 @@ struct RealtimeGalleryTests {
 
         let path = dir + "/out/" + (listed["name"] as? String ?? "")
         #expect(try curl(base + "media/clip-1", extra: ["-H", "Range: bytes=0-99"]).status == 206)
-        #expect(unlink(path) == 0 && symlink("/etc/passwd", path) == 0)
+        // Swapped in one rename (a deletion would take the clip off the list): still listed, refused.
+        #expect(symlink("/etc/passwd", path + ".planted") == 0 && rename(path + ".planted", path) == 0)
         let planted = try curl(base + "media/clip-1")
         #expect(planted.status == 403 && !planted.text.contains("root:"), "\(planted.status) \(planted.text)")
         for target in ["media/../../etc/passwd", "media/%2e%2e/%2e%2e/etc/passwd", "media/..%2f..%2fetc%2fpasswd", "media/clip-7"] {
@@ -138,5 +139,35 @@ struct RealtimeGalleryTests {
         let summary = try run.decode(RecordingSummary.self)
         #expect(summary.clips.first?.storage == "pool", "the clip was moved from its pool slot to its name (IN_MOVED_TO)")
         #expect(summary.clips.first.map { ($0.path as NSString).lastPathComponent } == listed["name"] as? String)
+    }
+
+    /// Loop recording (`--segment-duration 1 --keep 1s`): a clip the loop budget deletes leaves
+    /// the gallery. The first clip is listed; once its file is gone from the directory, it
+    /// leaves the list (within 10 s: the inotify event), its download answers 404, and the
+    /// status's `gallery` counts more changes than items listed (an item was removed).
+    @Test func aClipTheLoopBudgetDeletesLeavesTheGallery() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let out = dir + "/out"
+        let (rec, base, _) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "prores:proxy", "--plain",
+                                                    "--segment-duration", "1", "--keep", "1s", "--name", "loop",
+                                                    "--json", "--out", out] + untilSIGINT)
+        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
+        var first: String? = nil
+        #expect(waitUntil(60, every: 0.05) {
+            first = (try? galleryItems(base))?["clip-1"]?["name"] as? String
+            return first != nil
+        }, "the first clip was never listed")
+        let name = try #require(first)
+        #expect(waitUntil(60, every: 0.05) { !FileManager.default.fileExists(atPath: out + "/" + name) }, "\(name) was never deleted")
+        #expect(waitUntil(10, every: 0.05) { (try? galleryItems(base))?["clip-1"] == nil }, "\(name) stayed listed after its deletion")
+        #expect(try curl(base + "media/clip-1").status == 404)
+        let listed = try galleryItems(base).count
+        #expect((previewStatus(base)?["gallery"] as? Int ?? 0) > listed, "the status's gallery changes against \(listed) listed")
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(RecordingSummary.self)
+        #expect(summary.loopDeletions.contains { ($0.path as NSString).lastPathComponent == name }, "\(summary.loopDeletions)")
     }
 }

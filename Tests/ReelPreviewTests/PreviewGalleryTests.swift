@@ -411,6 +411,80 @@ struct PreviewGalleryTests {
         while let e = events.next(within: 5) { if e.contains(#""gallery":1"#) { seen = e; break } }
         #expect(seen != nil, "no event said gallery 1")
     }
+
+    /// A portrait clip stored landscape (a display matrix of a quarter turn, as a turned
+    /// sensor's clip has): its thumbnail is upright, 180x320, and matches ffmpeg's own upright
+    /// picture of the first frame (ffmpeg turns by the matrix), not that picture turned half round.
+    @Test func aTurnedClipsThumbnailIsUpright() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let turned = dir + "/turned.mp4"
+        let mux = Process()
+        mux.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        mux.arguments = ["-v", "error", "-i", fixture("h264.mp4"), "-c", "copy", "-metadata:s:v:0", "rotate=90", turned]
+        try mux.run()
+        mux.waitUntilExit()
+        try #require(mux.terminationStatus == 0)
+        try #require(try MediaReader(path: turned).info.displayQuarterTurns % 2 == 1, "ffmpeg wrote no quarter turn")
+        let server = try serverWithPicture()
+        defer { server.stop() }
+        try server.clipFinished(at: turned)
+        let thumb = binaryRequest(server.address.port, "/gallery/clip-1.jpg", headers: ["Authorization: Bearer \(server.token)"])
+        #expect(thumb.status == 200)
+        let file = dir + "/thumb.jpg"
+        try Data(thumb.body).write(to: URL(fileURLWithPath: file))
+        func grey(_ args: [String]) throws -> [UInt8] {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            p.arguments = ["-v", "error"] + args + ["-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-"]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return Array(data)
+        }
+        let shown = try grey(["-i", file])
+        #expect(shown.count == 180 * 320, "the thumbnail is not 180x320: \(shown.count) samples")
+        // Against ffmpeg's upright picture, and the same turned half round (the other way of a
+        // quarter turn): the thumbnail is close to the first (a decimated JPEG against a
+        // scaled picture) and far from the second.
+        let upright = try grey(["-i", turned, "-vf", "scale=180:320"])
+        let wrongWay = try grey(["-i", turned, "-vf", "scale=180:320,hflip,vflip"])
+        try #require(upright.count == 180 * 320 && wrongWay.count == 180 * 320)
+        func difference(_ other: [UInt8]) -> Double {
+            Double(zip(shown, other).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(shown.count)
+        }
+        let (right, wrong) = (difference(upright), difference(wrongWay))
+        #expect(right < 12 && wrong > 2 * right, "mean grey difference from ffmpeg's upright picture \(right), from it turned half round \(wrong)")
+    }
+
+    /// A clip gone from its directory (`clipGone`: `--keep`'s loop budget deleted it) leaves
+    /// the list; its id answers 404 and is not given again; the status's `gallery` moves on
+    /// (a removal is a change too) and the event stream says so. A path never listed: nothing.
+    @Test func aDeletedClipLeavesTheList() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (server, paths) = try galleryServer(dir)
+        defer { server.stop() }
+        let events = try #require(EventReader(port: server.address.port, token: server.token))
+        let first = try #require(events.next(within: 5))
+        #expect(first.contains(#""gallery":5"#), "\(first)")
+        let gone = try #require(paths["prores-proxy.mov"])
+        #expect(unlink(gone) == 0)
+        server.clipGone(at: gone)
+        server.clipGone(at: dir + "/never-listed.mov")
+        #expect(try items(server).map { $0["id"] as? String } == ["clip-1", "clip-3", "clip-4", "photo-1"])
+        let media = binaryRequest(server.address.port, "/media/clip-2", headers: ["Authorization: Bearer \(server.token)"])
+        #expect(media.status == 404)
+        var seen: String? = nil
+        while let e = events.next(within: 5) { if e.contains(#""gallery":6"#) { seen = e; break } }
+        #expect(seen != nil, "no event said gallery 6")
+        let again = dir + "/clip-again.mp4"
+        try FileManager.default.copyItem(atPath: fixture("h264.mp4"), toPath: again)
+        try server.clipFinished(at: again)
+        #expect(try items(server).last { ($0["id"] as? String ?? "").hasPrefix("clip") }?["id"] as? String == "clip-5")
+    }
 }
 
 /// This process's resident memory (`VmRSS` of /proc/self/status), in bytes.

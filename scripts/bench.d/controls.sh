@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# A control press to its effect in the frame, from the preview page's endpoint and from the
+# control socket doing the same, while `reel record` records 720p30 ProRes proxy in real time
+# (the flat pattern: synthetic 1280 sensor, 16x9 crop). Each press sets the zoom to a new
+# value: `POST /control?name=zoom&value=V` (HTTP keep-alive, bearer token: what the page's
+# slider sends) or `{"set": "zoom", "value": V}` on one open control-socket connection. The
+# summary's `controlChanges` name the first frame that carries each change; the preview's
+# stream (read by a client here) gives that frame's capture time (X-Capture-Monotonic-Ns) and
+# when the client had it. Per press, from the moment before the request is sent:
+#   - to the capture of the first frame carrying the change;
+#   - to that frame read by a stream client (what the page shows).
+# ROUNDS (default 5) rounds of PRESSES (default 20) presses per way, the two ways taking
+# turns; presses 150-183 ms apart (random phase against the frames). Prints p50 and p95 per
+# way and the page/socket ratio of each round's p50 (its spread over the rounds).
+set -euo pipefail
+scripts/setup
+swift build -c release 2>&1 | tail -1
+load_before=$(cat /proc/loadavg)
+echo "load: $load_before   commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)   scene: pattern"
+LOAD_BEFORE="$load_before" python3 - "$PWD/.build/release/reel" "${ROUNDS:-5}" "${PRESSES:-20}" <<'PY'
+import http.client, json, os, random, secrets, signal, socket, subprocess, sys, tempfile, threading, time
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
+import results as R
+reel, rounds, presses = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+TOKEN = secrets.token_hex(16)
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
+
+def median(xs):
+    return pct(xs, 50)
+
+frames = {}   # frame index -> (capture ns, ns when this client had the whole part)
+
+def stream_client(port, stop):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(f"GET /stream.mjpg HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
+    s.settimeout(1)
+    buf = b""
+    while not stop.is_set():
+        try:
+            chunk = s.recv(1 << 16)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        buf += chunk
+        while True:
+            i = buf.find(b"\r\n--reelframe\r\n")
+            if i < 0:
+                break
+            head, sep, rest = buf[i + 15:].partition(b"\r\n\r\n")
+            if not sep:
+                break
+            h = dict(l.split(": ", 1) for l in head.decode().split("\r\n") if ": " in l)
+            n = int(h["Content-Length"])
+            if len(rest) < n:
+                break
+            frames[int(h["X-Frame-Index"])] = (int(h["X-Capture-Monotonic-Ns"]), time.monotonic_ns())
+            buf = rest[n:]
+    s.close()
+
+work = tempfile.mkdtemp(prefix="reel-bench-controls-")
+port = free_port()
+sock_path = work + "/control.sock"
+rec = subprocess.Popen([reel, "record", "--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--json",
+                        "--out", work + "/out", "--preview", f"127.0.0.1:{port}", "--preview-token", TOKEN,
+                        "--control-socket", sock_path, "--duration", "600"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+page = None
+for _ in range(600):
+    try:
+        page = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        page.request("GET", "/status", headers={"Authorization": "Bearer " + TOKEN})
+        r = page.getresponse(); r.read()
+        if r.status == 200 and os.path.exists(sock_path):
+            break
+    except OSError:
+        pass
+    time.sleep(0.1)
+else:
+    rec.kill(); sys.exit("scripts/bench controls: the preview never answered")
+stop = threading.Event()
+reader = threading.Thread(target=stream_client, args=(port, stop), daemon=True)
+reader.start()
+ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+ctl.connect(sock_path)
+ctl_file = ctl.makefile("rb")
+time.sleep(1)   # the stream client's first parts
+
+def press_page(v):
+    t0 = time.monotonic_ns()
+    page.request("POST", f"/control?name=zoom&value={v}", headers={"Authorization": "Bearer " + TOKEN, "Content-Length": "0"})
+    r = page.getresponse(); body = r.read()
+    assert r.status == 200, (r.status, body)
+    return t0
+
+def press_socket(v):
+    t0 = time.monotonic_ns()
+    ctl.sendall((json.dumps({"set": "zoom", "value": v}) + "\n").encode())
+    answer = json.loads(ctl_file.readline())
+    assert answer.get("ok"), answer
+    return t0
+
+sent = []   # (way, round, t0 ns)
+value = 1.0
+for rnd in range(rounds):
+    for way, press in (("page", press_page), ("socket", press_socket)):
+        for _ in range(presses):
+            value = 1.0 + (round(value * 8) % 15 + 1) / 8   # a new value every press: 1.125 … 3.0
+            sent.append((way, rnd, press(value)))
+            time.sleep(0.150 + random.random() / 30)
+time.sleep(1)
+stop.set()
+rec.send_signal(signal.SIGINT)
+out, err = rec.communicate(timeout=120)
+summary = json.loads(out)
+changes = [c for c in summary["controlChanges"] if c["control"] == "zoom"]
+if len(changes) != len(sent):
+    sys.exit(f"scripts/bench controls: {len(sent)} presses, {len(changes)} zoom changes in the summary")
+
+period = 1e9 / 30
+def capture_ns(f):
+    if f in frames:
+        return frames[f][0]
+    g = min(frames, key=lambda k: abs(k - f))
+    return frames[g][0] + (f - g) * period
+
+def shown_ns(f):
+    later = [k for k in frames if k >= f]
+    return frames[min(later)][1] if later else None
+
+lat = {"page": {"frame": [], "shown": []}, "socket": {"frame": [], "shown": []}}
+per_round = {}
+for (way, rnd, t0), change in zip(sent, changes):
+    f = change["frameIndex"]
+    lat[way]["frame"].append((capture_ns(f) - t0) / 1e6)
+    s = shown_ns(f)
+    if s is not None:
+        lat[way]["shown"].append((s - t0) / 1e6)
+        per_round.setdefault((way, rnd), []).append((s - t0) / 1e6)
+
+print(f"{len(sent)} presses ({rounds} rounds x {presses} per way), {len(frames)} stream parts read, "
+      f"frames dropped by the recording: {summary['framesDropped']}")
+print("%-8s %28s %28s" % ("way", "press -> frame captured ms", "press -> shown to client ms"))
+for way in ("page", "socket"):
+    a, b = lat[way]["frame"], lat[way]["shown"]
+    print("%-8s %14s p50 %5.1f p95 %5.1f %8s p50 %5.1f p95 %5.1f" % (way, "", median(a), pct(a, 95), "", median(b), pct(b, 95)))
+ratios = [median(per_round[("page", r)]) / median(per_round[("socket", r)]) for r in range(rounds)
+          if per_round.get(("page", r)) and per_round.get(("socket", r))]
+print("page/socket, press -> shown p50 by round: %s (median %.2f, spread %.2f-%.2f)"
+      % (", ".join("%.2f" % x for x in ratios), median(ratios), min(ratios), max(ratios)))
+heads = [
+    R.headline("zoom press -> shown to a stream client, p50 (scene: pattern)",
+               [median(per_round[("page", r)]) for r in range(rounds) if per_round.get(("page", r))], unit="ms",
+               reel_name="page (POST /control)",
+               peer=[median(per_round[("socket", r)]) for r in range(rounds) if per_round.get(("socket", r))],
+               peer_name="control socket", ratio=ratios, ratio_of="page/socket"),
+    R.headline("zoom press -> shown to a stream client, p95 (page)", pct(lat["page"]["shown"], 95), unit="ms",
+               reel_name="page", key=False),
+    R.headline("zoom press -> first frame carrying it, p50 (page)", median(lat["page"]["frame"]), unit="ms",
+               reel_name="page", peer=median(lat["socket"]["frame"]), peer_name="control socket", ratio=[], key=False),
+    R.headline("frames dropped by the recording", summary["framesDropped"], unit="frames", key=False),
+]
+R.write("controls", "Control press to effect in frame: the page's endpoint vs the control socket", headlines=heads,
+        load_before=os.environ.get("LOAD_BEFORE"), parameters={"rounds": rounds, "presses": presses, "scene": "pattern"})
+PY
