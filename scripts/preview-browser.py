@@ -16,8 +16,10 @@ line, then clicks it again and waits for the answer and the button to say `recor
 (`recordStart`, `recordStop`: status and JSON of each; `buttonWhileRecording`,
 `stateWhileRecording`, `buttonAfter`); --click zoom moves the zoom slider to 2, waits for the
 answer (`zoomStatus`, `zoomAnswer`) and for the state line to show `zoom 2×` from the status
-stream (`stateAfter`, `sliderAfter`), then narrows the window to 390x844 (`phoneWidths`: the
-page's scroll width and the picture's width; OUTDIR/phone.png); every mode lists the
+stream (`stateAfter`, `sliderAfter`), picks `grayscale` in the effect picker and waits for
+the answer (`effectStatus`, `effectAnswer`) and the state line (`stateAfterEffect`), saves the
+whole page at 1280 px (OUTDIR/desktop.png), then narrows the window to 390x844 (`phoneWidths`:
+the page's scroll width and the picture's width; OUTDIR/phone.png); every mode lists the
 console's errors (`consoleErrors`: content-security-policy violations among them); --follow FILE waits until the state line shows `zoom 1×`,
 writes FILE, and waits (60 s at most) until it shows `zoom 2×` without a reload
 (`stateFollowed`): the test changes the zoom from elsewhere in between. Prints one JSON object: the screenshots' paths, the picture's natural size,
@@ -101,6 +103,18 @@ def main(argv):
                 page.wait_for_function("() => document.getElementById('s').textContent.includes('zoom 2×')", timeout=15000)
                 result["stateAfter"] = page.inner_text("#s")
                 result["sliderAfter"] = page.evaluate("() => +document.getElementById('zoom').value")
+                # Then the effect picker: grayscale.
+                page.wait_for_function("() => !document.getElementById('effect-row').hidden", timeout=15000)
+                page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
+                page.select_option("#effect", label="grayscale")
+                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
+                answer = page.inner_text("#r")
+                result["effectStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
+                result["effectAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                page.wait_for_function("() => document.getElementById('s').textContent.includes('effect grayscale')", timeout=15000)
+                result["stateAfterEffect"] = page.inner_text("#s")
+                result["desktop"] = f"{out}/desktop.png"
+                page.screenshot(path=result["desktop"], full_page=True)
                 page.set_viewport_size({"width": 390, "height": 844})
                 result["phoneWidths"] = page.evaluate(
                     "() => [document.documentElement.scrollWidth, document.getElementById('p').getBoundingClientRect().width]")

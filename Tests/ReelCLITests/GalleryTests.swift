@@ -37,7 +37,7 @@ struct RealtimeGalleryTests {
     func theGalleryPlaysAnH264ClipInABrowser() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let shots = temporaryDirectory("reel-preview-browser")
+        let shots = try artifactDirectory("gallery")
         let (rec, base, port) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "h264", "--container", "mp4",
                                                        "--plain", "--photos", dir + "/photos", "--photo-format", "jpeg",
                                                        "--json", "--out", dir + "/out"] + untilSIGINT)

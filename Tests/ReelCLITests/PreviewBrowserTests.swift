@@ -26,12 +26,12 @@ extension RealtimePreviewTests {
     /// chromium): the picture shows, its barcode reads back from the screenshot, a click on
     /// `9x16` answers with the frame the change landed on, the state line and the picture
     /// follow, and the recording has its seam exactly there, which `reel verify` accepts.
-    /// The screenshots stay in a /tmp directory whose path the test prints.
+    /// The screenshots are kept in .build/test-artifacts/preview-ratio.
     @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
     func ratioClickInABrowserMakesTheSeam() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let shots = temporaryDirectory("reel-preview-browser")
+        let shots = try artifactDirectory("preview-ratio")
         // Until SIGINT (below): a browser starts slowly on a loaded machine.
         // --no-realtime: what is checked here is the seam and `reel verify` (every frame), so
         // the source waits for the writer instead of dropping frames on a loaded machine
@@ -93,8 +93,7 @@ extension RealtimePreviewTests {
     func thePageFollowsAZoomSetThroughTheControlSocket() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let shots = temporaryDirectory("reel-preview-browser")
-        defer { removeTree(shots) }
+        let shots = try artifactDirectory("preview-follow")
         let socket = dir + "/control.sock"
         let rec = try serve(["record", "--control-socket", socket, "--source", "synthetic:1280", "--codec", "h264",
                              "--plain", "--json", "--out", dir + "/video"] + untilSIGINT)

@@ -57,19 +57,30 @@ struct RealtimePreviewSecurityTests {
         #expect(waitUntil(5) { events.latest?.contains(#""effect":"grayscale""#) ?? false }, "the page's effect never reached /events")
     }
 
-    /// The zoom slider moved in a real browser (Playwright, Debian's chromium): the page's
-    /// `POST /control` answers 200 with zoom 2, the status stream brings `zoom 2×` back to the
-    /// state line and the slider, the console shows no content-security-policy violation,
-    /// and at phone width (390 px) the page and the picture fit the window. The screenshots
-    /// stay in a /tmp directory whose path the test prints.
+    /// The zoom slider and the effect picker in a real browser (Playwright, Debian's
+    /// chromium): the page's `POST /control` answers 200 with zoom 2, then grayscale; the
+    /// status stream brings `zoom 2×` and `effect grayscale` back to the state line and the
+    /// slider; the console shows no content-security-policy violation; at phone width
+    /// (390 px) the page and the picture fit the window. The recording (FFV1: its decoded
+    /// pixels are Reel's) shows it: frames before the zoom's stated frame carry the barcode at
+    /// its size, frames from it on twice as large; frames before the effect's frame have
+    /// colour, frames from it on none. The screenshots at both sizes (desktop.png at 1280 px,
+    /// phone.png at 390 px) are kept in .build/test-artifacts/preview-controls.
     @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
-    func theZoomSliderInABrowser() throws {
+    func theZoomSliderAndEffectPickerInABrowserChangeTheRecordedFrames() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let shots = temporaryDirectory("reel-preview-browser")
-        let (rec, port) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--out", dir])
-        defer { rec.signal(SIGINT); _ = rec.wait() }
+        let shots = try artifactDirectory("preview-controls")
+        let (rec, port) = try recordWithPreview(["--source", "synthetic:1280", "--codec", "ffv1", "--container", "mkv",
+                                                 "--plain", "--json", "--out", dir])
+        defer { if rec.process.isRunning { rec.signal(SIGKILL) } }
         let (status, text, why) = try runPreviewBrowser(previewPage(port), shots: shots, click: "zoom")
+        // Frames after the effect, then the end.
+        let base = previewBase(port)
+        let now = previewStatus(base)?["frames"] as? Int ?? 0
+        #expect(waitUntil(30) { (previewStatus(base)?["frames"] as? Int ?? 0) >= now + 10 }, "the recording stalled")
+        rec.signal(SIGINT)
+        let run = rec.wait()
         print("preview browser screenshots: \(shots)")
         #expect(status == 0, "\(String(decoding: why, as: UTF8.self))")
         let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any], "\(String(decoding: text, as: UTF8.self))")
@@ -77,10 +88,41 @@ struct RealtimePreviewSecurityTests {
         #expect((result["zoomAnswer"] as? [String: Any])?["value"] as? Double == 2, "\(result)")
         #expect((result["stateAfter"] as? String)?.contains("zoom 2×") == true)
         #expect(result["sliderAfter"] as? Double == 2)
+        #expect(result["effectStatus"] as? Int == 200 && (result["effectAnswer"] as? [String: Any])?["title"] as? String == "grayscale", "\(result)")
+        #expect((result["stateAfterEffect"] as? String)?.contains("effect grayscale") == true)
         let errors = result["consoleErrors"] as? [String] ?? []
         #expect(!errors.contains { $0.contains("Content Security Policy") }, "\(errors)")
         let widths = result["phoneWidths"] as? [Double] ?? []
         #expect(widths.count == 2 && widths[0] <= 390 && widths[1] <= 390 && widths[1] > 300, "\(widths)")
+        for shot in ["desktop.png", "phone.png"] { #expect(FileManager.default.fileExists(atPath: shots + "/" + shot), "\(shot)") }
+
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PictureSummaryJSON.self)
+        try #require(summary.controlChanges.map(\.control) == ["zoom", "effect"], "\(summary.controlChanges)")
+        let zoomAt = try #require(summary.controlChanges[0].frameIndex)
+        let effectAt = try #require(summary.controlChanges[1].frameIndex)
+        let clip = try #require(summary.clips.first)
+        #expect(summary.clips.count == 1, "a zoom is no seam: one clip")
+        let indices = try frameIndices(of: clip)
+        try #require(indices.count == clip.frames)
+        #expect(indices.contains { $0 < zoomAt } && indices.contains { $0 >= effectAt + 5 })
+        var position = 0
+        let decoded = try forEachDecodedYUV(clip.path, width: 1280, height: 720) { f in
+            guard position < indices.count else { return }
+            let index = indices[position]
+            position += 1
+            if index < zoomAt {
+                #expect(f.barcodeAsIs == index, "frame \(index), before the zoom at \(zoomAt), does not show its barcode at 1×")
+            } else {
+                #expect(f.barcode(shrunkBy: 2) == index, "frame \(index), from the zoom at \(zoomAt) on, does not show its barcode at 2×")
+            }
+            if index < effectAt {
+                #expect(f.largestChroma >= 12, "frame \(index), before grayscale at \(effectAt): no colour")
+            } else {
+                #expect(f.largestChroma <= 4, "frame \(index), from grayscale at \(effectAt) on: chroma \(f.largestChroma)")
+            }
+        }
+        #expect(decoded == indices.count)
     }
 
     /// The page's marker button (`POST /press`, a secondary click) lays a marker while

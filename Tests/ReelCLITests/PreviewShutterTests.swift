@@ -183,8 +183,7 @@ extension RealtimeShutterTests {
     func theShutterButtonInABrowserTakesAPhoto() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let shots = temporaryDirectory("reel-preview-browser")
-        defer { removeTree(shots) }
+        let shots = try artifactDirectory("preview-shutter")
         // Until SIGINT (below): a browser starts slowly on a loaded machine.
         let rec = try serve(["record", "--photos", dir + "/photos", "--photo-format", "jpeg", "--source", "synthetic:1280",
                              "--codec", "h264", "--plain", "--json", "--out", dir + "/video"] + untilSIGINT)

@@ -273,13 +273,13 @@ struct RealtimePreviewTests {
     }
 
     /// The page in a real browser (Debian's headless Chromium): the screenshot shows a frame
-    /// whose barcode reads back, and the state line follows `/events`. The screenshot stays in
-    /// a /tmp directory whose path the test prints.
+    /// whose barcode reads back, and the state line follows `/events`. The screenshot is kept
+    /// in .build/test-artifacts/preview-chromium.
     @Test(.enabled(if: installedTool("chromium") != nil, "needs Debian's chromium (scripts/test installs it)"))
     func pageInHeadlessChromium() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let shots = temporaryDirectory("reel-preview-screenshot")
+        let shots = try artifactDirectory("preview-chromium")
         // Until SIGINT (below): a browser starts slowly on a loaded machine.
         let rec = try serve(["record", "--source", "synthetic:1280", "--plain", "--json", "--out", dir] + untilSIGINT)
         @discardableResult func chromium(_ args: [String]) throws -> String {

@@ -222,8 +222,7 @@ extension RealtimeRecordToggleTests {
     func theRecordButtonInABrowserStartsAndStops() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        let shots = temporaryDirectory("reel-preview-browser")
-        defer { removeTree(shots) }
+        let shots = try artifactDirectory("preview-record")
         let port = try freePort()
         let base = previewBase(port)
         let rec = try launch(["record", "--standby", "--preview", "127.0.0.1:\(port)", "--duration", "86400",

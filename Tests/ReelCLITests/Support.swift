@@ -145,6 +145,19 @@ func temporaryDirectory(_ tag: String = "reel-test") -> String {
 
 func removeTree(_ path: String) { try? FileManager.default.removeItem(atPath: path) }
 
+/// A directory for what a test keeps for people to look at (the browser's screenshots):
+/// `$REEL_TEST_ARTIFACTS/NAME`, by default `.build/test-artifacts/NAME` in the repository,
+/// emptied first. `scripts/test` prints where they are.
+func artifactDirectory(_ name: String) throws -> String {
+    let root = ProcessInfo.processInfo.environment["REEL_TEST_ARTIFACTS"]
+        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/test-artifacts").path
+    let dir = root + "/" + name
+    try? FileManager.default.removeItem(atPath: dir)
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return dir
+}
+
 /// Records with `reel record … --json` and decodes the summary.
 func record(_ args: [String], out: String) throws -> (Run, RecordingSummary?) {
     let run = try reel(["record", "--json", "--out", out] + args)

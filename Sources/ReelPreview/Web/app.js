@@ -126,6 +126,8 @@ async function refreshGallery() {
     return;   // the server went away: the status line says so (events.onerror)
   }
   const list = $('g-list'), shown = new Set([...list.children].map(li => li.dataset.id));
+  const listed = new Set(items.map(i => i.id));
+  for (const li of [...list.children]) if (!listed.has(li.dataset.id)) li.remove();   // deleted (--keep)
   for (const i of items) if (!shown.has(i.id)) list.append(galleryItem(i));
   $('g-count').textContent = String(items.length);
 }
