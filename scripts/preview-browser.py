@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives the preview page in Debian's headless Chromium through Playwright (tests use it).
 
-    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record|zoom | --follow FILE]
+    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record|zoom|mode|gallery | --follow FILE]
 
 Opens URL (the page's address with its token, as the `preview:` line prints it: the page
 sets its cookie), waits until the live picture shows (the <img> has decoded a JPEG), saves the
@@ -24,6 +24,8 @@ console's errors (`consoleErrors`: content-security-policy violations among them
 writes FILE, and waits (60 s at most) until it shows `zoom 2×` without a reload
 (`stateFollowed`): the test changes the zoom from elsewhere in between. Prints one JSON object: the screenshots' paths, the picture's natural size,
 the state line before and after, and the ratio answer (the JSON the page got).
+--click mode picks `photo` in the mode picker and waits for the answer (`modeStatus`,
+`modeAnswer`, `modeOptions`, `modeAfter`: the picker's value once the status stream set it).
 --click gallery clicks the record button (`stop`: the clip in progress finishes), waits for
 the gallery to list a clip (`galleryStop`: the answer's status), then for every item's
 thumbnail, plays the first <video> (muted) and waits until it has played 0.5 s or to its
@@ -120,6 +122,18 @@ def main(argv):
                     "() => [document.documentElement.scrollWidth, document.getElementById('p').getBoundingClientRect().width]")
                 result["phone"] = f"{out}/phone.png"
                 page.screenshot(path=result["phone"], full_page=True)
+            elif ratio == "mode":
+                # The mode picker (with a photo output): photo. The answer, then the picker as
+                # the status stream sets it (`modeAfter`), and the options it offers.
+                page.wait_for_function("() => !document.getElementById('mode-row').hidden", timeout=15000)
+                page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
+                page.select_option("#mode", label="photo")
+                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
+                answer = page.inner_text("#r")
+                result["modeStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
+                result["modeAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                result["modeOptions"] = page.evaluate("() => [...document.getElementById('mode').options].map(o => o.value)")
+                result["modeAfter"] = page.evaluate("() => document.getElementById('mode').value")
             elif ratio == "gallery":
                 page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
                 page.click("#record")

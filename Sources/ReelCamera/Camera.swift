@@ -97,8 +97,9 @@ public final class Camera: Sendable {
             // recording exists waits for it (and is dropped if it never comes).
             let pending = PendingRecording()
             undo.append { pending.settle(nil) }
+            let videoPresses = RecordingToggles.events(pending, notice: notice)
             if !(configuration.photos?.takesPresses ?? false) {
-                controls.dispatcher.setHandler(RecordingToggles.events(pending, notice: notice))
+                controls.dispatcher.setHandler(videoPresses)
             }
             SecondaryPresses.prepare(configuration.controls.secondary, source: options.source, dispatcher: controls.dispatcher)
             // The session's configuration check: refused at its commit (69) when this machine
@@ -121,6 +122,11 @@ public final class Camera: Sendable {
             controls.attachPicture(session: session, buffers: recording.sourceBuffers)
             recording.writer.settings.chapterMarks.setSource { [dispatcher = controls.dispatcher] in dispatcher.markers.compactMap(\.frameIndex) }
             let photos = try configuration.photos.map { try CameraPhotos.attach($0, to: recording, controls: controls, notice: notice) }
+            if let photos {
+                // The mode dial: presses record or take photos, switched live.
+                controls.attachMode(photoMode: configuration.photos?.takesPresses ?? false, video: videoPresses,
+                                    photo: { [photos] event, _ in photos.handle(event) })
+            }
             let secondary = try SecondaryPresses.attach(configuration.controls.secondary, recording: recording,
                                                         dispatcher: controls.dispatcher, notice: notice)
             undo.append { secondary?.finish() }

@@ -131,6 +131,23 @@ public final class CameraControls: Sendable {
         controls.commitConfiguration()
     }
 
+    /// The `mode` picker (`video`, `photo`: `CaptureMode`'s), as the Camera app's mode dial:
+    /// what a primary press (a key, the page's or the socket's press) does from the next press
+    /// on — `video` hands presses to `video` (start and stop recording), `photo` to `photo`
+    /// (a photo of the pressed frame, a burst when held). Starts at `photoMode`. Only a camera
+    /// with a photo output has it.
+    func attachMode(photoMode: Bool, video: @escaping CaptureEventDispatcher.Handler, photo: @escaping CaptureEventDispatcher.Handler) {
+        let titles = CaptureMode.allCases.map(\.rawValue)
+        let picker = IndexPicker(identifier: "mode", titles: titles,
+                                 selectedIndex: titles.firstIndex(of: (photoMode ? CaptureMode.photo : .video).rawValue) ?? 0) { [weak self] i in
+            self?.dispatcher.setHandler(titles[i] == CaptureMode.photo.rawValue ? photo : video)
+            self?.record("mode", Double(i), title: titles[i])
+        }
+        controls.beginConfiguration()
+        if controls.canAddControl(picker) { try? controls.addControl(picker) }
+        controls.commitConfiguration()
+    }
+
     /// The control socket's `{"record": …}` requests go to `handler` (no socket: nothing to do).
     func setRecordHandler(_ handler: @escaping ControlSocket.RecordHandler) {
         socket.withLock { $0 }?.setRecordHandler(handler)

@@ -202,4 +202,32 @@ extension RealtimeShutterTests {
         let summary = try run.decode(PhotoRecordingJSON.self)
         #expect(summary.photos.map(\.path) == [path])
     }
+
+    /// The mode picker in a real browser (Playwright, Debian's chromium), with a photo output
+    /// in video mode: the page offers `video` and `photo`, picks `photo` (200, the answer says
+    /// photo, the status stream leaves the picker there); then a primary press from the control
+    /// socket (`reel control shutter`) takes a photo and does not stop the recording.
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    func theModePickerInABrowserTurnsPressesIntoPhotos() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = try artifactDirectory("preview-mode")
+        let socket = dir + "/control.sock"
+        let rec = try serve(["record", "--mode", "video", "--photos", dir + "/photos", "--photo-format", "jpeg", "--control-socket", socket,
+                             "--source", "synthetic:1280", "--codec", "h264", "--plain", "--json", "--out", dir + "/video"] + untilSIGINT)
+        let (status, text, why) = try runPreviewBrowser(rec.page, shots: shots, click: "mode")
+        #expect(status == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any], "\(String(decoding: text, as: UTF8.self))")
+        #expect(result["modeStatus"] as? Int == 200 && (result["modeAnswer"] as? [String: Any])?["title"] as? String == "photo", "\(result)")
+        #expect(result["modeOptions"] as? [String] == ["video", "photo"] && result["modeAfter"] as? String == "photo", "\(result)")
+        let press = try reel(["control", "--socket", socket, "shutter"])
+        #expect(press.status == 0, "\(press.stdout)\(press.stderr)")
+        #expect(waitUntil(30) { (try? rec.status())?["photo"] is String }, "the press took no photo")
+        let run = rec.stop()
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try run.decode(PhotoRecordingJSON.self)
+        #expect(summary.photos.count == 1, "\(summary.photos.map(\.path))")
+        let toggles = try run.decode(RecordingSummary.self).recordingToggles
+        #expect(toggles.isEmpty, "a press in photo mode toggled the recording: \(toggles)")
+    }
 }

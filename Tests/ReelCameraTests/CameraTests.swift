@@ -232,6 +232,40 @@ final class Running: @unchecked Sendable {
     }
 }
 
+extension CameraTests {
+    /// The mode dial: a camera with a photo output in video mode has a `mode` picker; a
+    /// primary press toggles the movie output and takes no photo; `set("mode", to: "photo")`
+    /// switches it, and the next press takes a photo and toggles nothing. The summary lists
+    /// the switch among the control changes.
+    @Test func theModeDialSwitchesWhatAPressDoes() throws {
+        let dir = scratchDirectory("reel-camera-mode")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = try testConfiguration(dir, frames: 100_000)
+        c.photos = CameraPhotoRequest(directory: dir + "/photos")
+        c.photos?.format = .jpeg
+        c.photos?.takesPresses = false
+        let camera = try Camera(c)
+        let running = Running(camera)
+        #expect(camera.controls.controls.control("mode")?.state.title == "video")
+        _ = try camera.takePhoto()   // the first frame is there (and one photo, the app's)
+        camera.send(CaptureEvent(phase: .began, action: .primary, source: "test"))
+        camera.send(CaptureEvent(phase: .ended, action: .primary, source: "test"))
+        camera.controls.dispatcher.drain()
+        let switched = camera.set("mode", to: "photo")
+        #expect(switched.ok && switched.title == "photo", "\(switched)")
+        camera.controls.controls.drain()
+        #expect(camera.controls.controls.control("mode")?.state.title == "photo")
+        camera.send(CaptureEvent(phase: .began, action: .primary, source: "test"))
+        camera.send(CaptureEvent(phase: .ended, action: .primary, source: "test"))
+        camera.controls.dispatcher.drain()
+        camera.stop()
+        let summary = running.wait()
+        #expect(summary.recording.recordingToggles.map(\.action) == [.stop], "\(summary.recording.recordingToggles)")
+        #expect(summary.photos.count == 2, "the app's photo and the photo-mode press: \(summary.photos.count)")
+        #expect(summary.controls.controlChanges.map(\.control) == ["mode"] && summary.controls.controlChanges.first?.title == "photo")
+    }
+}
+
 /// An output that holds the capture thread at frame `at` (not in real time) until `release`:
 /// the test acts on the camera between two known frames.
 final class FrameGate: FrameOutput, @unchecked Sendable {

@@ -40,8 +40,8 @@ function slider(name, c, unit) {
   out.textContent = (name === 'exposure' && c.value > 0 ? '+' : '') + (+c.value.toFixed(2)) + unit;
 }
 
-function picker(c) {
-  const row = $('effect-row'), sel = $('effect');
+function picker(name, c) {
+  const row = $(name + '-row'), sel = $(name);
   if (!c) { row.hidden = true; return; }
   row.hidden = false;
   const titles = c.titles || [];
@@ -77,7 +77,8 @@ function show(j) {
   for (const c of j.controls || []) controls[c.identifier] = c;
   slider('zoom', controls.zoom, '×');
   slider('exposure', controls.exposure, '');
-  picker(controls.effect);
+  picker('effect', controls.effect);
+  picker('mode', controls.mode);
   if (j.gallery !== gallery) { gallery = j.gallery; refreshGallery(); }
   if (j.photo != null && j.photo !== photo) {
     photo = j.photo;
@@ -155,7 +156,9 @@ function init() {
     input.oninput = () => { $(name + '-v').textContent = (+(+input.value).toFixed(2)) + (name === 'zoom' ? '×' : ''); };
     input.onchange = () => { held[name] = false; post('/control?name=' + name + '&value=' + encodeURIComponent(input.value)); };
   }
-  $('effect').onchange = () => post('/control?name=effect&value=' + encodeURIComponent($('effect').value));
+  for (const name of ['effect', 'mode']) {
+    $(name).onchange = () => post('/control?name=' + name + '&value=' + encodeURIComponent($(name).value));
+  }
   ready = true;
   if (newest) show(newest);
 }
