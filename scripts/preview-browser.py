@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives the preview page in Debian's headless Chromium through Playwright (tests use it).
 
-    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record|zoom|mode|gallery | --follow FILE]
+    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record|zoom|marker|mode|gallery | --follow FILE]
 
 Opens URL (the page's address with its token, as the `preview:` line prints it: the page
 sets its cookie), waits until the live picture shows (the <img> has decoded a JPEG), saves the
@@ -24,6 +24,8 @@ console's errors (`consoleErrors`: content-security-policy violations among them
 writes FILE, and waits (60 s at most) until it shows `zoom 2×` without a reload
 (`stateFollowed`): the test changes the zoom from elsewhere in between. Prints one JSON object: the screenshots' paths, the picture's natural size,
 the state line before and after, and the ratio answer (the JSON the page got).
+--click marker clicks the secondary button (`secondaryBefore`, `pressStatus`,
+`secondaryAfter`: what it says before and after; a `lock` is waited for until it says `unlock`).
 --click mode picks `photo` in the mode picker and waits for the answer (`modeStatus`,
 `modeAnswer`, `modeOptions`, `modeAfter`: the picker's value once the status stream set it).
 --click gallery clicks the record button (`stop`: the clip in progress finishes), waits for
@@ -122,6 +124,17 @@ def main(argv):
                     "() => [document.documentElement.scrollWidth, document.getElementById('p').getBoundingClientRect().width]")
                 result["phone"] = f"{out}/phone.png"
                 page.screenshot(path=result["phone"], full_page=True)
+            elif ratio == "marker":
+                # The secondary button: what it says (marker, lock), a click, the answer, and
+                # what it says once the status stream brought the new state (lock → unlock).
+                result["secondaryBefore"] = page.inner_text("#marker")
+                page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
+                page.click("#marker")
+                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
+                result["pressStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
+                if result["secondaryBefore"] == "lock":
+                    page.wait_for_function("() => document.getElementById('marker').textContent === 'unlock'", timeout=15000)
+                result["secondaryAfter"] = page.inner_text("#marker")
             elif ratio == "mode":
                 # The mode picker (with a photo output): photo. The answer, then the picker as
                 # the status stream sets it (`modeAfter`), and the options it offers.

@@ -135,8 +135,11 @@ public final class Camera: Sendable {
                                           stop: { recording.stop() }, rateChanged: { admission.update(framesPerSecond: $0) })
             // The preview listens before capture starts: a port in use ends here.
             let served = try configuration.preview.map { request in
-                try CameraPreview.start(request, recording: recording, photos: photos, gate: gate!,
-                                        pressure: { handler.level }, controls: controls, notice: notice)
+                try CameraPreview.start(request, recording: recording, photos: photos, gate: gate!, pressure: { handler.level },
+                                        secondary: { [dispatcher = controls.dispatcher] in
+                                            secondary.map { $0.isLocked ? "unlock" : "lock" } ?? (dispatcher.laysSecondaryMarkers ? "marker" : "none")
+                                        },
+                                        controls: controls, notice: notice)
             }
             let preview = served?.0
             if let served { undo.append { served.1?.stop(); served.0.stop() } }

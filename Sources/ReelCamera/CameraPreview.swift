@@ -18,7 +18,8 @@ public enum CameraPreview {
     /// - Throws: `CameraError` (75: port in use; 77: no permission; 64: bad address; else 69),
     ///   or the session's refusal of the output (the server is stopped first).
     static func start(_ request: PreviewRequest, recording: Recording, photos: CameraPhotos?, gate: PressurePreviewGate,
-                      pressure: @escaping @Sendable () -> PressureLevel, controls: CameraControls,
+                      pressure: @escaping @Sendable () -> PressureLevel, secondary: @escaping @Sendable () -> String,
+                      controls: CameraControls,
                       notice: @escaping @Sendable (String) -> Void) throws -> (PreviewServer, ClipWatcher?) {
         let output = (gate.inner as? PreviewOutput) ?? PreviewOutput()
         let session = recording.session
@@ -51,6 +52,7 @@ public enum CameraPreview {
                 status.dropReasons = stats.drops.table
                 status.seams = stats.seams.count
                 controls.fillPicture(&status)   // zoom, exposure, effect as last applied
+                status.secondary = secondary()
                 if status.recording != pushed.recording(status.recording) { pushed.changed() }
                 if let photo = photos?.output.photos.last { pushed.photo(photo.path) }
                 pushed.photosToGallery(photos)

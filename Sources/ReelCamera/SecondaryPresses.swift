@@ -100,6 +100,9 @@ final class SecondaryPresses: Sendable {
         }
     }
 
+    /// Whether the focus and exposure are locked now.
+    var isLocked: Bool { lock.isLocked }
+
     /// The summary's `locks`.
     var summary: LockSummary { LockSummary(locks: records.withLock { $0 }) }
 }

@@ -114,6 +114,9 @@ public final class CaptureEventDispatcher: Sendable {
         }
     }
 
+    /// Whether a secondary `ended` lays a marker now (see `setSecondaryMarkers`).
+    public var laysSecondaryMarkers: Bool { state.withLock { $0.secondaryMarkers } }
+
     /// Takes one event from any source: logged at once with the current frame, then handled
     /// on the dispatcher's queue.
     public func send(_ event: CaptureEvent) {

@@ -52,10 +52,14 @@ public struct PreviewStatus: Codable, Sendable {
     /// The name of the latest photo saved while the page was served (its thumbnail is
     /// `GET /photo.jpg`); null before the first. The server fills it in.
     @EncodedNull public var photo: String? = nil
-    /// Items in the gallery (`GET /gallery`): this session's finished clips and saved photos.
-    /// It grows when a clip finishes or a photo is saved, and the page then fetches the list.
-    /// The server fills it in.
+    /// How many times the gallery's list (`GET /gallery`) changed: a clip finished, a photo
+    /// saved, a clip deleted or moved away. When it moves the page fetches the list. The
+    /// server fills it in.
     public var gallery: Int = 0
+    /// What a secondary press (the page's second button) does now: `marker`, `lock` (a V4L2
+    /// camera that can lock focus and exposure, unlocked), `unlock` (locked), `none`; null for
+    /// `reel preview`.
+    @EncodedNull public var secondary: String? = nil
 
     /// The session's part of the status; the server fills in the preview's own counters.
     public init(recording: Bool, elapsed: Double, frames: Int, fps: Double, drops: Int, ratio: String,

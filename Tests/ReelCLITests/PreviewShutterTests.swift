@@ -230,4 +230,28 @@ extension RealtimeShutterTests {
         let toggles = try run.decode(RecordingSummary.self).recordingToggles
         #expect(toggles.isEmpty, "a press in photo mode toggled the recording: \(toggles)")
     }
+
+    /// The secondary button on a V4L2 camera that can lock focus and exposure (the
+    /// emulation), in a real browser: it says `lock`; a click (`POST /press`, 200) locks, and
+    /// the status stream turns it into `unlock`. The summary has the lock (and the unlock at the
+    /// end), from the page, and no marker.
+    @Test(.enabled(if: havePlaywright && fakeV4L2Library != nil, "needs Playwright, chromium and the V4L2 emulation (scripts/test builds it)"))
+    func theSecondaryButtonLocksAV4L2CameraInABrowser() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = try artifactDirectory("preview-lock")
+        let rec = try serve(["record", "--source", "v4l2:/dev/video0", "--secondary", "lock", "--codec", "h264", "--plain", "--json",
+                             "--out", dir + "/video"] + untilSIGINT, environment: ["LD_PRELOAD": try #require(fakeV4L2Library)])
+        let (status, text, why) = try runPreviewBrowser(rec.page, shots: shots, click: "marker")
+        let run = rec.stop()
+        #expect(status == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any], "\(String(decoding: text, as: UTF8.self))")
+        #expect(result["secondaryBefore"] as? String == "lock" && result["pressStatus"] as? Int == 200, "\(result)")
+        #expect(result["secondaryAfter"] as? String == "unlock", "\(result)")
+        #expect(run.status == 0, "\(run.stderr)")
+        let s = try run.decode(CaptureModeSummaryJSON.self)
+        #expect(s.locks.map(\.locked) == [true, false] && s.locks.first?.source == "page" && s.locks.last?.source == "end of recording",
+                "\(s.locks.map { ($0.locked, $0.source) })")
+        #expect(s.markers.isEmpty, "the lock lays no marker")
+    }
 }

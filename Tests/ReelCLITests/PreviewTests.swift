@@ -179,11 +179,12 @@ struct RealtimePreviewTests {
         let status = try curl(base + "status")
         #expect(status.headers["content-type"] == "application/json")
         let json = try #require(status.object)
-        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "crossOriginRefused", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "poolRemainingSeconds", "pressure", "zoom", "exposure", "effect", "dropReasons", "seams", "controls", "photo", "gallery"])
+        #expect(Set(json.keys) == ["recording", "elapsed", "frames", "fps", "drops", "crossOriginRefused", "ratio", "previewFrames", "previewClients", "previewEncodeMs", "poolRemainingCapacity", "poolRemainingSeconds", "pressure", "zoom", "exposure", "effect", "dropReasons", "seams", "controls", "photo", "gallery", "secondary"])
         #expect(json["poolRemainingCapacity"] is NSNull, "--plain records through no pool")
         #expect(json["poolRemainingSeconds"] is NSNull, "--plain records through no pool")
         #expect(json["recording"] as? Bool == true)
         #expect(json["ratio"] as? String == "16x9")
+        #expect(json["secondary"] as? String == "marker", "the synthetic sensor has no lock: a secondary press lays a marker")
         #expect((json["frames"] as? Int ?? 0) > 0)
 
         let events = try curl(base + "events", seconds: 0.8)

@@ -73,6 +73,10 @@ function show(j) {
   if (j.poolRemainingSeconds != null) pool.textContent = clock(j.poolRemainingSeconds) + ' left';
   else if (j.poolRemainingCapacity != null) pool.textContent = (j.poolRemainingCapacity / 1e9).toFixed(2) + ' GB left';
   for (const x of document.querySelectorAll('button[data-r]')) x.setAttribute('aria-pressed', String(x.dataset.r === j.ratio));
+  // The secondary button says what a press does now: marker, lock, unlock (none: hidden).
+  const m = $('marker');
+  m.hidden = j.secondary === 'none';
+  if (j.secondary != null && j.secondary !== 'none') m.textContent = j.secondary;
   const controls = {};
   for (const c of j.controls || []) controls[c.identifier] = c;
   slider('zoom', controls.zoom, '×');
