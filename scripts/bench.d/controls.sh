@@ -12,8 +12,13 @@
 # ROUNDS (default 5) rounds of PRESSES (default 20) presses per way, the two ways taking
 # turns; presses 150-183 ms apart (random phase against the frames). Prints p50 and p95 per
 # way and the page/socket ratio of each round's p50 (its spread over the rounds).
+# Then a change made elsewhere, seen in a browser: the control socket sets the zoom (ROUNDS x
+# PRESSES/2 times) and the page open in Debian's chromium (Playwright) shows it in its state
+# line, pushed on /events: from the request's send to the page's mutation of the line (both
+# on CLOCK_REALTIME), p50 and p95, against one frame interval (33.3 ms).
 set -euo pipefail
-scripts/setup
+scripts/setup chromium
+python3 -c "import playwright" 2>/dev/null || python3 -m pip install -q playwright
 swift build -c release 2>&1 | tail -1
 load_before=$(cat /proc/loadavg)
 echo "load: $load_before   commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)   scene: pattern"
@@ -114,6 +119,36 @@ for rnd in range(rounds):
             value = 1.0 + (round(value * 8) % 15 + 1) / 8   # a new value every press: 1.125 … 3.0
             sent.append((way, rnd, press(value)))
             time.sleep(0.150 + random.random() / 30)
+# A change made elsewhere, seen in the browser: the control socket sets the zoom, and the page
+# (Debian's chromium through Playwright) shows it in its state line, pushed on /events. Both
+# times on CLOCK_REALTIME: the socket request's send here, the page's mutation of the state
+# line (performance.timeOrigin + performance.now()).
+from playwright.sync_api import sync_playwright
+followed = {}   # round -> [ms]
+with sync_playwright() as p:
+    browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+    page = browser.new_page()
+    page.goto(f"http://127.0.0.1:{port}/?token={TOKEN}")
+    page.wait_for_function("() => document.getElementById('s').textContent.includes('zoom')", timeout=30000)
+    page.evaluate("""() => { window.seen = []; const s = document.getElementById('s');
+        new MutationObserver(() => { const m = s.textContent.match(/zoom ([0-9.]+)×/);
+            if (m) window.seen.push([performance.timeOrigin + performance.now(), +m[1]]); })
+        .observe(s, {childList: true, characterData: true, subtree: true}); }""")
+    steps = [1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0]
+    k = 0
+    for rnd in range(rounds):
+        for _ in range(presses // 2):
+            v = steps[k % len(steps)]; k += 1
+            page.evaluate("() => { window.seen = []; }")
+            t0 = time.time() * 1000
+            press_socket(v)
+            page.wait_for_function(f"() => window.seen.some(x => Math.abs(x[1] - {v}) < 0.005)", timeout=10000)
+            t1 = page.evaluate(f"() => window.seen.find(x => Math.abs(x[1] - {v}) < 0.005)[0]")
+            followed.setdefault(rnd, []).append(t1 - t0)
+            sent.append(("browser", rnd, None))
+            time.sleep(0.150 + random.random() / 30)
+    browser.close()
+
 time.sleep(1)
 stop.set()
 rec.send_signal(signal.SIGINT)
@@ -137,6 +172,8 @@ def shown_ns(f):
 lat = {"page": {"frame": [], "shown": []}, "socket": {"frame": [], "shown": []}}
 per_round = {}
 for (way, rnd, t0), change in zip(sent, changes):
+    if way == "browser":
+        continue
     f = change["frameIndex"]
     lat[way]["frame"].append((capture_ns(f) - t0) / 1e6)
     s = shown_ns(f)
@@ -154,7 +191,15 @@ ratios = [median(per_round[("page", r)]) / median(per_round[("socket", r)]) for 
           if per_round.get(("page", r)) and per_round.get(("socket", r))]
 print("page/socket, press -> shown p50 by round: %s (median %.2f, spread %.2f-%.2f)"
       % (", ".join("%.2f" % x for x in ratios), median(ratios), min(ratios), max(ratios)))
+all_followed = [x for r in range(rounds) for x in followed.get(r, [])]
+followed_p50 = [median(followed[r]) for r in range(rounds) if followed.get(r)]
+print("control socket -> the page's state line in chromium: p50 %.1f ms, p95 %.1f ms (%d changes); p50 by round: %s; "
+      "one frame interval is 33.3 ms" % (median(all_followed), pct(all_followed, 95), len(all_followed),
+                                          ", ".join("%.1f" % x for x in followed_p50)))
 heads = [
+    R.headline("a change made elsewhere (control socket) -> shown on the page in chromium, p50 (scene: pattern)", followed_p50,
+               unit="ms", reel_name="page", target=("<=", 33.3, "reel")),
+    R.headline("a change made elsewhere -> shown on the page, p95", pct(all_followed, 95), unit="ms", reel_name="page", key=False),
     R.headline("zoom press -> shown to a stream client, p50 (scene: pattern)",
                [median(per_round[("page", r)]) for r in range(rounds) if per_round.get(("page", r))], unit="ms",
                reel_name="page (POST /control)",
