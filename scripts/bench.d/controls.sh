@@ -16,6 +16,12 @@
 # PRESSES/2 times) and the page open in Debian's chromium (Playwright) shows it in its state
 # line, pushed on /events: from the request's send to the page's mutation of the line (both
 # on CLOCK_REALTIME), p50 and p95, against one frame interval (33.3 ms).
+# First, the page's first picture from the command's start: LAUNCHES (default 3) times, exec
+# of `reel record --preview` to the page's <img> holding a decoded picture in a Chromium
+# that was already running (the page is opened once, as soon as the port answers: a connect
+# every 2 ms). FRESH=1: each
+# launch of reel gets an empty XDG_DATA_HOME and XDG_CACHE_HOME of its own (a newcomer's first
+# run; Chromium keeps the machine's: an empty one costs it a font-cache rebuild of seconds).
 set -euo pipefail
 scripts/setup chromium
 python3 -c "import playwright" 2>/dev/null || python3 -m pip install -q playwright
@@ -68,6 +74,52 @@ def stream_client(port, stop):
             frames[int(h["X-Frame-Index"])] = (int(h["X-Capture-Monotonic-Ns"]), time.monotonic_ns())
             buf = rest[n:]
     s.close()
+
+from playwright.sync_api import sync_playwright
+
+# The page's first picture from the command's start: Chromium is up and waiting; `reel record
+# --preview` is exec'd; the page is opened as soon as the port answers; the time from exec
+# to the page's <img> holding its first decoded picture (naturalWidth > 0), LAUNCHES runs.
+def first_picture_ms(work):
+    port = free_port()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        env = dict(os.environ)
+        if os.environ.get("FRESH") == "1":   # a newcomer's first run: no pool, no calibration cache (reel's own)
+            env["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="reel-bench-xdg-data-")
+            env["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="reel-bench-xdg-cache-")
+        t0 = time.time() * 1000
+        rec = subprocess.Popen([reel, "record", "--source", "synthetic:1280", "--codec", "prores:proxy", "--plain",
+                                "--out", work, "--preview", f"127.0.0.1:{port}", "--preview-token", TOKEN, "--duration", "20"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        try:
+            # The port answering (a connect every 2 ms), then one navigation: a user opens the
+            # address once the `preview:` line shows it.
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.time() * 1000 - t0 > 30000:
+                        raise
+                    time.sleep(0.002)
+            listening.append(time.time() * 1000 - t0)
+            page.goto(f"http://127.0.0.1:{port}/?token={TOKEN}", timeout=30000)
+            loaded.append(time.time() * 1000 - t0)
+            page.wait_for_function("() => document.getElementById('p').naturalWidth > 0", timeout=30000, polling="raf")
+            return page.evaluate("() => performance.timeOrigin + performance.now()") - t0
+        finally:
+            rec.send_signal(signal.SIGINT); rec.wait(timeout=60)
+            browser.close()
+
+listening, loaded = [], []   # ms from exec to the port answering, to the page's document loaded
+launches = int(os.environ.get("LAUNCHES", "3"))
+first = [first_picture_ms(tempfile.mkdtemp(prefix="reel-bench-first-")) for _ in range(launches)]
+print("the page's first picture from exec (chromium waiting%s): %s ms (median %.0f)" % (
+      ", reel on a fresh XDG_DATA_HOME and XDG_CACHE_HOME each time" if os.environ.get("FRESH") == "1" else "",", ".join("%.0f" % x for x in first), median(first)))
+print("  of which to the port answering: %s ms; to the page's document loaded: %s ms"
+      % (", ".join("%.0f" % x for x in listening), ", ".join("%.0f" % x for x in loaded)))
 
 work = tempfile.mkdtemp(prefix="reel-bench-controls-")
 port = free_port()
@@ -123,7 +175,6 @@ for rnd in range(rounds):
 # (Debian's chromium through Playwright) shows it in its state line, pushed on /events. Both
 # times on CLOCK_REALTIME: the socket request's send here, the page's mutation of the state
 # line (performance.timeOrigin + performance.now()).
-from playwright.sync_api import sync_playwright
 followed = {}   # round -> [ms]
 with sync_playwright() as p:
     browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
@@ -197,6 +248,8 @@ print("control socket -> the page's state line in chromium: p50 %.1f ms, p95 %.1
       "one frame interval is 33.3 ms" % (median(all_followed), pct(all_followed, 95), len(all_followed),
                                           ", ".join("%.1f" % x for x in followed_p50)))
 heads = [
+    R.headline("the page's first picture in chromium from the command's exec (scene: pattern)", first, unit="ms", reel_name="reel record --preview",
+               key=False),
     R.headline("a change made elsewhere (control socket) -> shown on the page in chromium, p50 (scene: pattern)", followed_p50,
                unit="ms", reel_name="page", target=("<=", 33.3, "reel")),
     R.headline("a change made elsewhere -> shown on the page, p95", pct(all_followed, 95), unit="ms", reel_name="page", key=False),
