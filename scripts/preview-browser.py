@@ -43,6 +43,15 @@ import sys
 from playwright.sync_api import sync_playwright
 
 
+def answered(page, timeout):
+    """Waits until the page shows the answer to its request (#r's data-status set), and
+    returns its status and its JSON (or the text when it is not JSON)."""
+    page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=timeout)
+    answer = page.inner_text("#r")
+    status = int(page.evaluate("() => document.getElementById('r').dataset.status"))
+    return status, json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+
+
 def main(argv):
     if len(argv) not in (3, 5) or (len(argv) == 5 and argv[3] not in ("--click", "--follow")):
         print(__doc__, file=sys.stderr)
@@ -82,10 +91,7 @@ def main(argv):
                 for step in ("recordStart", "recordStop"):
                     page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
                     page.click("#record")
-                    page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=30000)
-                    answer = page.inner_text("#r")
-                    result[step] = [int(page.evaluate("() => document.getElementById('r').dataset.status")),
-                                    json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer]
+                    result[step] = list(answered(page, 30000))
                     if step == "recordStart":
                         page.wait_for_function("() => document.getElementById('record').textContent === 'stop'", timeout=30000)
                         result["buttonWhileRecording"] = page.inner_text("#record")
@@ -100,10 +106,7 @@ def main(argv):
                 # to the state line and the slider. Then the page at phone size (390x844).
                 page.wait_for_function("() => !document.getElementById('zoom-row').hidden", timeout=15000)
                 page.fill("#zoom", "2")
-                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
-                answer = page.inner_text("#r")
-                result["zoomStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
-                result["zoomAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                result["zoomStatus"], result["zoomAnswer"] = answered(page, 15000)
                 page.wait_for_function("() => document.getElementById('s').textContent.includes('zoom 2×')", timeout=15000)
                 result["stateAfter"] = page.inner_text("#s")
                 result["sliderAfter"] = page.evaluate("() => +document.getElementById('zoom').value")
@@ -111,10 +114,7 @@ def main(argv):
                 page.wait_for_function("() => !document.getElementById('effect-row').hidden", timeout=15000)
                 page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
                 page.select_option("#effect", label="grayscale")
-                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
-                answer = page.inner_text("#r")
-                result["effectStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
-                result["effectAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                result["effectStatus"], result["effectAnswer"] = answered(page, 15000)
                 page.wait_for_function("() => document.getElementById('s').textContent.includes('effect grayscale')", timeout=15000)
                 result["stateAfterEffect"] = page.inner_text("#s")
                 result["desktop"] = f"{out}/desktop.png"
@@ -141,10 +141,7 @@ def main(argv):
                 page.wait_for_function("() => !document.getElementById('mode-row').hidden", timeout=15000)
                 page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
                 page.select_option("#mode", label="photo")
-                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
-                answer = page.inner_text("#r")
-                result["modeStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
-                result["modeAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                result["modeStatus"], result["modeAnswer"] = answered(page, 15000)
                 result["modeOptions"] = page.evaluate("() => [...document.getElementById('mode').options].map(o => o.value)")
                 result["modeAfter"] = page.evaluate("() => document.getElementById('mode').value")
             elif ratio == "gallery":
@@ -178,20 +175,14 @@ def main(argv):
                 page.screenshot(path=result["galleryPhone"], full_page=True)
             elif ratio == "shutter":
                 page.click("#shutter")
-                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=30000)
-                answer = page.inner_text("#r")
-                result["shutterStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
-                result["shutterAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                result["shutterStatus"], result["shutterAnswer"] = answered(page, 30000)
                 # The status stream names the photo; its thumbnail shows under the picture.
                 page.wait_for_function("() => { const t = document.getElementById('thumb'); return !t.hidden && t.naturalWidth > 0; }",
                                        timeout=15000)
                 result["thumbnail"] = page.evaluate("() => { const t = document.getElementById('thumb'); return [t.naturalWidth, t.naturalHeight]; }")
             elif ratio:
                 page.click(f"button[data-r='{ratio}']")
-                page.wait_for_function("() => (document.getElementById('r').dataset.status || '') !== ''", timeout=15000)
-                answer = page.inner_text("#r")
-                result["ratioStatus"] = int(page.evaluate("() => document.getElementById('r').dataset.status"))
-                result["ratioAnswer"] = json.loads(answer.split(" ", 2)[2]) if answer.count(" ") >= 2 else answer
+                result["ratioStatus"], result["ratioAnswer"] = answered(page, 15000)
                 page.wait_for_function(f"() => document.getElementById('s').textContent.includes(' {ratio}')", timeout=15000)
                 result["stateAfter"] = page.inner_text("#s")
                 page.wait_for_function("() => { const i = document.getElementById('p'); return i.naturalWidth < i.naturalHeight; }"

@@ -115,6 +115,44 @@ struct PictureSummaryJSON: Decodable {
     var stopReason: String
 }
 
+/// Checks every decoded frame of `clip` (1280x720, lossless: FFV1) of the synthetic sensor
+/// against the picture changes the summary stated: before `zoomAt` the barcode at its own
+/// size, from it on twice as large (read after shrinking the picture by 2 about its centre);
+/// with `exposureAt`, the dark panel below the barcode under luma 52 before it and over 52
+/// from it on (one stop brighter); before `effectAt` the LEDs' colour, from it on no chroma
+/// (grayscale). The clip holds frames before the zoom and 5 after the effect.
+func expectPictureChanges(_ clip: PictureClipJSON, zoomAt: Int, exposureAt: Int?, effectAt: Int) throws {
+    let indices = try frameIndices(of: clip)
+    try #require(indices.count == clip.frames)
+    #expect(indices.contains { $0 < zoomAt } && indices.contains { $0 >= effectAt + 5 })
+    var position = 0
+    let decoded = try forEachDecodedYUV(clip.path, width: 1280, height: 720) { f in
+        guard position < indices.count else { return }
+        let index = indices[position]
+        position += 1
+        if index < zoomAt {
+            #expect(f.barcodeAsIs == index, "frame \(index), before the zoom at \(zoomAt), does not show its barcode at 1×")
+        } else {
+            #expect(f.barcode(shrunkBy: 2) == index, "frame \(index), from the zoom at \(zoomAt) on, does not show its barcode at 2×")
+        }
+        if let exposureAt, index >= zoomAt {
+            // The dark panel below the barcode, clear of the digits and LEDs at 2×.
+            let panel = f.meanLuma(x: 260, y: 520, width: 100, height: 160)
+            if index < exposureAt {
+                #expect(panel < 52, "frame \(index), before the exposure change at \(exposureAt): panel luma \(panel)")
+            } else {
+                #expect(panel > 52, "frame \(index), from the exposure change at \(exposureAt) on: panel luma \(panel)")
+            }
+        }
+        if index < effectAt {
+            #expect(f.largestChroma >= 12, "frame \(index), before grayscale at \(effectAt): the LEDs have no colour")
+        } else {
+            #expect(f.largestChroma <= 4, "frame \(index), from grayscale at \(effectAt) on: chroma \(f.largestChroma)")
+        }
+    }
+    #expect(decoded == indices.count)
+}
+
 /// The capture indices of a synthetic recording's clip, one per decoded frame: its first
 /// frame's index plus the frame's time on the clip's timeline in frames (30 fps; gaps are
 /// drops), read with `reel probe --frames`.
@@ -171,33 +209,7 @@ func frameIndices(of clip: PictureClipJSON) throws -> [Int] {
         let clip = try #require(summary.clips.first)
         #expect(clip.width == 1280 && clip.height == 720)
 
-        let indices = try frameIndices(of: clip)
-        try #require(indices.count == clip.frames)
-        #expect(indices.contains { $0 < zoomAt } && indices.contains { $0 >= effectAt + 5 })
-        var position = 0
-        let decoded = try forEachDecodedYUV(clip.path, width: 1280, height: 720) { f in
-            guard position < indices.count else { return }
-            let index = indices[position]
-            position += 1
-            if index < zoomAt {
-                #expect(f.barcodeAsIs == index, "frame \(index), before the zoom at \(zoomAt), does not show its barcode at 1×")
-            } else {
-                #expect(f.barcode(shrunkBy: 2) == index, "frame \(index), from the zoom at \(zoomAt) on, does not show its barcode at 2×")
-                // The dark panel below the barcode, clear of the digits and LEDs at 2×.
-                let panel = f.meanLuma(x: 260, y: 520, width: 100, height: 160)
-                if index < exposureAt {
-                    #expect(panel < 52, "frame \(index), before the exposure change at \(exposureAt): panel luma \(panel)")
-                } else {
-                    #expect(panel > 52, "frame \(index), from the exposure change at \(exposureAt) on: panel luma \(panel)")
-                }
-                if index < effectAt {
-                    #expect(f.largestChroma >= 12, "frame \(index), before grayscale at \(effectAt): the LEDs have no colour")
-                } else {
-                    #expect(f.largestChroma <= 4, "frame \(index), from grayscale at \(effectAt) on: chroma \(f.largestChroma)")
-                }
-            }
-        }
-        #expect(decoded == indices.count)
+        try expectPictureChanges(clip, zoomAt: zoomAt, exposureAt: exposureAt, effectAt: effectAt)
     }
 
     /// `reel preview` has no picture controls: `/status` has `zoom`, `exposure` and `effect`

@@ -103,26 +103,7 @@ struct RealtimePreviewSecurityTests {
         let effectAt = try #require(summary.controlChanges[1].frameIndex)
         let clip = try #require(summary.clips.first)
         #expect(summary.clips.count == 1, "a zoom is no seam: one clip")
-        let indices = try frameIndices(of: clip)
-        try #require(indices.count == clip.frames)
-        #expect(indices.contains { $0 < zoomAt } && indices.contains { $0 >= effectAt + 5 })
-        var position = 0
-        let decoded = try forEachDecodedYUV(clip.path, width: 1280, height: 720) { f in
-            guard position < indices.count else { return }
-            let index = indices[position]
-            position += 1
-            if index < zoomAt {
-                #expect(f.barcodeAsIs == index, "frame \(index), before the zoom at \(zoomAt), does not show its barcode at 1×")
-            } else {
-                #expect(f.barcode(shrunkBy: 2) == index, "frame \(index), from the zoom at \(zoomAt) on, does not show its barcode at 2×")
-            }
-            if index < effectAt {
-                #expect(f.largestChroma >= 12, "frame \(index), before grayscale at \(effectAt): no colour")
-            } else {
-                #expect(f.largestChroma <= 4, "frame \(index), from grayscale at \(effectAt) on: chroma \(f.largestChroma)")
-            }
-        }
-        #expect(decoded == indices.count)
+        try expectPictureChanges(clip, zoomAt: zoomAt, exposureAt: nil, effectAt: effectAt)
     }
 
     /// The page's marker button (`POST /press`, a secondary click) lays a marker while

@@ -32,6 +32,7 @@ LOAD_BEFORE="$load_before" python3 - "$PWD/.build/release/reel" "${ROUNDS:-5}" "
 import http.client, json, os, random, secrets, signal, socket, subprocess, sys, tempfile, threading, time
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
 import results as R
+import mjpeg as M
 reel, rounds, presses = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 TOKEN = secrets.token_hex(16)
 
@@ -48,32 +49,9 @@ def median(xs):
 frames = {}   # frame index -> (capture ns, ns when this client had the whole part)
 
 def stream_client(port, stop):
-    s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(f"GET /stream.mjpg HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
-    s.settimeout(1)
-    buf = b""
-    while not stop.is_set():
-        try:
-            chunk = s.recv(1 << 16)
-        except socket.timeout:
-            continue
-        if not chunk:
-            break
-        buf += chunk
-        while True:
-            i = buf.find(b"\r\n--reelframe\r\n")
-            if i < 0:
-                break
-            head, sep, rest = buf[i + 15:].partition(b"\r\n\r\n")
-            if not sep:
-                break
-            h = dict(l.split(": ", 1) for l in head.decode().split("\r\n") if ": " in l)
-            n = int(h["Content-Length"])
-            if len(rest) < n:
-                break
-            frames[int(h["X-Frame-Index"])] = (int(h["X-Capture-Monotonic-Ns"]), time.monotonic_ns())
-            buf = rest[n:]
-    s.close()
+    def part(h):
+        frames[int(h["X-Frame-Index"])] = (int(h["X-Capture-Monotonic-Ns"]), time.monotonic_ns())
+    M.read_parts(port, TOKEN, stop, part)
 
 from playwright.sync_api import sync_playwright
 

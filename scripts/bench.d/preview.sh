@@ -21,6 +21,7 @@ LOAD_BEFORE="$load_before" python3 - "$PWD/.build/release/reel" "${DURATION:-10}
 import json, os, secrets, socket, subprocess, sys, tempfile, threading, time, urllib.request
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
 import results as R
+import mjpeg as M
 reel, dur = sys.argv[1], float(sys.argv[2])
 
 TOKEN = secrets.token_hex(16)  # every run's --preview-token: each request carries it
@@ -34,33 +35,7 @@ def pct(xs, p):
 
 def stream_client(port, stop, out):
     """Reads /stream.mjpg; for each part, ms from its capture to its last byte read here."""
-    s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(f"GET /stream.mjpg HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
-    buf = b""
-    s.settimeout(1)
-    while not stop.is_set():
-        try:
-            chunk = s.recv(1 << 16)
-        except socket.timeout:
-            continue
-        if not chunk:
-            break
-        buf += chunk
-        while True:
-            i = buf.find(b"\r\n--reelframe\r\n")
-            if i < 0:
-                break
-            head, _, rest = buf[i + 15:].partition(b"\r\n\r\n")
-            if not _:
-                break
-            h = dict(l.split(": ", 1) for l in head.decode().split("\r\n") if ": " in l)
-            n = int(h["Content-Length"])
-            if len(rest) < n:
-                break
-            out.append((time.monotonic_ns() - int(h["X-Capture-Monotonic-Ns"])) / 1e6)
-            buf = buf[i + 15 + len(head) + 4 + n:]
-            # HTTP/1.0: the body is not chunked, the parts follow one another as sent.
-    s.close()
+    M.read_parts(port, TOKEN, stop, lambda h: out.append((time.monotonic_ns() - int(h["X-Capture-Monotonic-Ns"])) / 1e6))
 
 BROWSER_JS = """async ([offsetMs, seconds, token]) => {
   const res = await fetch('/stream.mjpg?token=' + token); const reader = res.body.getReader();
