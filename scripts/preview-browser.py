@@ -143,6 +143,9 @@ def main(argv):
                 page.select_option("#mode", label="photo")
                 result["modeStatus"], result["modeAnswer"] = answered(page, 15000)
                 result["modeOptions"] = page.evaluate("() => [...document.getElementById('mode').options].map(o => o.value)")
+                # The status stream's next state says photo (the page's `newest`), and the picker shows it.
+                page.wait_for_function("""() => typeof newest !== 'undefined' && newest !== null &&
+                    (newest.controls || []).some(c => c.identifier === 'mode' && c.title === 'photo')""", timeout=15000)
                 result["modeAfter"] = page.evaluate("() => document.getElementById('mode').value")
             elif ratio == "gallery":
                 page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")

@@ -8,7 +8,7 @@ first, as the user would (the preview sets its cookie; the picture shows), then 
 this script serves from another port of 127.0.0.1 — the same site, so the browser sends the
 preview's SameSite=Strict cookie with its requests. That page tries every control with
 `fetch(..., {method: 'POST', mode: 'no-cors', credentials: 'include'})` (no preflight: ratio,
-record, shutter, zoom, exposure, effect, the primary and secondary presses), reads the status
+record, shutter, zoom, exposure, effect, mode, the primary and secondary presses), reads the status
 and the gallery with `fetch`, sends a form POST into a hidden frame, embeds the snapshot, the
 stream, the latest photo and a gallery thumbnail as images, a clip as a video, and opens the
 event stream. Prints one JSON object:
@@ -31,7 +31,7 @@ ATTACK = """<!doctype html><html><head><meta charset="utf-8"><title>attacking</t
 const t = 'TARGET', attempts = [];
 async function go() {
   for (const path of ['/ratio?to=9x16', '/record?action=stop', '/record?action=toggle', '/shutter',
-                      '/control?name=zoom&value=2', '/control?name=exposure&value=1.5', '/control?name=effect&value=grayscale',
+                      '/control?name=zoom&value=2', '/control?name=exposure&value=1.5', '/control?name=effect&value=grayscale', '/control?name=mode&value=video',
                       '/press?button=click&action=primary', '/press?button=click&action=secondary']) {
     try { await fetch(t + path, {method: 'POST', mode: 'no-cors', credentials: 'include'}); attempts.push('fetch POST ' + path); }
     catch (e) { attempts.push('fetch POST ' + path + ' failed: ' + e); }

@@ -66,6 +66,9 @@ public final class CaptureEventDispatcher: Sendable {
         var handler: Handler
         var secondaryHandler: Handler? = nil
         var secondaryMarkers = true
+        /// The handler each open primary press (by source) began with: its `ended` or
+        /// `cancelled` goes there too, whatever handler was set since (a mode switched mid-press).
+        var pressHandlers: [String: Handler] = [:]
     }
     private let state: Mutex<State>
     private let queue = DispatchQueue(label: "reel.capture-events")
@@ -118,7 +121,8 @@ public final class CaptureEventDispatcher: Sendable {
     public var laysSecondaryMarkers: Bool { state.withLock { $0.secondaryMarkers } }
 
     /// Takes one event from any source: logged at once with the current frame, then handled
-    /// on the dispatcher's queue.
+    /// on the dispatcher's queue. A primary press's `ended` or `cancelled` goes to the handler
+    /// its `began` went to (a handler set mid-press takes the next press).
     public func send(_ event: CaptureEvent) {
         let frame = currentFrame()
         let handler = state.withLock { s -> Handler in
@@ -127,6 +131,12 @@ public final class CaptureEventDispatcher: Sendable {
                 s.markers.append(MarkerRecord(frameIndex: frame, time: event.time, source: event.source))
             }
             if event.action == .secondary, let h = s.secondaryHandler { return h }
+            if event.action == .primary {
+                switch event.phase {
+                case .began: s.pressHandlers[event.source] = s.handler
+                case .ended, .cancelled: if let h = s.pressHandlers.removeValue(forKey: event.source) { return h }
+                }
+            }
             return s.handler
         }
         queue.async { handler(event, frame) }

@@ -94,6 +94,12 @@ func cameraAndEvdevEnvironment(camera: String = "", script: String) throws -> [S
         #expect(waitForFrame(socket, atLeast: 10) != nil, "the recording never captured 10 frames")
         #expect(try reel(["control", "--socket", socket, "shutter", "marker"]).status == 0)
         #expect(try waitForEvents(4, socket: socket))
+        // The mode dial through the socket's client: `mode photo` answers ok, and `status` has it.
+        let mode = try reel(["control", "--socket", socket, "mode", "photo"])
+        #expect(mode.status == 0 && mode.stdout.contains(#""title":"photo""#), "\(mode.stdout)\(mode.stderr)")
+        #expect(waitUntil(10) {
+            ((try? reel(["control", "--socket", socket, "status"]))?.stdout ?? "").contains(#""identifier":"mode","kind":"picker""#)
+        }, "the socket's status lists no mode control")
         rec.signal(SIGINT)
         let run = rec.wait()
         stopped = true

@@ -170,7 +170,7 @@ struct RealtimePreviewSecurityTests {
     /// user opened the preview (its cookie set, the picture shown), a page served from another
     /// port of 127.0.0.1 — the same site, so the browser sends the SameSite=Strict cookie —
     /// tries every control by `fetch` (`no-cors`, no preflight: ratio, record, shutter, zoom,
-    /// exposure, effect, both presses) and by a form, reads the status and the gallery, embeds
+    /// exposure, effect, mode, both presses) and by a form, reads the status and the gallery, embeds
     /// the snapshot, the stream, the latest photo and a thumbnail, plays a clip and opens the
     /// event stream. Each request reached the preview (its 403 count, the positive control: the
     /// cookie was accepted, the origin refused); no control moved, and the recording has no
@@ -200,7 +200,8 @@ struct RealtimePreviewSecurityTests {
         let attempts = try #require(result["attempts"] as? [String])
         #expect(attempts == ["fetch POST /ratio?to=9x16", "fetch POST /record?action=stop", "fetch POST /record?action=toggle",
                              "fetch POST /shutter", "fetch POST /control?name=zoom&value=2", "fetch POST /control?name=exposure&value=1.5",
-                             "fetch POST /control?name=effect&value=grayscale", "fetch POST /press?button=click&action=primary",
+                             "fetch POST /control?name=effect&value=grayscale", "fetch POST /control?name=mode&value=video",
+                             "fetch POST /press?button=click&action=primary",
                              "fetch POST /press?button=click&action=secondary", "fetch GET /status", "fetch GET /gallery",
                              "form POST /ratio?to=1x1", "img /snapshot.jpg", "img /stream.mjpg", "img /photo.jpg",
                              "img /gallery/clip-1.jpg", "video /media/clip-1", "EventSource /events"], "\(attempts)")
@@ -209,6 +210,8 @@ struct RealtimePreviewSecurityTests {
         // And none changed a control.
         #expect(status?["zoom"] as? Double == 1 && status?["exposure"] as? Double == 0 && status?["effect"] as? String == "none",
                 "\(status ?? [:])")
+        let mode = (status?["controls"] as? [[String: Any]])?.first { $0["identifier"] as? String == "mode" }
+        #expect(mode?["title"] as? String == "photo", "the mode dial (photo: --photos without --mode) moved: \(mode ?? [:])")
         let run = rec.wait()
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try run.decode(RecordingSummary.self)

@@ -86,6 +86,7 @@ final class Running: @unchecked Sendable {
             #expect(json.keys.contains(key), "no \(key) in \(json.keys.sorted())")
         }
         #expect((json["pressure"] as? [String: Any])?["handler"] as? String == "on")
+        #expect(camera.controls.controls.control("mode") == nil, "no photo output: no mode dial")
     }
 
     /// `takePhoto` while the camera records: it waits for a frame, saves the photo and the
@@ -263,6 +264,33 @@ extension CameraTests {
         #expect(summary.recording.recordingToggles.map(\.action) == [.stop], "\(summary.recording.recordingToggles)")
         #expect(summary.photos.count == 2, "the app's photo and the photo-mode press: \(summary.photos.count)")
         #expect(summary.controls.controlChanges.map(\.control) == ["mode"] && summary.controls.controlChanges.first?.title == "photo")
+    }
+
+    /// A switch in the middle of a press takes the next press: a press that began in photo
+    /// mode ends there (one photo, no toggle of the recording) although the dial went to video
+    /// before its release; the next press, in video mode, stops the recording.
+    @Test func aSwitchMidPressTakesTheNextPress() throws {
+        let dir = scratchDirectory("reel-camera-mode-mid")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = try testConfiguration(dir, frames: 100_000)
+        c.photos = CameraPhotoRequest(directory: dir + "/photos")
+        c.photos?.format = .jpeg
+        c.photos?.takesPresses = true
+        let camera = try Camera(c)
+        let running = Running(camera)
+        _ = try camera.takePhoto()   // the first frame is there (and one photo, the app's)
+        camera.send(CaptureEvent(phase: .began, action: .primary, source: "test"))
+        camera.controls.dispatcher.drain()
+        #expect(camera.set("mode", to: "video").ok)
+        camera.controls.controls.drain()
+        camera.send(CaptureEvent(phase: .ended, action: .primary, source: "test"))
+        camera.send(CaptureEvent(phase: .began, action: .primary, source: "test"))
+        camera.send(CaptureEvent(phase: .ended, action: .primary, source: "test"))
+        camera.controls.dispatcher.drain()
+        camera.stop()
+        let summary = running.wait()
+        #expect(summary.photos.count == 2, "the app's photo and the press begun in photo mode: \(summary.photos.count)")
+        #expect(summary.recording.recordingToggles.map(\.action) == [.stop], "\(summary.recording.recordingToggles)")
     }
 }
 

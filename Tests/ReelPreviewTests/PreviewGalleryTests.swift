@@ -444,8 +444,10 @@ struct PreviewGalleryTests {
             p.waitUntilExit()
             return Array(data)
         }
+        let size = try MediaReader(path: file).info
+        #expect(size.width == 180 && size.height == 320, "the thumbnail is \(size.width)x\(size.height), not 180x320")
         let shown = try grey(["-i", file])
-        #expect(shown.count == 180 * 320, "the thumbnail is not 180x320: \(shown.count) samples")
+        try #require(shown.count == 180 * 320)
         // Against ffmpeg's upright picture, and the same turned half round (the other way of a
         // quarter turn): the thumbnail is close to the first (a decimated JPEG against a
         // scaled picture) and far from the second.
@@ -480,6 +482,7 @@ struct PreviewGalleryTests {
         var seen: String? = nil
         while let e = events.next(within: 5) { if e.contains(#""gallery":6"#) { seen = e; break } }
         #expect(seen != nil, "no event said gallery 6")
+        #expect(server.gallery.changes == 6, "a path never listed changed nothing")
         let again = dir + "/clip-again.mp4"
         try FileManager.default.copyItem(atPath: fixture("h264.mp4"), toPath: again)
         try server.clipFinished(at: again)

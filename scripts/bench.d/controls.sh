@@ -5,17 +5,19 @@
 # value: `POST /control?name=zoom&value=V` (HTTP keep-alive, bearer token: what the page's
 # slider sends) or `{"set": "zoom", "value": V}` on one open control-socket connection. The
 # summary's `controlChanges` name the first frame that carries each change; the preview's
-# stream (read by a client here) gives that frame's capture time (X-Capture-Monotonic-Ns) and
-# when the client had it. Per press, from the moment before the request is sent:
-#   - to the capture of the first frame carrying the change;
+# stream (read by a client here) gives when the session handed that frame, zoomed, to the
+# preview (X-Capture-Monotonic-Ns) and when the client had it. Per press, from the moment
+# before the request is sent:
+#   - to the first frame carrying the change handed to the preview;
 #   - to that frame read by a stream client (what the page shows).
 # ROUNDS (default 5) rounds of PRESSES (default 20) presses per way, the two ways taking
 # turns; presses 150-183 ms apart (random phase against the frames). Prints p50 and p95 per
 # way and the page/socket ratio of each round's p50 (its spread over the rounds).
 # Then a change made elsewhere, seen in a browser: the control socket sets the zoom (ROUNDS x
 # PRESSES/2 times) and the page open in Debian's chromium (Playwright) shows it in its state
-# line, pushed on /events: from the request's send to the page's mutation of the line (both
-# on CLOCK_REALTIME), p50 and p95, against one frame interval (33.3 ms).
+# line, pushed on /events: from the request's send to the page's mutation of the line (the
+# page's clock brought to this process's by an offset measured each round), p50 and p95,
+# against one frame interval (33.3 ms).
 # First, the page's first picture from the command's start: LAUNCHES (default 3) times, exec
 # of `reel record --preview` to the page's <img> holding a decoded picture in a Chromium
 # that was already running (the page is opened once, as soon as the port answers: a connect
@@ -58,6 +60,19 @@ from playwright.sync_api import sync_playwright
 # The page's first picture from the command's start: Chromium is up and waiting; `reel record
 # --preview` is exec'd; the page is opened as soon as the port answers; the time from exec
 # to the page's <img> holding its first decoded picture (naturalWidth > 0), LAUNCHES runs.
+def browser_offset(page):
+    """The page's clock (performance.timeOrigin + performance.now(): Chromium's monotonic clock
+    plus an offset fixed when the page started) minus this process's time.time(), in ms: the
+    read with the shortest round trip of 5, against the round trip's midpoint."""
+    best = None
+    for _ in range(5):
+        a = time.time() * 1000
+        b = page.evaluate("() => performance.timeOrigin + performance.now()")
+        c = time.time() * 1000
+        if best is None or c - a < best[0]:
+            best = (c - a, b - (a + c) / 2)
+    return best[1]
+
 def first_picture_ms(work):
     port = free_port()
     with sync_playwright() as p:
@@ -85,8 +100,9 @@ def first_picture_ms(work):
             listening.append(time.time() * 1000 - t0)
             page.goto(f"http://127.0.0.1:{port}/?token={TOKEN}", timeout=30000)
             loaded.append(time.time() * 1000 - t0)
-            page.wait_for_function("() => document.getElementById('p').naturalWidth > 0", timeout=30000, polling="raf")
-            return page.evaluate("() => performance.timeOrigin + performance.now()") - t0
+            shown = page.wait_for_function("() => document.getElementById('p').naturalWidth > 0 && performance.timeOrigin + performance.now()",
+                                           timeout=30000, polling="raf").json_value()
+            return shown - browser_offset(page) - t0
         finally:
             rec.send_signal(signal.SIGINT); rec.wait(timeout=60)
             browser.close()
@@ -128,6 +144,17 @@ ctl_file = ctl.makefile("rb")
 time.sleep(1)   # the stream client's first parts
 
 def press_page(v):
+    global page
+    # The keep-alive connection may have been closed by the server's idle timeout (10 s)
+    # during the socket's turn: opened again first, outside the timed request.
+    page.request("GET", "/status", headers={"Authorization": "Bearer " + TOKEN})
+    try:
+        page.getresponse().read()
+    except (http.client.HTTPException, ConnectionError):
+        page.close()
+        page = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        page.request("GET", "/status", headers={"Authorization": "Bearer " + TOKEN})
+        page.getresponse().read()
     t0 = time.monotonic_ns()
     page.request("POST", f"/control?name=zoom&value={v}", headers={"Authorization": "Bearer " + TOKEN, "Content-Length": "0"})
     r = page.getresponse(); body = r.read()
@@ -146,7 +173,7 @@ value = 1.0
 for rnd in range(rounds):
     for way, press in (("page", press_page), ("socket", press_socket)):
         for _ in range(presses):
-            value = 1.0 + (round(value * 8) % 15 + 1) / 8   # a new value every press: 1.125 … 3.0
+            value = 1.0 + (round(value * 8) % 15 + 1) / 8   # a new value every press (1.125 … 2.875)
             sent.append((way, rnd, press(value)))
             time.sleep(0.150 + random.random() / 30)
 # A change made elsewhere, seen in the browser: the control socket sets the zoom, and the page
@@ -156,24 +183,28 @@ for rnd in range(rounds):
 followed = {}   # round -> [ms]
 with sync_playwright() as p:
     browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
-    page = browser.new_page()
-    page.goto(f"http://127.0.0.1:{port}/?token={TOKEN}")
-    page.wait_for_function("() => document.getElementById('s').textContent.includes('zoom')", timeout=30000)
-    page.evaluate("""() => { window.seen = []; const s = document.getElementById('s');
+    tab = browser.new_page()
+    tab.goto(f"http://127.0.0.1:{port}/?token={TOKEN}")
+    tab.wait_for_function("() => document.getElementById('s').textContent.includes('zoom')", timeout=30000)
+    tab.evaluate("""() => { window.seen = []; const s = document.getElementById('s');
         new MutationObserver(() => { const m = s.textContent.match(/zoom ([0-9.]+)×/);
             if (m) window.seen.push([performance.timeOrigin + performance.now(), +m[1]]); })
         .observe(s, {childList: true, characterData: true, subtree: true}); }""")
     steps = [1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0]
     k = 0
     for rnd in range(rounds):
+        offset = browser_offset(tab)
         for _ in range(presses // 2):
             v = steps[k % len(steps)]; k += 1
-            page.evaluate("() => { window.seen = []; }")
+            if abs(v - value) < 1e-9:   # never the zoom in force: each change must change it
+                v = steps[k % len(steps)]; k += 1
+            value = v
+            tab.evaluate("() => { window.seen = []; }")
             t0 = time.time() * 1000
             press_socket(v)
-            page.wait_for_function(f"() => window.seen.some(x => Math.abs(x[1] - {v}) < 0.005)", timeout=10000)
-            t1 = page.evaluate(f"() => window.seen.find(x => Math.abs(x[1] - {v}) < 0.005)[0]")
-            followed.setdefault(rnd, []).append(t1 - t0)
+            tab.wait_for_function(f"() => window.seen.some(x => Math.abs(x[1] - {v}) < 0.005)", timeout=10000)
+            t1 = tab.evaluate(f"() => window.seen.find(x => Math.abs(x[1] - {v}) < 0.005)[0]")
+            followed.setdefault(rnd, []).append(t1 - offset - t0)
             sent.append(("browser", rnd, None))
             time.sleep(0.150 + random.random() / 30)
     browser.close()
@@ -182,6 +213,7 @@ time.sleep(1)
 stop.set()
 rec.send_signal(signal.SIGINT)
 out, err = rec.communicate(timeout=120)
+reader.join()
 summary = json.loads(out)
 changes = [c for c in summary["controlChanges"] if c["control"] == "zoom"]
 if len(changes) != len(sent):
@@ -212,7 +244,7 @@ for (way, rnd, t0), change in zip(sent, changes):
 
 print(f"{len(sent)} presses ({rounds} rounds x {presses} per way), {len(frames)} stream parts read, "
       f"frames dropped by the recording: {summary['framesDropped']}")
-print("%-8s %28s %28s" % ("way", "press -> frame captured ms", "press -> shown to client ms"))
+print("%-8s %28s %28s" % ("way", "press -> frame to preview ms", "press -> shown to client ms"))
 for way in ("page", "socket"):
     a, b = lat[way]["frame"], lat[way]["shown"]
     print("%-8s %14s p50 %5.1f p95 %5.1f %8s p50 %5.1f p95 %5.1f" % (way, "", median(a), pct(a, 95), "", median(b), pct(b, 95)))
@@ -238,7 +270,7 @@ heads = [
                peer_name="control socket", ratio=ratios, ratio_of="page/socket"),
     R.headline("zoom press -> shown to a stream client, p95 (page)", pct(lat["page"]["shown"], 95), unit="ms",
                reel_name="page", key=False),
-    R.headline("zoom press -> first frame carrying it, p50 (page)", median(lat["page"]["frame"]), unit="ms",
+    R.headline("zoom press -> first frame carrying it handed to the preview, p50 (page)", median(lat["page"]["frame"]), unit="ms",
                reel_name="page", peer=median(lat["socket"]["frame"]), peer_name="control socket", ratio=[], key=False),
     R.headline("frames dropped by the recording", summary["framesDropped"], unit="frames", key=False),
 ]

@@ -9,7 +9,7 @@ let ready = false, newest = null;
 events.onmessage = m => { newest = JSON.parse(m.data); if (ready) show(newest); };
 const $ = id => document.getElementById(id);
 let s = null, r = null;
-let last = '', photo = null, gallery = -1;
+let last = '', photo = null, gallery = -1, galleryFetch = 0;
 // While a slider is held, the stream does not move it under the finger.
 const held = { zoom: false, exposure: false };
 
@@ -122,6 +122,9 @@ function galleryItem(i) {
 }
 
 async function refreshGallery() {
+  // Fetches may overlap (a clip finished and the oldest deleted, moments apart): only the
+  // newest one's list is shown, so an older answer never brings a deleted clip back.
+  const n = ++galleryFetch;
   let items;
   try {
     const x = await fetch('/gallery');
@@ -130,6 +133,7 @@ async function refreshGallery() {
   } catch (e) {
     return;   // the server went away: the status line says so (events.onerror)
   }
+  if (n !== galleryFetch) return;
   const list = $('g-list'), shown = new Set([...list.children].map(li => li.dataset.id));
   const listed = new Set(items.map(i => i.id));
   for (const li of [...list.children]) if (!listed.has(li.dataset.id)) li.remove();   // deleted (--keep)
