@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The soak (issue 25 item 5; not part of scripts/test): `reel record` with its defaults
+# (ProRes 422 HQ 1920x1080 30 fps, the default scene, through the default storage pool, which
+# the first run creates) for DURATION s (default 1800) in real time, with SEGMENT-second
+# segments (default 60) and `--keep KEEP` (default 10min), as a newcomer runs it: an empty
+# XDG_DATA_HOME and XDG_CACHE_HOME of its own. Every 10 s it samples the process's resident
+# memory (VmRSS), open descriptors (/proc/PID/fd) and threads. At the end: frames dropped (0),
+# RSS growth after the first minute (target <= 5 MB), descriptors and threads (constant after
+# the first minute), every remaining segment verified (`reel verify`, against the index), the
+# deleted segments exactly the oldest, each finished segment exactly SEGMENT x 30 frames
+# (ffprobe). Then ffmpeg doing the same work (testsrc2 1080p30, prores_ks HQ, the segment
+# muxer at SEGMENT s) for PEER_SECONDS (default 120) s in real time (-re): its peak RSS beside
+# Reel's.
+set -euo pipefail
+scripts/setup
+swift build -c release 2>&1 | tail -1
+reel=$PWD/.build/release/reel
+dur=${DURATION:-1800}
+seg=${SEGMENT:-60}
+keep=${KEEP:-10min}
+peer=${PEER_SECONDS:-120}
+work=$(mktemp -d /tmp/reel-soak-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+load_before=$(cat /proc/loadavg)
+echo "load: $load_before   commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)   scene: the default (pattern)"
+echo "reel record --duration $dur --segment-duration $seg --keep $keep --name soak (defaults otherwise), fresh XDG dirs"
+samples=$work/samples.tsv
+: >"$samples"
+XDG_DATA_HOME=$work/data XDG_CACHE_HOME=$work/cache "$reel" record --duration "$dur" --segment-duration "$seg" --keep "$keep" \
+    --out "$work/out" --name soak --json >"$work/summary.json" 2>"$work/stderr" &
+pid=$!
+start=$(date +%s)
+while kill -0 "$pid" 2>/dev/null; do
+    t=$(( $(date +%s) - start ))
+    rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    thr=$(awk '/^Threads:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l || true)
+    [ -n "$rss" ] && printf "%s\t%s\t%s\t%s\n" "$t" "$rss" "$fds" "$thr" >>"$samples"
+    sleep 10 & wait $! || true
+done
+wait "$pid" || { echo "reel record failed: $(cat "$work/stderr")"; exit 1; }
+cat "$work/stderr"
+"$reel" verify "$work/out" | tail -1
+
+# ffmpeg on the same work, in real time, for PEER_SECONDS: its peak RSS.
+mkdir -p "$work/ff"
+/usr/bin/time -f "%M" -o "$work/ff.rss" ffmpeg -nostdin -v error -re -f lavfi -i "testsrc2=size=1920x1080:rate=30" -t "$peer" \
+    -c:v prores_ks -profile:v 3 -pix_fmt yuv422p10le -f segment -segment_time "$seg" -reset_timestamps 1 "$work/ff/seg%03d.mov" || true
+
+LOAD_BEFORE="$load_before" python3 - "$work" "$seg" "$dur" "$keep" "$peer" <<'PY'
+import json, os, subprocess, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
+import results as R
+work, seg, dur, keep, peer = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+s = json.load(open(work + "/summary.json"))
+rows = [tuple(map(int, l.split("\t"))) for l in open(work + "/samples.tsv")]
+after = [r for r in rows if r[0] >= 60]
+rss_growth = (max(r[1] for r in after) - after[0][1]) / 1024 if after else float("nan")
+fds = sorted({r[2] for r in after}); threads = sorted({r[3] for r in after})
+peak = max(r[1] for r in rows) / 1024
+deleted = [d["firstFrameIndex"] for d in s.get("loopDeletions", [])]
+clips = s["clips"]
+kept = [c for c in clips if os.path.exists(c["path"])]
+firsts = sorted(c["firstFrameIndex"] for c in clips)
+oldest = firsts[:len(deleted)]
+def frames(path):
+    out = subprocess.run(["ffprobe", "-v", "error", "-count_packets", "-select_streams", "v:0", "-show_entries",
+                          "stream=nb_read_packets", "-of", "csv=p=0", path], capture_output=True, text=True).stdout.strip()
+    return int(out or 0)
+counted = [frames(c["path"]) for c in sorted(kept, key=lambda c: c["firstFrameIndex"])]
+per = int(round(seg * 30))
+exact = all(n == per for n in counted[:-1])
+ff_peak = int(open(work + "/ff.rss").read().split()[-1]) / 1024 if os.path.exists(work + "/ff.rss") else float("nan")
+print("frames captured %d, dropped %d (%s)" % (s["framesCaptured"], s["framesDropped"], s["dropReasons"]))
+print("segments: %d made, %d deleted (first frames %s), %d kept; the deleted are the oldest: %s"
+      % (len(clips), len(deleted), deleted[:12], len(kept), sorted(deleted) == oldest))
+print("kept segments' frames (ffprobe): %s; every finished one %d frames: %s" % (counted, per, exact))
+print("RSS: peak %.1f MB; growth after the first minute %.2f MB (target <= 5); open descriptors after it %s; threads %s"
+      % (peak, rss_growth, fds, threads))
+print("ffmpeg (testsrc2, prores_ks HQ, segment muxer, -re, %d s): peak RSS %.1f MB; reel's peak %.1f MB" % (peer, ff_peak, peak))
+heads = [
+    R.headline("soak %d s: frames dropped" % dur, s["framesDropped"], unit="frames", target=("==", 0, "reel")),
+    R.headline("soak: RSS growth after the first minute", rss_growth, unit="MB", target=("<=", 5, "reel")),
+    R.headline("soak: peak RSS (peer: ffmpeg on the same work for %d s)" % peer, peak, unit="MB", peer=ff_peak, peer_name="ffmpeg",
+               ratio=[], key=False),
+    R.headline("soak: open descriptors after the first minute (distinct counts)", len(fds), unit="values", target=("==", 1, "reel"), key=False),
+    R.headline("soak: threads after the first minute (distinct counts)", len(threads), unit="values", target=("==", 1, "reel"), key=False),
+    R.headline("soak: deleted segments are the oldest, kept ones exact", 1 if sorted(deleted) == oldest and exact else 0, unit="",
+               target=("==", 1, "reel"), key=False),
+]
+R.write("soak", "Soak: %d s of the default recording, %g s segments, --keep %s" % (dur, seg, keep), headlines=heads,
+        rows=[dict(t=r[0], rssKiB=r[1], fds=r[2], threads=r[3]) for r in rows], columns=["t", "rssKiB", "fds", "threads"],
+        load_before=os.environ.get("LOAD_BEFORE"), parameters={"duration": dur, "segment": seg, "keep": keep, "peerSeconds": peer})
+PY
