@@ -144,6 +144,13 @@ public final class Camera: Sendable {
             let preview = served?.0
             if let served { undo.append { served.1?.stop(); served.0.stop() } }
             if let preview { emit(.preview(preview.pageURL)) }
+            if let secondary, let preview {
+                // A lock or an unlock changes what the page's second button says: pushed at once.
+                controls.dispatcher.setSecondaryHandler { [secondary, preview] event, frame in
+                    secondary.handle(event, frame: frame)
+                    preview.statusChanged()
+                }
+            }
             try session.addOutput(FirstFrameSignal(emit))
             monitor = PressureHandling.monitor(directory: configuration.pressureDirectory, sysfsRoot: configuration.sysfsRoot,
                                                note: notice, onChange: { change in

@@ -33,6 +33,9 @@ start=$(date +%s)
 while kill -0 "$pid" 2>/dev/null; do
     t=$(( $(date +%s) - start ))
     rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    # Anonymous (heap, buffers) and file-backed (mapped files) parts of it, for the record.
+    split=$(awk '/^RssAnon:/ {a=$2} /^RssFile:/ {f=$2} END {print a "\t" f}' "/proc/$pid/status" 2>/dev/null || true)
+    printf "%s\t%s\n" "$t" "$split" >>"$work/rss-split.tsv"
     thr=$(awk '/^Threads:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
     fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l || true)
     [ -n "$rss" ] && printf "%s\t%s\t%s\t%s\n" "$t" "$rss" "$fds" "$thr" >>"$samples"
@@ -77,6 +80,11 @@ print("segments: %d made, %d deleted (first frames %s), %d kept; the deleted are
 print("kept segments' frames (ffprobe): %s; every finished one %d frames: %s" % (counted, per, exact))
 print("RSS: peak %.1f MB; growth after the first minute %.2f MB (target <= 5); open descriptors after it %s; threads %s"
       % (peak, rss_growth, fds, threads))
+split = [tuple(map(int, l.split("\t"))) for l in open(work + "/rss-split.tsv") if l.count("\t") == 2 and l.split("\t")[1]]
+if split:
+    first = next((x for x in split if x[0] >= 60), split[0]); last = split[-1]
+    print("RSS after the first minute -> end: anonymous %.1f -> %.1f MB, file-backed %.1f -> %.1f MB"
+          % (first[1] / 1024, last[1] / 1024, first[2] / 1024, last[2] / 1024))
 print("ffmpeg (testsrc2, prores_ks HQ, segment muxer, -re, %d s): peak RSS %.1f MB; reel's peak %.1f MB" % (peer, ff_peak, peak))
 heads = [
     R.headline("soak %d s: frames dropped" % dur, s["framesDropped"], unit="frames", target=("==", 0, "reel")),
