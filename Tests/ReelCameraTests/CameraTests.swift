@@ -68,6 +68,17 @@ final class Running: @unchecked Sendable {
     }
 }
 
+/// A camera with a JPEG photo output into `dir`/photos, recording until stopped, started on its
+/// own thread: `takesPresses` is photo mode (primary presses take photos).
+func runningPhotoCamera(_ dir: String, realtime: Bool = false, takesPresses: Bool = true) throws -> (Camera, Running) {
+    var c = try testConfiguration(dir, frames: 100_000, realtime: realtime)
+    c.photos = CameraPhotoRequest(directory: dir + "/photos")
+    c.photos?.format = .jpeg
+    c.photos?.takesPresses = takesPresses
+    let camera = try Camera(c)
+    return (camera, Running(camera))
+}
+
 @Suite struct CameraTests {
     /// A camera made and run in-process records every frame; its summary carries the
     /// recording's keys and the camera's (pressure, events, photos, locks) in one JSON object.
@@ -94,11 +105,7 @@ final class Running: @unchecked Sendable {
     @Test func aPhotoTakenWhileRecordingIsInTheSummary() throws {
         let dir = scratchDirectory("reel-camera-photo")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var c = try testConfiguration(dir, frames: 100_000)
-        c.photos = CameraPhotoRequest(directory: dir + "/photos")
-        c.photos?.format = .jpeg
-        let camera = try Camera(c)
-        let running = Running(camera)
+        let (camera, running) = try runningPhotoCamera(dir)
         let photo = try camera.takePhoto()
         camera.stop()
         let summary = running.wait()
@@ -118,11 +125,7 @@ final class Running: @unchecked Sendable {
     @Test func aHeldPressTakesABurstOfThree() throws {
         let dir = scratchDirectory("reel-camera-burst")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var c = try testConfiguration(dir, frames: 100_000, realtime: true)
-        c.photos = CameraPhotoRequest(directory: dir + "/photos")
-        c.photos?.format = .jpeg
-        let camera = try Camera(c)
-        let running = Running(camera)
+        let (camera, running) = try runningPhotoCamera(dir, realtime: true)
         _ = try camera.takePhoto()   // the first frame is there: press times map to frames
         let began = Double(MonotonicClock.now()) / 1e9
         camera.send(CaptureEvent(phase: .began, action: .primary, source: "test", time: began))
@@ -241,12 +244,7 @@ extension CameraTests {
     @Test func theModeDialSwitchesWhatAPressDoes() throws {
         let dir = scratchDirectory("reel-camera-mode")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var c = try testConfiguration(dir, frames: 100_000)
-        c.photos = CameraPhotoRequest(directory: dir + "/photos")
-        c.photos?.format = .jpeg
-        c.photos?.takesPresses = false
-        let camera = try Camera(c)
-        let running = Running(camera)
+        let (camera, running) = try runningPhotoCamera(dir, takesPresses: false)
         #expect(camera.controls.controls.control("mode")?.state.title == "video")
         _ = try camera.takePhoto()   // the first frame is there (and one photo, the app's)
         camera.send(CaptureEvent(phase: .began, action: .primary, source: "test"))
@@ -272,12 +270,7 @@ extension CameraTests {
     @Test func aSwitchMidPressTakesTheNextPress() throws {
         let dir = scratchDirectory("reel-camera-mode-mid")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var c = try testConfiguration(dir, frames: 100_000)
-        c.photos = CameraPhotoRequest(directory: dir + "/photos")
-        c.photos?.format = .jpeg
-        c.photos?.takesPresses = true
-        let camera = try Camera(c)
-        let running = Running(camera)
+        let (camera, running) = try runningPhotoCamera(dir)
         _ = try camera.takePhoto()   // the first frame is there (and one photo, the app's)
         camera.send(CaptureEvent(phase: .began, action: .primary, source: "test"))
         camera.controls.dispatcher.drain()
