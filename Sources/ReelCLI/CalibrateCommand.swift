@@ -41,8 +41,14 @@ enum CalibrateCommand {
             let text = points.map { p in
                 "\(p.width)×\(p.height) \(fixed(p.cpuSecondsPerFrame * 1000)) ms CPU (\(fixed(p.framesPerSecond)) fps), \(fixed(p.bytesPerFrame / 1000)) kB"
             }
-            print("  " + codec.description.padding(toLength: 16, withPad: " ", startingAt: 0) + text.joined(separator: "; "))
+            var line = "  " + codec.description.padding(toLength: 16, withPad: " ", startingAt: 0) + text.joined(separator: "; ")
+            if let p = c.patternEncoders?[codec.description]?.first {
+                line += "; pattern \(p.width)×\(p.height) \(fixed(p.cpuSecondsPerFrame * 1000)) ms CPU, \(fixed(p.bytesPerFrame / 1000)) kB"
+            }
+            print(line)
         }
+        if let probe = c.cpuProbeMilliseconds { print("  CPU probe: \(fixed(probe, 2)) ms") }
+        print("  scene: realistic (the pattern at one size)")
         print("  preview JPEG: \(fixed(c.previewMillisecondsPerPicture, 2)) ms CPU a picture (1920×1080 crop, 1280 wide)")
         return 0
     }

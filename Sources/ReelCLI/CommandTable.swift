@@ -28,6 +28,7 @@ public enum CommandTable {
         .value("--keep", "SIZE|TIME", "loop recording: once the finished clips total more than SIZE (500M, 2G; 1M–64T) or TIME (600s, 10min, 1h; 1s–8760h), delete the oldest finished clips PREFIX.index.json lists, earlier runs' first (never the one being written)", sample: "10min"),
         .value("--pool", "PATH", "write through the storage pool at PATH", sample: "pool"),
         .flag("--plain", "write straight into the output files, no pool"),
+        .flag("--strict", "refuse (exit 69) a real-time recording this machine cannot keep up with, naming an alternative that fits, instead of recording the first configuration down the ladder that fits (a lighter ProRes profile, then H.264, then a lower rate)"),
         .flag("--fail-on-drop", "exit 75 when frames were dropped (default: exit 0 with a warning line)"),
         .value("--report", "DIR", "write the storage-write latencies as DIR/record.json and record.svg", sample: "report"),
         .value("--preview", "[HOST:]PORT", "serve the live preview over HTTP (HOST default 127.0.0.1; PORT 0 picks a free one)", sample: "127.0.0.1:0"),
@@ -47,7 +48,7 @@ public enum CommandTable {
         .value("--burst-rate", "N", "photo mode: photos per second while a primary press is held past 0.5 s, 0–30 (0: no bursts; default 5)", sample: "5"),
         .value("--secondary", "lock|marker|none", "what a secondary press does: lock/unlock a V4L2 camera's focus and exposure, lay a marker, or nothing (default lock where the camera can, else marker)", sample: "marker"),
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted: clips keep its turned read-out and carry the display matrix (MOV, MP4)", sample: "portrait"),
-        .value("--scene", "pattern|realistic", "what the synthetic sensor shows: the flat test pattern (default) or a realistic scene as hard to encode as a camera's picture (texture, pan, moving objects, sensor noise)", sample: "realistic"),
+        .value("--scene", "pattern|realistic", "what the synthetic sensor shows: a realistic scene as hard to encode as a camera's picture (texture, pan, moving objects, sensor noise; the default) or the flat test pattern", sample: "realistic"),
         // System pressure (issue 13).
         .value("--pressure-handler", "on|off", "act on system pressure: lower the frame rate, thin or pause the preview, stop at shutdown (default on)", sample: "off"),
         json,
@@ -79,7 +80,7 @@ public enum CommandTable {
         .value("--shutter", "zsl|next-frame", "which frame a press takes: the nearest in the ring (default) or the next one", sample: "zsl"),
         .value("--sensor-noise", "SIGMA", "synthetic sensor read-out noise, 0.1–50 luma levels; quality photos then merge the ring's frames", sample: "8"),
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted (default landscape)", sample: "portrait"),
-        .value("--scene", "pattern|realistic", "what the synthetic sensor shows: the flat test pattern (default) or the realistic scene", sample: "realistic"),
+        .value("--scene", "pattern|realistic", "what the synthetic sensor shows: the realistic scene (default) or the flat test pattern", sample: "realistic"),
         .flag("--no-compensation", "store pixels as the sensor reads them out, with the EXIF Orientation a viewer needs"),
         .flag("--eager", "initialise the photo output before capture starts (default: after the first frame)"),
         .flag("--unprepared", "prepare nothing ahead: encoders and copy buffers made at the first press (to measure prepared settings)"),
@@ -90,7 +91,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--scene", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--strict", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -21,11 +21,22 @@ enum CostCommand {
         guard let demand = CapacityGate.demand(options, preview: preview) else {
             throw UsageError("cost: a V4L2 camera's cost needs its size (v4l2:/dev/videoN:WxH)")
         }
-        // Measured on first use (the cache missing, damaged or stale), silently: stderr stays
-        // one line when the cost is refused.
-        let (calibration, _) = try Calibration.load(measure: { try Calibrator().measure() })
+        // The figures `reel record` counts with: the cached calibration, else the shipped table
+        // scaled by this machine's CPU probe (`reel calibrate` measures them).
+        guard let calibration = CapacityGate.calibration() else { throw CapacityError.noCalibration("no cost figures for this machine") }
         let model = CapacityGate.model(calibration, options: options)
-        let cost = try model.cost(demand, others: try SessionRegistry().live())
+        let others = try SessionRegistry().live()
+        let cost = try model.cost(demand, others: others)
+        // What `reel record` would do with it in real time: record it, or the first rung of the
+        // ladder that fits (`--strict` refuses instead).
+        var record: String? = nil
+        if options.realtime {
+            switch try model.validate(demand, others: others, allowed: { options.container.supports($0) }) {
+            case .valid: record = nil
+            case .adjusted(let a, _): record = "reel record would record \(a.chosen.description) instead (\(CostFormat.share(a.chosen.cost))): more than \(CostFormat.share(a.target)) of this machine does not keep real time"
+            case .invalid: record = "reel record would refuse it: nothing on the ladder fits within \(CostFormat.share(CostModel.realtimeTarget))"
+            }
+        }
         if json {
             printJSON(cost)
         } else {
@@ -39,6 +50,9 @@ enum CostCommand {
             for o in cost.others {
                 print("  other recording: pid \(o.pid): \(o.shares.description) (encoder \(CostFormat.share(o.shares.encoder + o.shares.preview)))")
             }
+            let probe = String(format: "%.2f ms against the table's %.2f ms", calibration.cpuProbeMilliseconds ?? 0, CostTable.reference?.cpuProbeMilliseconds ?? 0)
+            print("  figures: " + (calibration.isEstimate ? "estimated (Reel's shipped cost table scaled by this machine's CPU probe, \(probe); reel calibrate measures them)" : "measured by reel calibrate"))
+            if let record { print("  \(record)") }
         }
         if let refusal = cost.refusal {
             printError(refusal)

@@ -23,7 +23,7 @@ public struct PhotoInvocation: Sendable {
     /// `--finish-pending`: only finish the deferred photos left in the output directory.
     public var finishPendingOnly = false
     /// `--scene`: what the synthetic sensor shows.
-    public var scene: SyntheticScene = .pattern
+    public var scene: SyntheticScene = .realistic
 }
 
 /// The JSON object `reel photo --finish-pending --json` prints.

@@ -19,12 +19,13 @@ public struct PreviewInvocation: Sendable {
     /// Seconds of media time; nil: until SIGINT.
     public var duration: Double? = nil
     /// `--scene`: what the synthetic sensor shows.
-    public var scene: SyntheticScene = .pattern
+    public var scene: SyntheticScene = .realistic
 }
 
 /// `reel preview`: the capture session with the preview output alone (no recording).
 enum PreviewCommand {
     static func parse(_ argv: [String]) throws -> PreviewInvocation {
+        var sawScene = false
         var p = PreviewInvocation()
         for (name, value) in try ScannedArguments(argv, spec: CommandTable.preview).options {
             let v = value ?? ""
@@ -38,7 +39,7 @@ enum PreviewCommand {
             case "--ratio":
                 guard let r = AspectRatio(parsing: v) else { throw UsageError("unknown ratio '\(printable(v))' (use 1x1, 4x3, 3x4, 16x9 or 9x16)") }
                 p.ratio = r
-            case "--scene": p.scene = try parseScene(v)
+            case "--scene": p.scene = try parseScene(v); sawScene = true
             case "--duration": p.duration = try parseSeconds(v, option: name, range: 0.001...86_400)
             case "--preview", "--preview-token":
                 // The same checks as `reel record`'s.
@@ -50,7 +51,7 @@ enum PreviewCommand {
             default: throw UsageError("preview: unknown option '\(name)'")
             }
         }
-        if p.scene != .pattern, case .v4l2 = p.source {
+        if sawScene, case .v4l2 = p.source {
             throw UsageError("--scene: only the synthetic sensor draws a scene (a V4L2 camera shows what it sees)")
         }
         return p

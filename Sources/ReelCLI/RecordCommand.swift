@@ -26,6 +26,7 @@ enum RecordCommand {
         var photoDirectory: String? = nil, photoFormat: PhotoFileFormat? = nil
         var pressureHandler = true
         var mode: CaptureMode? = nil, burstRate = 5   // issue 14
+        var strict = false, sawScene = false   // issue 24
         for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
@@ -108,7 +109,8 @@ enum RecordCommand {
                     throw UsageError("--sensor-orientation: unknown orientation '\(printable(v))' (use landscape, portrait or landscapeLeft)")
                 }
                 o.sensorOrientation = m
-            case "--scene": o.scene = try parseScene(v)
+            case "--scene": o.scene = try parseScene(v); sawScene = true
+            case "--strict": strict = true
             case "--pressure-handler":
                 switch v.lowercased() {
                 case "on": pressureHandler = true
@@ -127,7 +129,7 @@ enum RecordCommand {
                 throw UsageError("--sensor-orientation \(o.sensorOrientation.rawValue): Matroska keeps no display matrix (libavformat 5.1 writes none); use mov or mp4")
             }
         }
-        if o.scene != .pattern, case .v4l2 = o.source {
+        if sawScene, case .v4l2 = o.source {
             throw UsageError("--scene: only the synthetic sensor draws a scene (a V4L2 camera shows what it sees)")
         }
         if controls.secondary == .lock, case .synthetic = o.source {
@@ -156,6 +158,7 @@ enum RecordCommand {
         let environment = ProcessInfo.processInfo.environment
         configuration.pressureDirectory = environment["REEL_PRESSURE_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.sysfsRoot = environment["REEL_SYSFS_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/sys"
+        configuration.strict = strict
         return (configuration, json, report)
     }
 

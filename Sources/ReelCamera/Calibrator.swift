@@ -5,35 +5,40 @@ import ReelCore
 import ReelMedia
 import ReelPreview
 
-/// Runs the short real encodes `Calibration` holds: the synthetic sensor's own frames (its
-/// test pattern, cropped to each sample size), through `VideoEncoder` with every core.
+/// Runs the short real encodes `Calibration` holds: the synthetic sensor's own frames (the
+/// realistic scene, and the flat pattern at one size, cropped to each sample size), through
+/// `VideoEncoder` with every core.
 public struct Calibrator: Sendable {
     /// Frames encoded and thrown away before the timed ones: an encoder's first frames set up
     /// its threads and buffers, and each of the converter's pooled buffers (5 with 2 threads)
     /// costs page faults on its first use — with 1 warm-up frame ProRes HQ 1920×1080 measured
     /// 34.7 ms CPU a frame against 22.8 ms in a 120-frame `reel record` process.
-    var warmUpFrames = 6
+    var warmUpFrames = 8
     /// Frames timed per batch.
-    var framesPerBatch = 6
+    var framesPerBatch = 12
     /// Batches per point, each on a new encoder; the cheapest is kept. CPU time hardly depends
     /// on other work (README: spread ≤ 1.2 at most points), so one batch is enough.
     var batches = 1
     var codecs: [VideoCodec] = Calibration.codecs
 
-    /// The default batches: 6 warm-up frames, 6 timed, one batch a point, every codec.
+    /// The default batches: 8 warm-up frames, 12 timed, one batch a point, every codec.
     public init() {}
 
-    /// Measures every codec at every sample point and the preview's JPEG work.
+    /// Measures every codec at every sample point on the realistic scene (a picture as hard
+    /// to encode as a camera's), and at 1920×1080 on the flat test pattern; the preview's JPEG
+    /// work; and the CPU probe the shipped table is scaled by.
     /// - Throws: `MediaError` when an encoder cannot be opened or fails; `CaptureError` when
     ///   the sensor cannot be made.
     public func measure() throws -> Calibration {
         quietLibav()
         let started = MonotonicClock.now()
         let load = Double(((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "").split(separator: " ").first ?? "") ?? 0
-        var encoders: [String: [EncoderPoint]] = [:]
+        let probe = CPUProbe.milliseconds()
+        var encoders: [String: [EncoderPoint]] = [:], pattern: [String: [EncoderPoint]] = [:]
         var previewMs = 0.0
-        for (side, ratio) in Calibration.samplePoints {
-            let source = try SyntheticSource(size: side, rate: FrameRate(frames: 30)!, realtime: false, buffers: 4)
+        let points = Calibration.samplePoints.map { ($0.sensor, $0.ratio, SyntheticScene.realistic) } + [(1920, AspectRatio.landscape16x9, SyntheticScene.pattern)]
+        for (side, ratio, scene) in points {
+            let source = try SyntheticSource(size: side, rate: FrameRate(frames: 30)!, realtime: false, buffers: 4, scene: scene)
             let crop = ratio.crop(in: source.format.size)
             for codec in codecs {
                 var best: EncoderPoint? = nil
@@ -41,15 +46,16 @@ public struct Calibrator: Sendable {
                     let p = try batch(codec, source: source, crop: crop, ratio: ratio)
                     if best == nil || p.cpuSecondsPerFrame < best!.cpuSecondsPerFrame { best = p }
                 }
-                encoders[codec.description, default: []].append(best!)
+                if scene == .pattern { pattern[codec.description, default: []].append(best!) } else { encoders[codec.description, default: []].append(best!) }
             }
-            if side == 1920 && ratio == .landscape16x9 { previewMs = try previewMilliseconds(source: source) }
+            if side == 1920 && ratio == .landscape16x9 && scene == .realistic { previewMs = try previewMilliseconds(source: source) }
         }
         let taken = Double(MonotonicClock.now() - started) / 1e9
         return Calibration(version: Calibration.version, machine: Calibration.machineKey, toolchain: Calibration.toolchainKey,
                            measuredAt: Date().timeIntervalSince1970, secondsTaken: taken, loadAverage: load,
                            encoders: encoders, previewMillisecondsPerPicture: previewMs,
-                           cores: ProcessInfo.processInfo.activeProcessorCount)
+                           cores: ProcessInfo.processInfo.activeProcessorCount, patternEncoders: pattern,
+                           origin: "measured", cpuProbeMilliseconds: probe)
     }
 
     /// One batch: a new encoder, `warmUpFrames` untimed, then `framesPerBatch` frames from the
@@ -61,11 +67,14 @@ public struct Calibrator: Sendable {
         let sink = EncodingDelegate(encoder: encoder, crop: crop, warmUp: warmUpFrames)
         try source.capture(frameLimit: warmUpFrames + framesPerBatch, delegate: sink)
         if let error = sink.failure { throw error }
-        var bytes = sink.bytes
-        try encoder.flush(duration: 1) { bytes += $0.byteCount }
+        var bytes = sink.bytes, packets = sink.packets
+        try encoder.flush(duration: 1) { bytes += $0.byteCount; packets += 1 }
         let seconds = Double(MonotonicClock.now() - sink.timedStart) / 1e9
         let cpu = Calibration.processCPUSeconds() - sink.timedStartCPU
-        let n = Double(framesPerBatch)
+        // Per frame encoded in the timed window: the packets that came out in it. An encoder
+        // that holds frames (x264's lookahead and frame threads: ~17) encodes the warm-up
+        // frames there too; counting only the timed frames would double its cost.
+        let n = Double(max(packets, framesPerBatch))
         return EncoderPoint(width: crop.width, height: crop.height, cpuSecondsPerFrame: max(cpu, 1e-6) / n,
                             framesPerSecond: n / max(seconds, 1e-6), bytesPerFrame: Double(bytes) / n)
     }
@@ -92,6 +101,8 @@ private final class EncodingDelegate: SourceDelegate, @unchecked Sendable {
     let crop: CropRect
     let warmUp: Int
     var bytes = 0
+    /// Packets out in the timed window.
+    var packets = 0
     var timedStart: UInt64 = MonotonicClock.now()
     var timedStartCPU = Calibration.processCPUSeconds()
     var failure: (any Error)?
@@ -104,7 +115,7 @@ private final class EncodingDelegate: SourceDelegate, @unchecked Sendable {
         let counted = frame.index >= warmUp
         do {
             try encoder.encode(frame.lease.buffer, crop: crop, pts: Int64(frame.index), duration: 1, forceKeyframe: frame.index == 0) {
-                if counted { bytes += $0.byteCount }
+                if counted { bytes += $0.byteCount; packets += 1 }
             }
         } catch {
             failure = error

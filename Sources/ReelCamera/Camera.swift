@@ -41,6 +41,8 @@ public final class Camera: Sendable {
     public let pressureHandler: PressureHandler
     /// The cost admitted at the configuration's commit.
     public let admission: CapacityAdmission
+    /// What the validation changed (nil: the configuration is recorded as asked).
+    public let adjustment: ConfigurationAdjustment?
     /// Events as they happen (the newest 256 kept for a reader that falls behind); finished
     /// when `run` returns.
     public let events: AsyncStream<CameraEvent>
@@ -76,7 +78,14 @@ public final class Camera: Sendable {
         finishEvents = { continuation.finish() }
         let notice: @Sendable (String) -> Void = { emit(.notice($0)) }
 
-        var options = configuration.recording
+        // Validated against the cost model first (libcamera's validate()): a real-time
+        // recording that would not keep up records the first rung of the ladder that does, and
+        // says so; under `strict` it is refused here, before anything opens.
+        let (validated, adjustment) = try CapacityGate.validate(configuration.recording, preview: configuration.preview != nil,
+                                                                 strict: configuration.strict)
+        if let adjustment { emit(.warning(adjustment.message)) }
+        self.adjustment = adjustment
+        var options = validated
         // The pressure handler steps the rate live: the session may switch to these rates (the
         // sensor's clock is chosen for them). Empty: the handler is off.
         options.liveFrameRates = configuration.pressureHandler ? PressureHandling.liveRates(for: options.rate) : []
@@ -193,7 +202,7 @@ public final class Camera: Sendable {
         preview?.stop()
         pending.settle(nil)
         admission.release()
-        let result = CameraSummary(recording: summary, hardwareCost: admission.cost?.cost,
+        var result = CameraSummary(recording: summary, hardwareCost: admission.cost?.cost,
                                    pressure: .init(level: pressureHandler.level, handler: pressureHandler.enabled ? "on" : "off",
                                                    timeline: pressureHandler.timeline(changes: summary.frameRateChanges),
                                                    psiTriggers: monitor.sources.psiTriggers,
@@ -201,6 +210,7 @@ public final class Camera: Sendable {
                                                    thermal: monitor.sources.thermal),
                                    controls: controls.summary, photos: taken.photos,
                                    locks: secondary?.summary.locks ?? [], photoErrors: taken.errors)
+        result.adjusted = adjustment
         finishEvents()
         return result
     }

@@ -12,6 +12,9 @@ public struct CameraSummary: Encodable, Sendable {
     public var recording: RecordingSummary
     /// The admitted cost (nil without a calibration).
     public var hardwareCost: Double?
+    /// What the camera's validation changed: the configuration asked for, the one recorded
+    /// instead, and their costs (nil: recorded as asked).
+    public var adjusted: ConfigurationAdjustment? = nil
     /// The system-pressure timeline.
     public var pressure: PressureTimeline
     /// Capture events, markers and control changes.
@@ -52,9 +55,9 @@ public struct CameraSummary: Encodable, Sendable {
         }
     }
 
-    enum Keys: String, CodingKey { case hardwareCost, pressure, photos, locks }
+    enum Keys: String, CodingKey { case hardwareCost, adjusted, pressure, photos, locks }
 
-    /// The recording's keys, then `hardwareCost`, `pressure`, `captureEvents`, `markers`,
+    /// The recording's keys, then `hardwareCost`, `adjusted`, `pressure`, `captureEvents`, `markers`,
     /// `controlChanges`, `photos` and `locks`, in one object.
     /// - Throws: the encoder's errors.
     public func encode(to encoder: any Encoder) throws {
@@ -62,6 +65,7 @@ public struct CameraSummary: Encodable, Sendable {
         try controls.encode(to: encoder)
         var c = encoder.container(keyedBy: Keys.self)
         if let hardwareCost { try c.encode(hardwareCost, forKey: .hardwareCost) } else { try c.encodeNil(forKey: .hardwareCost) }
+        try c.encode(adjusted, forKey: .adjusted)   // null when recorded as asked
         try c.encode(pressure, forKey: .pressure)
         try c.encode(photos, forKey: .photos)
         try c.encode(locks, forKey: .locks)

@@ -15,22 +15,85 @@ public enum CapacityGate {
     /// its frame rate (`framesPerSecond`: the configuration's, else the options'); nil for a
     /// V4L2 camera whose size is not given.
     public static func demand(_ o: RecordOptions, preview: Bool, framesPerSecond: Double? = nil) -> SessionDemand? {
-        let sensor: Size, supported: [AspectRatio], fps: Double
+        let sensor: Size, supported: [AspectRatio], fps: Double, pattern: Bool
         switch o.source {
         case .synthetic(let side):
             sensor = Size(width: side, height: side)
             supported = SyntheticSource.supportedRatios(size: side)
             fps = o.rate.perSecond
+            pattern = o.scene == .pattern
         case .v4l2(_, let size, let rate, _):
             guard let size else { return nil }
             sensor = size
             supported = AspectRatio.allCases
             fps = rate.map(Double.init) ?? o.rate.perSecond
+            pattern = false
         }
         let first = o.ratio ?? (supported.contains(.landscape16x9) ? .landscape16x9 : supported[0])
         let ratios = ([first] + o.ratioChanges.map(\.1)).filter { supported.contains($0) }
         let largest = ratios.map { $0.crop(in: sensor).size }.max { $0.width * $0.height < $1.width * $1.height } ?? sensor
-        return SessionDemand(outputs: [OutputDemand(codec: o.codec, size: largest, framesPerSecond: framesPerSecond ?? fps)], preview: preview)
+        return SessionDemand(outputs: [OutputDemand(codec: o.codec, size: largest, framesPerSecond: framesPerSecond ?? fps, pattern: pattern)], preview: preview)
+    }
+
+    /// The figures costs are counted with: the cached `reel calibrate` measurement when it is
+    /// usable, else Reel's shipped table scaled by this machine's CPU probe (about 10 ms,
+    /// `CostTable.estimate`); nil only if neither exists.
+    public static func calibration() -> Calibration? {
+        Calibration.cached().0 ?? estimated
+    }
+
+    /// The shipped table scaled to this machine, probed once a process.
+    private static let estimated: Calibration? = CostTable.estimate()
+
+    /// Validates a real-time recording against the cost model, as libcamera's
+    /// `CameraConfiguration::validate()` does: when it would take more than
+    /// `CostModel.realtimeTarget` of this machine beside the live recordings, the options of
+    /// the first rung of the ladder that fits (a lighter ProRes profile, then H.264, then a
+    /// lower rate: `CostModel.ladder`) and the adjustment; else the options as they are and
+    /// nil. A recording that is not paced in real time (`--no-realtime`) cannot fall behind
+    /// and is never adjusted.
+    /// - Throws: `CapacityError.exceeds` (exit 69) under `strict`, with the cost and the
+    ///   options of an alternative that fits, or when nothing on the ladder fits.
+    public static func validate(_ options: RecordOptions, preview: Bool, strict: Bool) throws -> (RecordOptions, ConfigurationAdjustment?) {
+        guard options.realtime, let calibration = calibration(), let demand = demand(options, preview: preview) else { return (options, nil) }
+        let model = model(calibration, options: options)
+        let validity = try model.validate(demand, others: try SessionRegistry().live(), allowed: { options.container.supports($0) })
+        switch validity {
+        case .valid: return (options, nil)
+        case .invalid(let asked):
+            throw CapacityError.exceeds("\(asked.needs); nothing down the ladder (lighter codecs, then lower rates) fits within the \(CostFormat.share(CostModel.realtimeTarget)) a real-time recording may take")
+        case .adjusted(let adjustment, let rung):
+            let adjusted = applying(rung, to: options)
+            if strict {
+                throw CapacityError.exceeds("\(adjustment.requested.needs), more than the \(CostFormat.share(adjustment.target)) a real-time recording may take (\(adjustment.figures) figures); \(adjustment.chosen.description) fits (\(CostFormat.share(adjustment.chosen.cost))): \(alternative(adjusted, from: options))")
+            }
+            return (adjusted, adjustment)
+        }
+    }
+
+    /// `options` recording `rung`'s codec at its rate.
+    static func applying(_ rung: SessionDemand, to options: RecordOptions) -> RecordOptions {
+        var o = options
+        guard let output = rung.outputs.first else { return o }
+        o.codec = output.codec
+        let fps = Int(output.framesPerSecond.rounded())
+        if Double(fps) != (demand(options, preview: rung.preview)?.outputs.first?.framesPerSecond ?? 0), let rate = FrameRate(frames: Int32(clamping: fps)) {
+            switch o.source {
+            case .synthetic: o.rate = rate
+            case .v4l2(let path, let size, _, let fourcc): o.source = .v4l2(path: path, size: size, fps: fps, fourcc: fourcc)
+            }
+        }
+        return o
+    }
+
+    /// The options that differ between `adjusted` and `options`, as typed: `--codec prores:lt`,
+    /// `--fps 24` (a V4L2 source: its `--source` with the rate).
+    static func alternative(_ adjusted: RecordOptions, from options: RecordOptions) -> String {
+        var parts: [String] = []
+        if adjusted.codec != options.codec { parts.append("--codec \(adjusted.codec)") }
+        if adjusted.rate != options.rate { parts.append("--fps \(CostFormat.fps(adjusted.rate.perSecond))") }
+        if adjusted.source != options.source { parts.append("--source \(adjusted.source)") }
+        return parts.joined(separator: " ")
     }
 
     /// The cost model with the pool's measured write bandwidth (none for `--plain`).
@@ -45,19 +108,20 @@ public enum CapacityGate {
         return CostModel(calibration: calibration, diskBytesPerSecond: bandwidth, diskSource: source)
     }
 
-    /// Refuses (`CapacityError.exceeds`, exit 69) a recording whose cost beside the live
-    /// sessions is above 1, else registers it. Without a usable calibration (`reel calibrate`
-    /// never run here, or its cache stale) nothing is checked or registered: recording never
+    /// Refuses (`CapacityError.exceeds`, exit 69) a real-time recording whose cost beside the
+    /// live sessions is above 1, else registers it. The figures are `calibration()`'s: the
+    /// cached measurement, else the shipped table scaled by the CPU probe, so recording never
     /// stops to measure. Returns the registration (release it when the recording ends) and the cost.
     /// - Throws: `CapacityError.exceeds` when it does not fit; the registry's errors.
     public static func admit(_ options: RecordOptions, preview: Bool, framesPerSecond: Double? = nil) throws -> (Registration?, HardwareCost?) {
-        guard let calibration = Calibration.cached().0,
+        guard let calibration = calibration(),
               let demand = demand(options, preview: preview, framesPerSecond: framesPerSecond) else { return (nil, nil) }
         let model = model(calibration, options: options)
         var cost: HardwareCost? = nil
         let registration = try SessionRegistry().admit { others in
             let c = try model.cost(demand, others: others)
-            if let refusal = c.refusal { throw CapacityError.exceeds(refusal) }
+            // A recording not paced in real time cannot fall behind: registered, never refused.
+            if options.realtime, let refusal = c.refusal { throw CapacityError.exceeds(refusal) }
             cost = c
             return c.session
         }
@@ -89,7 +153,7 @@ public final class CapacityAdmission: Sendable {
     /// when it is not registered. Returns what went wrong (for the pressure timeline's note).
     public func update(framesPerSecond: Double) -> String? {
         guard let registration = state.withLock({ $0.registration }), let (options, preview) = admitted.withLock({ $0 }),
-              let calibration = Calibration.cached().0,
+              let calibration = CapacityGate.calibration(),
               let demand = CapacityGate.demand(options, preview: preview, framesPerSecond: framesPerSecond) else { return nil }
         do {
             try registration.update(shares: try CapacityGate.model(calibration, options: options).shares(demand))

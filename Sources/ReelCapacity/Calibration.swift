@@ -38,7 +38,7 @@ public struct EncoderPoint: Codable, Sendable, Equatable {
 /// frame = a + b × pixels through the measured points), and the preview's JPEG work.
 public struct Calibration: Codable, Sendable, Equatable {
     /// Bumped when what is measured changes: a cache of another version is measured again.
-    public static let version = 3
+    public static let version = 4
     /// A cache older than this is measured again (a machine's load and kernel change).
     public static let maximumAge: Double = 30 * 86_400
 
@@ -54,8 +54,19 @@ public struct Calibration: Codable, Sendable, Equatable {
     public var secondsTaken: Double
     /// `/proc/loadavg`'s 1-minute load when it started: how busy the machine was.
     public var loadAverage: Double
-    /// Codec (`VideoCodec.description`: `prores:hq`, `h264`, …) → measured points, smallest first.
+    /// Codec (`VideoCodec.description`: `prores:hq`, `h264`, …) → measured points, smallest
+    /// first, on the realistic scene (a picture as hard to encode as a camera's).
     public var encoders: [String: [EncoderPoint]]
+    /// Codec → one point at 1920×1080 on the flat test pattern (`--scene pattern`): a
+    /// pattern's cost at any size is the realistic curve scaled by the pattern's share of it
+    /// at that point. Nil: the pattern is costed as the realistic scene (never cheaper).
+    public var patternEncoders: [String: [EncoderPoint]]?
+    /// Where the figures come from: `measured` (`reel calibrate`) or `estimated` (the shipped
+    /// table scaled by this machine's CPU probe, `CostTable.estimate`). Nil reads as measured.
+    public var origin: String?
+    /// `CPUProbe.milliseconds()` when the figures were measured: what the shipped table is
+    /// scaled against on another machine.
+    public var cpuProbeMilliseconds: Double?
     /// CPU milliseconds the preview took per picture to copy a 1920×1080 crop out, decimate it
     /// and encode it as JPEG (`PreviewOutput`, one thread).
     public var previewMillisecondsPerPicture: Double
@@ -75,11 +86,16 @@ public struct Calibration: Codable, Sendable, Equatable {
     /// A calibration of these figures (`reel calibrate` measures them; tests give their own).
     public init(version: Int = Calibration.version, machine: String = Calibration.machineKey, toolchain: String = Calibration.toolchainKey,
                 measuredAt: Double, secondsTaken: Double, loadAverage: Double, encoders: [String: [EncoderPoint]],
-                previewMillisecondsPerPicture: Double, cores: Int) {
+                previewMillisecondsPerPicture: Double, cores: Int, patternEncoders: [String: [EncoderPoint]]? = nil,
+                origin: String? = "measured", cpuProbeMilliseconds: Double? = nil) {
         self.version = version; self.machine = machine; self.toolchain = toolchain; self.measuredAt = measuredAt
         self.secondsTaken = secondsTaken; self.loadAverage = loadAverage; self.encoders = encoders
         self.previewMillisecondsPerPicture = previewMillisecondsPerPicture; self.cores = cores
+        self.patternEncoders = patternEncoders; self.origin = origin; self.cpuProbeMilliseconds = cpuProbeMilliseconds
     }
+
+    /// True when the figures are the shipped table's, scaled by the CPU probe, not measured here.
+    public var isEstimate: Bool { origin == "estimated" }
 
     /// The codecs `reel calibrate` measures.
     public static let codecs: [VideoCodec] = ProResProfile.allCases.map { VideoCodec.prores($0) } + [.h264, .hevc, .ffv1]
@@ -87,15 +103,26 @@ public struct Calibration: Codable, Sendable, Equatable {
     /// recording's size, so the commonest cost is measured, not interpolated) and 1920×1920.
     public static let samplePoints: [(sensor: Int, ratio: AspectRatio)] = [(1280, .landscape16x9), (1920, .landscape16x9), (1920, .square)]
 
-    /// CPU seconds one frame of `codec` at `size` takes, interpolated (or extrapolated)
-    /// linearly in the pixel count through the measured points; nil if the codec was not measured.
-    public func cpuSecondsPerFrame(_ codec: VideoCodec, _ size: Size) -> Double? {
-        interpolate(codec, size) { $0.cpuSecondsPerFrame }
+    /// CPU seconds one frame of `codec` at `size` takes on the realistic scene (or the flat
+    /// `pattern`), interpolated (or extrapolated) linearly in the pixel count through the
+    /// measured points; nil if the codec was not measured.
+    public func cpuSecondsPerFrame(_ codec: VideoCodec, _ size: Size, pattern: Bool = false) -> Double? {
+        guard let v = interpolate(codec, size, { $0.cpuSecondsPerFrame }) else { return nil }
+        return v * (pattern ? patternShare(codec) { $0.cpuSecondsPerFrame } : 1)
     }
 
     /// Bytes one frame of `codec` at `size` takes, interpolated like `cpuSecondsPerFrame`.
-    public func bytesPerFrame(_ codec: VideoCodec, _ size: Size) -> Double? {
-        interpolate(codec, size) { $0.bytesPerFrame }
+    public func bytesPerFrame(_ codec: VideoCodec, _ size: Size, pattern: Bool = false) -> Double? {
+        guard let v = interpolate(codec, size, { $0.bytesPerFrame }) else { return nil }
+        return v * (pattern ? patternShare(codec) { $0.bytesPerFrame } : 1)
+    }
+
+    /// The pattern's figure over the realistic scene's at the pattern's measured point, at
+    /// most 1; 1 when the pattern was not measured.
+    private func patternShare(_ codec: VideoCodec, _ value: (EncoderPoint) -> Double) -> Double {
+        guard let p = patternEncoders?[codec.description]?.first,
+              let r = interpolate(codec, Size(width: p.width, height: p.height), value), r > 0 else { return 1 }
+        return min(1, value(p) / r)
     }
 
     private func interpolate(_ codec: VideoCodec, _ size: Size, _ value: (EncoderPoint) -> Double) -> Double? {
@@ -158,7 +185,10 @@ public struct Calibration: Codable, Sendable, Equatable {
         let valid = !encoders.isEmpty && encoders.values.allSatisfy { points in
             !points.isEmpty && points.allSatisfy { $0.cpuSecondsPerFrame.isFinite && $0.cpuSecondsPerFrame > 0 && $0.framesPerSecond.isFinite && $0.framesPerSecond > 0 && $0.bytesPerFrame.isFinite && $0.bytesPerFrame > 0 && $0.width > 0 && $0.height > 0 }
         }
-        if !valid || !previewMillisecondsPerPicture.isFinite || previewMillisecondsPerPicture < 0 || cores < 1 {
+        let patternValid = (patternEncoders ?? [:]).values.allSatisfy { points in
+            points.allSatisfy { $0.cpuSecondsPerFrame.isFinite && $0.cpuSecondsPerFrame > 0 && $0.bytesPerFrame.isFinite && $0.bytesPerFrame > 0 && $0.width > 0 && $0.height > 0 }
+        }
+        if !valid || !patternValid || !previewMillisecondsPerPicture.isFinite || previewMillisecondsPerPicture < 0 || cores < 1 {
             return "it holds figures that are not measurements"
         }
         return nil

@@ -13,12 +13,19 @@ public struct OutputDemand: Sendable, Equatable {
     public var size: Size
     /// Frames per second it encodes.
     public var framesPerSecond: Double
-    /// A demand of `codec` at `size` and `framesPerSecond`.
-    public init(codec: VideoCodec, size: Size, framesPerSecond: Double) {
-        self.codec = codec; self.size = size; self.framesPerSecond = framesPerSecond
+    /// The synthetic sensor's flat test pattern (`--scene pattern`), far cheaper to encode
+    /// than a camera's picture; false: the realistic scene or a camera.
+    public var pattern: Bool
+    /// A demand of `codec` at `size` and `framesPerSecond` (of the flat `pattern`, or a camera's picture).
+    public init(codec: VideoCodec, size: Size, framesPerSecond: Double, pattern: Bool = false) {
+        self.codec = codec; self.size = size; self.framesPerSecond = framesPerSecond; self.pattern = pattern
     }
     /// `ffv1 1920×1920 at 30 fps`.
     public var description: String { "\(codec) \(size.width)×\(size.height) at \(CostFormat.fps(framesPerSecond)) fps" }
+    /// The same output with another codec or rate.
+    public func with(codec: VideoCodec? = nil, framesPerSecond: Double? = nil) -> OutputDemand {
+        OutputDemand(codec: codec ?? self.codec, size: size, framesPerSecond: framesPerSecond ?? self.framesPerSecond, pattern: pattern)
+    }
 }
 
 /// What one recording asks of the machine, before it is turned into shares.
@@ -32,7 +39,7 @@ public struct SessionDemand: Sendable, Equatable {
 
     /// The same demand with every output at `fps` (a frame-rate override).
     public func at(framesPerSecond fps: Double) -> SessionDemand {
-        SessionDemand(outputs: outputs.map { OutputDemand(codec: $0.codec, size: $0.size, framesPerSecond: fps) }, preview: preview)
+        SessionDemand(outputs: outputs.map { $0.with(framesPerSecond: fps) }, preview: preview)
     }
 }
 
@@ -126,7 +133,8 @@ public struct CostModel: Sendable {
     public func shares(_ demand: SessionDemand) throws(CapacityError) -> SessionShares {
         var encoder = 0.0, disk = 0.0
         for o in demand.outputs {
-            guard let spf = calibration.cpuSecondsPerFrame(o.codec, o.size), let bpf = calibration.bytesPerFrame(o.codec, o.size) else {
+            guard let spf = calibration.cpuSecondsPerFrame(o.codec, o.size, pattern: o.pattern),
+                  let bpf = calibration.bytesPerFrame(o.codec, o.size, pattern: o.pattern) else {
                 throw .notCalibrated(o.codec.description)
             }
             encoder += spf * o.framesPerSecond / calibration.capacity
@@ -161,7 +169,8 @@ public struct CostModel: Sendable {
         let cpu = mine.encoder + mine.preview
         var resources = [HardwareCost.Resource(
             name: "encoder", share: cpu, othersShare: othersCPU, total: cpu + othersCPU,
-            capacity: "\(calibration.cores) cores' CPU time, per frame as measured by reel calibrate", measured: true)]
+            capacity: "\(calibration.cores) cores' CPU time, per frame " + (calibration.isEstimate ? "estimated" : "as measured by reel calibrate"),
+            measured: true)]
         if let bw = diskBytesPerSecond, bw > 0 {
             let d = mine.diskBytesPerSecond / bw, od = othersDisk / bw
             resources.append(.init(name: "disk", share: d, othersShare: od, total: d + od, capacity: diskSource, measured: true))

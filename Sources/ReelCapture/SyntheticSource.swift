@@ -228,6 +228,10 @@ public final class SyntheticSource: VideoSource {
         var intervalNs = UInt64(rate.seconds) * 1_000_000_000 / UInt64(rate.frames)
         var duration = Int64(format.timescale) * Int64(rate.seconds) / Int64(rate.frames)
         var baseIndex = 0, baseDue: UInt64 = 0, basePTS: Int64 = 0
+        // The realistic scene's texture and noise are built (by the warm-up thread, or here)
+        // before the schedule starts: its first frame waiting for them would put the frames
+        // after it a whole interval behind, and one would be dropped as late.
+        realistic?.prepare()
         let start = MonotonicClock.now()
         var index = 0
         while frameLimit.map({ index < $0 }) ?? true {

@@ -101,9 +101,9 @@ public struct RecordOptions: Sendable {
     /// read-out as it comes (turned against the scene) and carry the display matrix that
     /// shows it upright (MOV and MP4). `.landscape` (upright) by default.
     public var sensorOrientation: SensorOrientation = .landscape
-    /// What the synthetic sensor shows (`--scene`): the flat test pattern (default) or the
-    /// realistic scene, about as hard to encode as a camera's picture.
-    public var scene: SyntheticScene = .pattern
+    /// What the synthetic sensor shows (`--scene`): the realistic scene (default), about as
+    /// hard to encode as a camera's picture, or the flat test pattern.
+    public var scene: SyntheticScene = .realistic
     /// Rates the session may switch to while recording (`CaptureSession.setFrameRate` on the
     /// running session: the pressure handler's steps). The synthetic sensor's clock is chosen
     /// so that all fall on whole ticks, and a `.seconds` length is media time whatever the

@@ -51,27 +51,72 @@ func registryEntries(_ root: String) -> [String] {
         #expect(abs(try fits.decode(HardwareCost.self).cost - 1.0) < 1e-9)
     }
 
-    /// `reel record` refuses the same configuration before it starts: no clip is made.
-    @Test func recordRefusesACostAboveOneBeforeStarting() throws {
+    /// `reel record --strict` refuses the same configuration before it starts, naming what
+    /// fits: no clip is made, nothing registered.
+    @Test func recordStrictRefusesACostAboveTheTargetBeforeStarting() throws {
         let (env, root) = try capacityEnvironment(cpuSecondsPerMegapixel: 1.25 * 2 / 30 / 3.6864)
         defer { removeTree(root) }
         let out = root + "/out"
         let run = try reel(["record", "--codec", "ffv1", "--container", "mkv", "--source", "synthetic:1920", "--ratio", "1x1",
-                            "--fps", "30", "--frames", "3", "--plain", "--out", out], environment: env)
+                            "--fps", "30", "--frames", "3", "--plain", "--strict", "--out", out], environment: env)
         #expect(run.status == 69)
-        #expect(run.stderr == "reel: ffv1 1920×1920 at 30 fps needs 1.25 of this machine's encoder capacity; 24 fps fits\n")
+        // Every codec costs the same in this calibration: H.264 at 30 fps does not fit either;
+        // 15 fps is the first rate at or under 0.75 (1.25 × 15 / 30).
+        #expect(run.stderr.hasPrefix("reel: ffv1 1920×1920 at 30 fps needs 1.25 of this machine (encoder), more than the 0.75 a real-time recording may take (measured figures); h264 1920×1920 at 15 fps fits (0.6"), "\(run.stderr)")
+        #expect(run.stderr.hasSuffix("): --codec h264 --fps 15\n"), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).isEmpty)
         #expect(registryEntries(root).isEmpty)
         // A later ratio change counts at its size: 16x9 alone is 1920×1080 (0.70), 1x1 later makes it 1.25.
         let later = try reel(["cost", "--codec", "ffv1", "--source", "synthetic:1920", "--ratio", "16x9", "--ratio-at", "1:1x1", "--fps", "30"], environment: env)
         #expect(later.status == 69 && later.stdout.hasPrefix("hardware cost 1.25"))
+        #expect(later.stdout.contains("  reel record would record h264 1920×1920 at 15 fps instead (0.6"), "\(later.stdout)")
+
+        // The alternative, run as printed, records: every frame, as asked.
+        let alternative = try reel(["record", "--codec", "h264", "--fps", "15", "--container", "mkv", "--source", "synthetic:1920", "--ratio", "1x1",
+                                    "--frames", "15", "--plain", "--strict", "--json", "--out", out], environment: env)
+        #expect(alternative.status == 0, "\(alternative.stderr)")
+        #expect(alternative.stderr.isEmpty)
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(alternative.stdout.utf8)) as? [String: Any])
+        #expect(summary["adjusted"] is NSNull)
+        #expect(summary["framesWritten"] as? Int == 15 && summary["framesDropped"] as? Int == 0)
     }
 
-    /// Two live recordings in the registry take 0.80; a third at 0.40 is refused; once one of
-    /// them is killed (its entry stale), the third records.
-    @Test func aThirdRecordingThatWouldExceedOneIsRefusedUntilOneIsKilled() throws {
-        // prores:hq 1920×1080 at 2 fps: 0.4 CPU-s a frame × 2 fps ÷ 2 cores = 0.40.
-        let (env, root) = try capacityEnvironment(cpuSecondsPerMegapixel: 0.4 / 2.0736)
+    /// Without `--strict` the same request is validated down the ladder: it records the first
+    /// rung that fits, says so in one warning line and in the summary's `adjusted`, and the
+    /// file is what was chosen.
+    @Test func recordAdjustsACostAboveTheTargetDownTheLadder() throws {
+        let (env, root) = try capacityEnvironment(cpuSecondsPerMegapixel: 1.25 * 2 / 30 / 3.6864)
+        defer { removeTree(root) }
+        let out = root + "/out"
+        let run = try reel(["record", "--codec", "ffv1", "--container", "mkv", "--source", "synthetic:1920", "--ratio", "1x1",
+                            "--fps", "30", "--frames", "6", "--plain", "--json", "--out", out], environment: env)
+        #expect(run.status == 0, "\(run.stderr)")
+        let warnings = run.stderr.split(separator: "\n").filter { $0.hasPrefix("reel: warning: ffv1 1920×1920 at 30 fps needs 1.25") }
+        #expect(warnings.count == 1, "\(run.stderr)")
+        #expect(warnings.first?.contains("recording h264 1920×1920 at 15 fps instead") == true, "\(run.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let adjusted = try #require(summary["adjusted"] as? [String: Any])
+        let requested = try #require(adjusted["requested"] as? [String: Any]), chosen = try #require(adjusted["chosen"] as? [String: Any])
+        #expect(requested["codec"] as? String == "ffv1" && requested["framesPerSecond"] as? Double == 30)
+        #expect(abs((requested["cost"] as? Double ?? 0) - 1.25) < 1e-9)
+        #expect(chosen["codec"] as? String == "h264" && chosen["framesPerSecond"] as? Double == 15)
+        #expect((chosen["cost"] as? Double ?? 1) <= 0.75)
+        #expect(adjusted["target"] as? Double == 0.75 && adjusted["figures"] as? String == "measured")
+        // The clip is what was chosen: H.264 at 15 fps.
+        let clips = try #require(summary["clips"] as? [[String: Any]])
+        let path = try #require(clips.first?["path"] as? String)
+        let probe = try probeFrames(path)
+        #expect(probe.codec == "h264")
+        #expect(probe.frameIndices == Array(0..<6))
+        #expect(abs(probe.durationSeconds - 6.0 / 15) < 0.01, "\(probe.durationSeconds) s")   // 6 frames at 15 fps
+    }
+
+    /// Two live recordings in the registry take 0.70; a third at 0.35 is refused (nothing down
+    /// the ladder fits beside them); once one of them is killed (its entry stale), it records.
+    @Test func aThirdRecordingThatWouldExceedTheTargetIsRefusedUntilOneIsKilled() throws {
+        // prores:hq 1920×1080 at 2 fps: 0.35 CPU-s a frame × 2 fps ÷ 2 cores = 0.35.
+        let (env, root) = try capacityEnvironment(cpuSecondsPerMegapixel: 0.35 / 2.0736)
         defer { removeTree(root) }
         let common = ["record", "--fps", "2", "--plain", "--json"]
         let first = try launch(common + ["--duration", "120", "--out", root + "/a"], environment: env)
@@ -82,9 +127,9 @@ func registryEntries(_ root: String) -> [String] {
 
         let third = try reel(common + ["--frames", "2", "--out", root + "/c"], environment: env)
         #expect(third.status == 69)
-        #expect(third.stderr == "reel: prores:hq 1920×1080 at 2 fps needs 0.40 of this machine's encoder capacity, and 2 other Reel recordings take 0.80 (1.20 in all); 1 fps fits\n")
+        #expect(third.stderr == "reel: prores:hq 1920×1080 at 2 fps needs 0.35 of this machine (encoder), and 2 other Reel recordings take 0.70 (1.05 in all); nothing down the ladder (lighter codecs, then lower rates) fits within the 0.75 a real-time recording may take\n")
         let cost = try reel(["cost", "--fps", "2", "--plain"], environment: env)
-        #expect(cost.stdout.contains("  encoder  this 0.40  others 0.80  total 1.20"))
+        #expect(cost.stdout.contains("  encoder  this 0.35  others 0.70  total 1.05"))
         #expect(cost.stdout.contains("other recording: pid \(first.process.processIdentifier): prores:hq 1920×1080 at 2 fps"))
 
         // Killed: its entry stays on disk but no longer counts, and the next reader removes it.
@@ -93,7 +138,7 @@ func registryEntries(_ root: String) -> [String] {
         let fourth = try reel(common + ["--frames", "2", "--out", root + "/d"], environment: env)
         #expect(fourth.status == 0, "\(fourth.stderr)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(fourth.stdout.utf8)) as? [String: Any])
-        #expect(abs((summary["hardwareCost"] as? Double ?? 0) - 0.8) < 1e-9)
+        #expect(abs((summary["hardwareCost"] as? Double ?? 0) - 0.7) < 1e-9)
         #expect(!registryEntries(root).contains("\(first.process.processIdentifier).json"))
 
         // The second ends cleanly (SIGINT) and takes its entry with it.
@@ -108,8 +153,11 @@ func registryEntries(_ root: String) -> [String] {
         let run = try reel(["record", "--frames", "3", "--plain", "--json", "--out", out])
         #expect(run.status == 0, "\(run.stderr)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
-        // No calibration in the tests' cache: not checked, `null`.
-        #expect(summary["hardwareCost"] is NSNull)
+        // No calibration in the tests' cache: the shipped table scaled by the CPU probe gives
+        // the cost (the pattern's 1920×1080 ProRes HQ: well under the target), recorded as asked.
+        let cost = try #require(summary["hardwareCost"] as? Double)
+        #expect(cost > 0 && cost < 0.75)
+        #expect(summary["adjusted"] is NSNull)
         let pressure = try #require(summary["pressure"] as? [String: Any])
         let levels = PressureLevel.allCases.map(\.rawValue)
         #expect(levels.contains(pressure["level"] as? String ?? "?"))
@@ -150,6 +198,16 @@ func registryEntries(_ root: String) -> [String] {
             #expect(points.allSatisfy { $0.cpuSecondsPerFrame > 0 && $0.bytesPerFrame > 0 }, "\(codec)")
         }
         #expect(r.calibration.previewMillisecondsPerPicture > 0)
+        // Issue 24: the realistic scene at every point, the pattern at 1920×1080, the CPU probe.
+        #expect(r.calibration.origin == "measured" && (r.calibration.cpuProbeMilliseconds ?? 0) > 0)
+        let pattern = try #require(r.calibration.patternEncoders)
+        #expect(Set(pattern.keys) == Set(Calibration.codecs.map(\.description)))
+        #expect(pattern.values.allSatisfy { $0.map { "\($0.width)x\($0.height)" } == ["1920x1080"] })
+        // The pattern is far easier to encode: fewer bytes than the realistic scene for every codec.
+        for (codec, points) in pattern {
+            let realistic = try #require(r.calibration.encoders[codec]?.first { $0.width == 1920 && $0.height == 1080 })
+            #expect(points[0].bytesPerFrame < realistic.bytesPerFrame, "\(codec)")
+        }
 
         let second = try reel(["calibrate", "--json"], environment: env)
         let cached = try second.decode(Report.self)

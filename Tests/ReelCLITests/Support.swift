@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import ReelStorage
 import ReelWriter
@@ -90,7 +91,7 @@ final class Launched: @unchecked Sendable {
 let testPool: String = {
     let fm = FileManager.default
     for name in (try? fm.contentsOfDirectory(atPath: "/tmp")) ?? [] {
-        for prefix in ["reel-test-pool-", "reel-test-cache-"] where name.hasPrefix(prefix) {
+        for prefix in ["reel-test-pool-", "reel-test-cache-", "reel-test-run-"] where name.hasPrefix(prefix) {
             if let pid = Int32(name.dropFirst(prefix.count)), kill(pid, 0) != 0 {
                 try? fm.removeItem(atPath: "/tmp/" + name)
             }
@@ -116,15 +117,35 @@ let testCache: String = {
     return path
 }()
 
+/// The tests pin the synthetic sensor's flat test pattern (issue 24): cheap frames, so that
+/// the suite does not slow down and its real-time recordings are never adjusted. A test whose
+/// subject is the scene gives `--scene` itself; a V4L2 source has no scene.
+func pinnedScene(_ args: [String]) -> [String] {
+    guard let command = args.first, ["record", "preview", "photo"].contains(command),
+          !args.contains("--scene"), !args.contains(where: { $0.hasPrefix("v4l2:") }), !args.contains("--help"), !args.contains("-h")
+    else { return args }
+    return args + ["--scene", "pattern"]
+}
+
+/// A runtime directory (`XDG_RUNTIME_DIR`) of each `reel` process's own, so that its session
+/// registry holds no other test's recording: what one test's recording costs never depends on
+/// the tests running beside it. Tests of the registry give theirs.
+func privateRuntimeDirectory() -> String {
+    let n = runtimeDirectories.add(1, ordering: .relaxed).newValue
+    return "/tmp/reel-test-run-\(getpid())/\(n)"
+}
+private let runtimeDirectories = Atomic<Int>(0)
+
 func launch(_ args: [String], in directory: String? = nil, environment: [String: String] = [:]) throws -> Launched {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: reelBinary)
-    p.arguments = args
+    p.arguments = pinnedScene(args)
     var env = ProcessInfo.processInfo.environment
     env["REEL_POOL"] = testPool
     env["XDG_CACHE_HOME"] = testCache
     env["REEL_PRESSURE_DIR"] = testPressureDirectory   // issue 13: see testPressureDirectory
     env["REEL_SYSFS_DIR"] = testSysfsDirectory   // issue 13 item 3: see testSysfsDirectory
+    env["XDG_RUNTIME_DIR"] = privateRuntimeDirectory()
     for (k, v) in environment { env[k] = v }
     p.environment = env
     if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }

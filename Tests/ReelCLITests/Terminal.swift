@@ -40,6 +40,7 @@ final class TerminalRun: Sendable {
         env["REEL_POOL"] = testPool
         env["XDG_CACHE_HOME"] = testCache
         env["REEL_PRESSURE_DIR"] = testPressureDirectory   // issue 13: see Support.swift
+        env["XDG_RUNTIME_DIR"] = privateRuntimeDirectory()
         env["TERM"] = "xterm"
         for (k, v) in environment { env[k] = v }
 
@@ -65,7 +66,7 @@ final class TerminalRun: Sendable {
         if rc == 0 { rc = posix_spawnattr_setflags(&attributes, Int16(setsid | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) }
         guard rc == 0 else { close(m); close(s); throw Failure(description: "posix_spawn setup: \(String(cString: strerror(rc)))") }
 
-        let argv = [reelBinary] + args
+        let argv = [reelBinary] + pinnedScene(args)
         let envp = env.map { "\($0.key)=\($0.value)" }
         var child: pid_t = 0
         rc = withCStrings(argv) { cargv in

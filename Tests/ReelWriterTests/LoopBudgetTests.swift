@@ -34,6 +34,7 @@ import ReelWriter
         let decoy = dir + "/seg-0000-16x9.mov"
         #expect(FileManager.default.createFile(atPath: decoy, contents: Data("not a clip".utf8)))
         var options = RecordOptions()
+        options.scene = .pattern   // cheap frames: the scene is not this test's subject
         options.source = .synthetic(size: 1280)
         options.length = .frames(95)
         options.codec = .h264
@@ -66,6 +67,7 @@ import ReelWriter
 
     @Test func aBudgetThatIsNotPositiveIsAUsageError() {
         var options = RecordOptions()
+        options.scene = .pattern   // cheap frames: the scene is not this test's subject
         options.storage = .plain
         options.outputDirectory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: options.outputDirectory) }

@@ -12,6 +12,7 @@ import ReelWriter
     /// A segmented recording of `frames` frames at 30 fps into `dir`, prefix `name`.
     func options(_ dir: String, name: String, frames: Int, segment: Double = 1, keep: LoopBudget? = nil) -> RecordOptions {
         var o = RecordOptions()
+        o.scene = .pattern   // cheap frames: the scene is not this test's subject
         o.source = .synthetic(size: 1280)
         o.length = .frames(frames)
         o.codec = .h264

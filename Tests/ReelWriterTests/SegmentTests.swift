@@ -133,6 +133,7 @@ import ReelWriter
     func record(frames: Int, segment: Double?, ratioAt: [(Int, AspectRatio)] = [],
                 codec: VideoCodec = .h264) throws -> (RecordingSummary, VerifyReport, String) {
         var options = RecordOptions()
+        options.scene = .pattern   // cheap frames: the scene is not this test's subject
         options.source = .synthetic(size: 1280)
         options.length = .frames(frames)
         options.codec = codec
@@ -221,6 +222,7 @@ import ReelWriter
 
     @Test func aSegmentBelowAMillisecondIsAUsageError() throws {
         var options = RecordOptions()
+        options.scene = .pattern   // cheap frames: the scene is not this test's subject
         options.storage = .plain
         options.outputDirectory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: options.outputDirectory) }

@@ -445,6 +445,7 @@ func returns(within seconds: Double, _ body: @escaping @Sendable () -> Void) -> 
         #expect(Recording.sensorBuffers(side: 1280) == 40 && Recording.sensorBuffers(side: 4032) == 12)
         #expect(Recording.holdFrames(sourceBuffers: 40) == 36 && Recording.holdFrames(sourceBuffers: 3) == 1)
         var options = RecordOptions()
+        options.scene = .pattern   // cheap frames: the scene is not this test's subject
         options.storage = .plain
         options.outputDirectory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: options.outputDirectory) }
