@@ -83,7 +83,6 @@ public final class Camera: Sendable {
         // says so; under `strict` it is refused here, before anything opens.
         let (validated, adjustment) = try CapacityGate.validate(configuration.recording, preview: configuration.preview != nil,
                                                                  strict: configuration.strict)
-        if let adjustment { emit(.warning(adjustment.message)) }
         self.adjustment = adjustment
         var options = validated
         // The pressure handler steps the rate live: the session may switch to these rates (the
@@ -121,6 +120,8 @@ public final class Camera: Sendable {
                 try admission.admit(checked, preview: withPreview, framesPerSecond: c.format.rate.perSecond)
             }
             let recording = try Recording(options: options)
+            // Said once the recording is made: a request refused for another reason says only that.
+            if let adjustment { emit(.warning(adjustment.message)) }
             let session = recording.session
             controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
                             ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,

@@ -55,7 +55,7 @@ public enum CapacityGate {
     /// - Throws: `CapacityError.exceeds` (exit 69) under `strict`, with the cost and the
     ///   options of an alternative that fits, or when nothing on the ladder fits.
     public static func validate(_ options: RecordOptions, preview: Bool, strict: Bool) throws -> (RecordOptions, ConfigurationAdjustment?) {
-        guard options.realtime, let calibration = calibration(), let demand = demand(options, preview: preview) else { return (options, nil) }
+        guard options.realtime, isWellFormed(options), let calibration = calibration(), let demand = demand(options, preview: preview) else { return (options, nil) }
         let model = model(calibration, options: options)
         let validity = try model.validate(demand, others: try SessionRegistry().live(), allowed: { options.container.supports($0) })
         switch validity {
@@ -69,6 +69,15 @@ public enum CapacityGate {
             }
             return (adjusted, adjustment)
         }
+    }
+
+    /// A sensor size and ratios the synthetic sensor takes (a V4L2 camera's are checked when it
+    /// opens): a request that is refused as a usage error anyway is not costed first.
+    static func isWellFormed(_ options: RecordOptions) -> Bool {
+        guard case .synthetic(let side) = options.source else { return true }
+        guard SyntheticSource.sizeRange.contains(side), side % 2 == 0 else { return false }
+        let supported = SyntheticSource.supportedRatios(size: side)
+        return ([options.ratio].compactMap { $0 } + options.ratioChanges.map(\.1)).allSatisfy(supported.contains)
     }
 
     /// `options` recording `rung`'s codec at its rate.

@@ -8,10 +8,11 @@ import Testing
 private func reelAsNobody(_ args: [String], home: String) throws -> Run {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: try #require(installedTool("setpriv")))
-    p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", reelBinary] + args
+    p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", reelBinary] + pinnedScene(args)
     var env = ProcessInfo.processInfo.environment
     env["HOME"] = home
     env["XDG_CACHE_HOME"] = home + "/cache"
+    env["XDG_RUNTIME_DIR"] = home + "/run"
     env["REEL_POOL"] = home + "/pool"
     p.environment = env
     p.currentDirectoryURL = URL(fileURLWithPath: home)

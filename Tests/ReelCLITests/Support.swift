@@ -23,8 +23,8 @@ let reelBinary: String = {
 }()
 
 /// Runs `reel args…` to completion.
-func reel(_ args: [String], in directory: String? = nil, environment: [String: String] = [:]) throws -> Run {
-    let p = try launch(args, in: directory, environment: environment)
+func reel(_ args: [String], in directory: String? = nil, environment: [String: String] = [:], pinScene: Bool = true) throws -> Run {
+    let p = try launch(args, in: directory, environment: environment, pinScene: pinScene)
     return p.wait()
 }
 
@@ -136,10 +136,10 @@ func privateRuntimeDirectory() -> String {
 }
 private let runtimeDirectories = Atomic<Int>(0)
 
-func launch(_ args: [String], in directory: String? = nil, environment: [String: String] = [:]) throws -> Launched {
+func launch(_ args: [String], in directory: String? = nil, environment: [String: String] = [:], pinScene: Bool = true) throws -> Launched {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: reelBinary)
-    p.arguments = pinnedScene(args)
+    p.arguments = pinScene ? pinnedScene(args) : args
     var env = ProcessInfo.processInfo.environment
     env["REEL_POOL"] = testPool
     env["XDG_CACHE_HOME"] = testCache

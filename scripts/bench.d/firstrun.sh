@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The pool's promise as a newcomer meets it: each recording below runs on a fresh machine's
 # state (empty XDG_DATA_HOME and XDG_CACHE_HOME: no default pool, no write-mode measurement,
-# no calibration cache), ROUNDS times (default 3), real time, the flat test pattern:
+# no calibration cache), ROUNDS times (default 3), real time, the default (realistic) scene:
+#   defaults reel record --duration 30 (every other option its default: issue 24's newcomer run;
+#            the row says the configuration the camera chose, `adjusted`)
 #   demo     the demo's recording: --duration 5 --ratio-at 2.5:9x16 --preview 127.0.0.1:0
 #   preview  reel record --preview 0 --duration 12
 #   ffv1     reel record --duration 4 --codec ffv1 --container mkv --ratio-at 1:9x16 --ratio-at 2:1x1 --ratio-at 3:16x9
@@ -10,21 +12,21 @@
 # each took (plain while the pool is prepared, pool, beyond the pool), `reel verify`'s verdict.
 # The peer is the same recording made again with the pool already prepared (a warmed
 # machine): 0 dropped frames on both is the target.
-#   ROUNDS=3 LONG=900 ONLY=demo,preview,ffv1,long scripts/bench firstrun
+#   ROUNDS=3 LONG=900 ONLY=defaults,demo,preview,ffv1,long scripts/bench firstrun
 set -euo pipefail
 scripts/setup
 swift build -c release 2>&1 | tail -1
 reel=$PWD/.build/release/reel
 rounds=${ROUNDS:-3}
 long=${LONG:-900}
-only=${ONLY:-demo,preview,ffv1,long}
+only=${ONLY:-defaults,demo,preview,ffv1,long}
 work=$(mktemp -d /var/tmp/reel-firstrun-XXXXXX)
 # A detached preparation still writing in $work (after Ctrl-C, or a `pool wait` that timed out) is stopped first.
 trap 'pkill -f -- "$work/" 2>/dev/null; rm -rf "$work"' EXIT
 rows=$work/rows.jsonl
 : > "$rows"
 load_before=$(cat /proc/loadavg)
-echo "load: $load_before; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); scene: pattern"
+echo "load: $load_before; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown); scene: the default (realistic)"
 
 # run NAME ROUND STATE XDG ARGS...: one recording with XDG_DATA_HOME=XDG/data and
 # XDG_CACHE_HOME=XDG/cache; STATE fresh (made empty first) or warm (as earlier runs left it).
@@ -46,16 +48,18 @@ try:
 except ValueError:
     s = {}
 clips = s.get("clips", [])
-row = dict(recording=name, round=int(rnd), state=state, exit=int(status), verify=int(verify),
+adjusted = s.get("adjusted")
+chosen = adjusted["chosen"]["description"] + " (asked " + adjusted["requested"]["description"] + ")" if adjusted else "as asked"
+row = dict(chosen=chosen, recording=name, round=int(rnd), state=state, exit=int(status), verify=int(verify),
            captured=s.get("framesCaptured"), written=s.get("framesWritten"), dropped=s.get("framesDropped"),
            reasons={k: v for k, v in (s.get("dropReasons") or {}).items() if v},
            clips=len(clips), storage=",".join(str(c.get("storage", "?")) for c in clips),
            beyondPoolBytes=sum(c.get("bytesBeyondPool", 0) or 0 for c in clips),
            warnings=[l for l in open(stderr).read().splitlines() if l.startswith("reel: warning:")])
-print("%-8s round %d %-5s exit %d verify %d: %s captured, %s written, %s dropped %s; %d clips (%s)%s" % (
+print("%-8s round %d %-5s exit %d verify %d: %s captured, %s written, %s dropped %s; %d clips (%s)%s; recorded %s" % (
     name, row["round"], state, row["exit"], row["verify"], row["captured"], row["written"], row["dropped"],
     row["reasons"] or "", row["clips"], row["storage"],
-    "; %.0f MiB beyond the pool" % (row["beyondPoolBytes"] / 2**20) if row["beyondPoolBytes"] else ""))
+    "; %.0f MiB beyond the pool" % (row["beyondPoolBytes"] / 2**20) if row["beyondPoolBytes"] else "", chosen))
 open(rows, "a").write(json.dumps(row) + "\n")
 PY
     rm -rf "$out"
@@ -71,13 +75,14 @@ PY
 
 args_of() {
     case $1 in
+        defaults) args=(--duration 30) ;;
         demo) args=(--duration 5 --ratio-at 2.5:9x16 --preview 127.0.0.1:0) ;;
         preview) args=(--preview 0 --duration 12) ;;
         ffv1) args=(--duration 4 --codec ffv1 --container mkv --ratio-at 1:9x16 --ratio-at 2:1x1 --ratio-at 3:16x9) ;;
     esac
 }
 names=()
-for name in demo preview ffv1; do [[ ",$only," == *",$name,"* ]] && names+=("$name"); done
+for name in defaults demo preview ffv1; do [[ ",$only," == *",$name,"* ]] && names+=("$name"); done
 warm=$work/xdg-warm
 # every_round STATE: each recording of `names`, ROUNDS times: fresh (an empty machine state
 # each) or warm (the one state whose pool is prepared).
@@ -117,8 +122,8 @@ for name in dict.fromkeys(r["recording"] for r in rows):
     heads.append(R.headline("frames dropped by %s on a fresh machine (peer: the same on the warmed machine, where run); every run exits 0 and verifies" % name,
                             [r["dropped"] if r["dropped"] is not None else -1 for r in fresh], unit="frames", reel_name="fresh",
                             peer=[r["dropped"] if r["dropped"] is not None else -1 for r in warm] or None, peer_name="warm", ratio=False,
-                            target=("==", 0, "reel"), met=ok, key=name in ("demo", "long")))
-R.write("firstrun", headlines=heads, title="Recordings on a fresh machine (no pool yet) and their warm twins, pattern scene",
-        columns=["recording", "round", "state", "exit", "verify", "captured", "written", "dropped", "clips", "storage", "beyondPoolBytes"],
-        rows=rows, load_before=os.environ["LOAD_BEFORE"])
+                            target=("==", 0, "reel"), met=ok, key=name in ("defaults", "demo", "long")))
+R.write("firstrun", headlines=heads, title="Recordings on a fresh machine (no pool yet) and their warm twins, realistic scene (the default)",
+        columns=["recording", "round", "state", "exit", "verify", "captured", "written", "dropped", "clips", "storage", "beyondPoolBytes", "chosen"],
+        rows=rows, load_before=os.environ["LOAD_BEFORE"], parameters={"scene": "realistic"})
 PY

@@ -28,7 +28,9 @@
 # shows the median and the range (min-max) of wall time, CPU time (user+sys) and peak RSS
 # (/usr/bin/time, %M = the `Maximum resident set size` of -v), and the ratio to ffmpeg
 # computed within each round (median and range over the rounds).
-#   FRAMES=600 RUNS=5 CODECS="prores h264 hevc ffv1" MODES="tmpfs durable" scripts/bench record
+# SCENE: what the synthetic sensor draws, `realistic` (the default: as hard to encode as a
+#   camera's picture) or `pattern` (the flat test pattern); every row is labelled with it.
+#   FRAMES=600 RUNS=5 CODECS="prores h264 hevc ffv1" MODES="tmpfs durable" SCENE=realistic scripts/bench record
 # The raw results (one line a run) are kept in RESULTS (default /tmp/reel-bench-record.txt).
 # With RESULTS_DIR set, also RESULTS_DIR/record.json and record.svg (scripts/bench.d/results.py).
 set -euo pipefail
@@ -36,6 +38,7 @@ scripts/setup
 swift build -c release 2>&1 | tail -1
 reel=$PWD/.build/release/reel
 frames=${FRAMES:-600}
+scene=${SCENE:-realistic}
 runs=${RUNS:-5}
 codecs=${CODECS:-prores h264 hevc ffv1}
 modes=${MODES:-tmpfs durable}
@@ -49,7 +52,7 @@ echo "load before: $load_before   cpus: $(nproc)   $(ffmpeg -version | head -1 |
 echo "preparing $frames frames of the synthetic sensor at 1920x1080 (raw yuv420p in $shm)"
 # --pressure-handler off: on a loaded machine the handler would start the sensor at 15 fps, and
 # the decoded raw file would hold every frame twice (ffmpeg fills the 30 fps grid).
-"$reel" record --no-realtime --pressure-handler off --frames "$frames" --codec ffv1 --container mkv --plain --out "$shm/src" --name src >/dev/null
+"$reel" record --no-realtime --pressure-handler off --scene "$scene" --frames "$frames" --codec ffv1 --container mkv --plain --out "$shm/src" --name src >/dev/null
 ffmpeg -nostdin -v error -i "$shm/src/src-0001-16x9.mkv" -fps_mode passthrough -f rawvideo -pix_fmt yuv420p "$shm/frames.yuv"
 rm -rf "$shm/src"
 got=$(( $(stat -c %s "$shm/frames.yuv") / (1920 * 1080 * 3 / 2) ))
@@ -103,7 +106,7 @@ for codec in $codecs; do
     esac
     names=(); cmds=()
     add() { names+=("$1"); shift; cmds+=("$(printf '%q ' "$@")"); }
-    rec=("$reel" record --no-realtime --pressure-handler off --frames "$frames" --codec "$rc" --container "$ext" --name b)
+    rec=("$reel" record --no-realtime --pressure-handler off --scene "$scene" --frames "$frames" --codec "$rc" --container "$ext" --name b)
     if [[ " $modes " == *" tmpfs "* ]]; then
         add "reel-tmpfs" "${rec[@]}" --plain --out "$shm/out"
         add "ffmpeg-tmpfs" ffmpeg "${raw_in[@]}" "${enc[@]}" "${mux[@]}" "$shm/out/ff.$ext"
@@ -141,7 +144,7 @@ echo
 load_after=$(cat /proc/loadavg)
 echo "load after: $load_after"
 cp "$results" "${RESULTS:-/tmp/reel-bench-record.txt}"
-LOAD_BEFORE="$load_before" LOAD_AFTER="$load_after" python3 - "$results" "$frames" "$runs" <<'PY'
+SCENE="$scene" LOAD_BEFORE="$load_before" LOAD_AFTER="$load_after" python3 - "$results" "$frames" "$runs" <<'PY'
 import os, sys, statistics as st
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
 import results as R
@@ -219,12 +222,12 @@ for codec in dict.fromkeys(c for c, _ in rows):
             print("  %-9s %-40s Reel %.2f %s, %s %.2f: %s %.2fx (%.2f-%.2fx), >= 1.0x: %s" % (
                 cn, h["row"][len(cn) + 1:].split(" (")[0], h["reel"]["median"], h["unit"], h["peer"]["name"], h["peer"]["median"],
                 h["ratio"]["of"], h["ratio"]["median"], h["ratio"]["min"], h["ratio"]["max"], "met" if h["met"] else "NOT met"))
-R.write("record", title="reel record vs the ffmpeg CLI on the same work: ffmpeg's CPU time / this one's (%d frames, 1080p)" % frames,
+R.write("record", title="reel record vs the ffmpeg CLI on the same work: ffmpeg's CPU time / this one's (%d frames, 1080p, %s scene)" % (frames, os.environ["SCENE"]),
         columns=["codec", "contestant", "rounds", "wallS", "fps", "cpuS", "peakRssMiB", "ffmpegOverThisWall", "ffmpegOverThisCpu",
                  "bareOverThisCpu", "encoderOnlyOverThisCpu"],
         rows=table, plot=dict(unit="ffmpeg CPU / contestant CPU (above 1: cheaper than the ffmpeg CLI); median and range of paired rounds",
                               reference=1.0, bars=bars),
-        parameters=dict(frames=frames, runs=int(sys.argv[3]), codecs=list(dict.fromkeys(c for c, _ in rows))),
+        parameters=dict(frames=frames, runs=int(sys.argv[3]), codecs=list(dict.fromkeys(c for c, _ in rows)), scene=os.environ["SCENE"]),
         load_before=os.environ["LOAD_BEFORE"], load_after=os.environ["LOAD_AFTER"], headlines=heads)
 print()
 print("ffmpeg/this wall (cpu): the ffmpeg CLI's wall (user+sys CPU) time over this contestant's, paired within each round")
