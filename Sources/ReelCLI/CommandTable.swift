@@ -29,6 +29,7 @@ public enum CommandTable {
         .value("--pool", "PATH", "write through the storage pool at PATH", sample: "pool"),
         .flag("--plain", "write straight into the output files, no pool"),
         .flag("--strict", "refuse (exit 69) a real-time recording this machine cannot keep up with, naming an alternative that fits, instead of recording the first configuration down the ladder that fits (a lighter ProRes profile, then H.264, then a lower rate)"),
+        .flag("--no-adjust", "record the configuration as asked even when this machine cannot keep up with it in real time (a warning says so; frames may be dropped): benchmarks, or a machine the cost model misjudges"),
         .flag("--fail-on-drop", "exit 75 when frames were dropped (default: exit 0 with a warning line)"),
         .value("--report", "DIR", "write the storage-write latencies as DIR/record.json and record.svg", sample: "report"),
         .value("--preview", "[HOST:]PORT", "serve the live preview over HTTP (HOST default 127.0.0.1; PORT 0 picks a free one)", sample: "127.0.0.1:0"),
@@ -91,7 +92,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--strict", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--strict", "--no-adjust", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -26,7 +26,7 @@ enum RecordCommand {
         var photoDirectory: String? = nil, photoFormat: PhotoFileFormat? = nil
         var pressureHandler = true
         var mode: CaptureMode? = nil, burstRate = 5   // issue 14
-        var strict = false, sawScene = false   // issue 24
+        var strict = false, noAdjust = false, sawScene = false   // issue 24
         for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
@@ -111,6 +111,7 @@ enum RecordCommand {
                 o.sensorOrientation = m
             case "--scene": o.scene = try parseScene(v); sawScene = true
             case "--strict": strict = true
+            case "--no-adjust": noAdjust = true
             case "--pressure-handler":
                 switch v.lowercased() {
                 case "on": pressureHandler = true
@@ -121,6 +122,7 @@ enum RecordCommand {
             }
         }
         if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
+        if strict && noAdjust { throw UsageError("use either --strict or --no-adjust, not both") }
         if o.sensorOrientation != .landscape {
             guard case .synthetic = o.source else {
                 throw UsageError("--sensor-orientation: only the synthetic sensor can be mounted turned (a V4L2 camera says nothing of its mounting)")
@@ -158,7 +160,7 @@ enum RecordCommand {
         let environment = ProcessInfo.processInfo.environment
         configuration.pressureDirectory = environment["REEL_PRESSURE_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.sysfsRoot = environment["REEL_SYSFS_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/sys"
-        configuration.strict = strict
+        configuration.validation = strict ? .strict : noAdjust ? .asAsked : .adjust
         return (configuration, json, report)
     }
 

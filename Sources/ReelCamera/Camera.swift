@@ -81,8 +81,8 @@ public final class Camera: Sendable {
         // Validated against the cost model first (libcamera's validate()): a real-time
         // recording that would not keep up records the first rung of the ladder that does, and
         // says so; under `strict` it is refused here, before anything opens.
-        let (validated, adjustment) = try CapacityGate.validate(configuration.recording, preview: configuration.preview != nil,
-                                                                 strict: configuration.strict)
+        let (validated, adjustment, asAsked) = try CapacityGate.validate(configuration.recording, preview: configuration.preview != nil,
+                                                                          policy: configuration.validation)
         self.adjustment = adjustment
         var options = validated
         // The pressure handler steps the rate live: the session may switch to these rates (the
@@ -117,11 +117,13 @@ public final class Camera: Sendable {
             undo.append { admission.release() }
             let checked = options, withPreview = configuration.preview != nil
             options.configurationCheck = { c in
-                try admission.admit(checked, preview: withPreview, framesPerSecond: c.format.rate.perSecond)
+                try admission.admit(checked, preview: withPreview, framesPerSecond: c.format.rate.perSecond,
+                                    refuses: configuration.validation != .asAsked)
             }
             let recording = try Recording(options: options)
             // Said once the recording is made: a request refused for another reason says only that.
             if let adjustment { emit(.warning(adjustment.message)) }
+            if let asAsked { emit(.warning(asAsked)) }
             let session = recording.session
             controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
                             ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,

@@ -26,9 +26,10 @@ public struct CameraConfiguration: Sendable {
     public var pressureDirectory: String?
     /// Where thermal zones and cpufreq are read instead of `/sys` (tests).
     public var sysfsRoot = "/sys"
-    /// A real-time recording whose cost does not fit this machine is refused (exit 69, with an
-    /// alternative that fits) instead of adjusted down the ladder (`reel record --strict`).
-    public var strict = false
+    /// What a real-time recording whose cost does not fit this machine gets: adjusted down the
+    /// ladder (the default), refused with an alternative that fits (`.strict`, exit 69), or
+    /// recorded as asked with a warning (`.asAsked`).
+    public var validation = ValidationPolicy.adjust
 
     /// A camera recording with `recording`'s options, the pressure handler on, and nothing else.
     public init(recording: RecordOptions = RecordOptions(), preview: PreviewRequest? = nil,

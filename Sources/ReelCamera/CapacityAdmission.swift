@@ -51,15 +51,25 @@ public enum CapacityGate {
     /// the first rung of the ladder that fits (a lighter ProRes profile, then H.264, then a
     /// lower rate: `CostModel.ladder`) and the adjustment; else the options as they are and
     /// nil. A recording that is not paced in real time (`--no-realtime`) cannot fall behind
-    /// and is never adjusted.
-    /// - Throws: `CapacityError.exceeds` (exit 69) under `strict`, with the cost and the
-    ///   options of an alternative that fits, or when nothing on the ladder fits.
-    public static func validate(_ options: RecordOptions, preview: Bool, strict: Bool) throws -> (RecordOptions, ConfigurationAdjustment?) {
-        guard options.realtime, isWellFormed(options), let calibration = calibration(), let demand = demand(options, preview: preview) else { return (options, nil) }
+    /// and is never adjusted. With `.asAsked` the options come back unchanged and the third
+    /// value is the warning that says the request does not fit (nil when it does).
+    /// - Throws: `CapacityError.exceeds` (exit 69) under `.strict`, with the cost and the
+    ///   options of an alternative that fits, or when nothing on the ladder fits (never under
+    ///   `.asAsked`).
+    public static func validate(_ options: RecordOptions, preview: Bool, policy: ValidationPolicy) throws -> (RecordOptions, ConfigurationAdjustment?, String?) {
+        let strict = policy == .strict
+        guard options.realtime, isWellFormed(options), let calibration = calibration(), let demand = demand(options, preview: preview) else { return (options, nil, nil) }
         let model = model(calibration, options: options)
         let validity = try model.validate(demand, others: try SessionRegistry().live(), allowed: { options.container.supports($0) })
+        if policy == .asAsked {
+            switch validity {
+            case .valid: return (options, nil, nil)
+            case .adjusted(let a, _): return (options, nil, "\(a.requested.needs), more than the \(CostFormat.share(a.target)) a real-time recording may take (\(a.figures) figures); recording it as asked (--no-adjust): frames may be dropped")
+            case .invalid(let asked): return (options, nil, "\(asked.needs), more than the \(CostFormat.share(CostModel.realtimeTarget)) a real-time recording may take; recording it as asked (--no-adjust): frames may be dropped")
+            }
+        }
         switch validity {
-        case .valid: return (options, nil)
+        case .valid: return (options, nil, nil)
         case .invalid(let asked):
             throw CapacityError.exceeds("\(asked.needs); nothing down the ladder (lighter codecs, then lower rates) fits within the \(CostFormat.share(CostModel.realtimeTarget)) a real-time recording may take")
         case .adjusted(let adjustment, let rung):
@@ -67,7 +77,7 @@ public enum CapacityGate {
             if strict {
                 throw CapacityError.exceeds("\(adjustment.requested.needs), more than the \(CostFormat.share(adjustment.target)) a real-time recording may take (\(adjustment.figures) figures); \(adjustment.chosen.description) fits (\(CostFormat.share(adjustment.chosen.cost))): \(alternative(adjusted, from: options))")
             }
-            return (adjusted, adjustment)
+            return (adjusted, adjustment, nil)
         }
     }
 
@@ -122,7 +132,7 @@ public enum CapacityGate {
     /// cached measurement, else the shipped table scaled by the CPU probe, so recording never
     /// stops to measure. Returns the registration (release it when the recording ends) and the cost.
     /// - Throws: `CapacityError.exceeds` when it does not fit; the registry's errors.
-    public static func admit(_ options: RecordOptions, preview: Bool, framesPerSecond: Double? = nil) throws -> (Registration?, HardwareCost?) {
+    public static func admit(_ options: RecordOptions, preview: Bool, framesPerSecond: Double? = nil, refuses: Bool = true) throws -> (Registration?, HardwareCost?) {
         guard let calibration = calibration(),
               let demand = demand(options, preview: preview, framesPerSecond: framesPerSecond) else { return (nil, nil) }
         let model = model(calibration, options: options)
@@ -130,12 +140,24 @@ public enum CapacityGate {
         let registration = try SessionRegistry().admit { others in
             let c = try model.cost(demand, others: others)
             // A recording not paced in real time cannot fall behind: registered, never refused.
-            if options.realtime, let refusal = c.refusal { throw CapacityError.exceeds(refusal) }
+            if refuses, options.realtime, let refusal = c.refusal { throw CapacityError.exceeds(refusal) }
             cost = c
             return c.session
         }
         return (registration, cost)
     }
+}
+
+/// What the camera does with a real-time request its cost model says this machine cannot keep
+/// up with (`CameraConfiguration.validation`).
+public enum ValidationPolicy: String, Sendable, Hashable {
+    /// Record the first configuration down the ladder that fits, and say so (the default).
+    case adjust
+    /// Refuse it (exit 69), naming the options of one that fits (`reel record --strict`).
+    case strict
+    /// Record it as asked, and say it does not fit (`reel record --no-adjust`: benchmarks, or
+    /// a machine the model misjudges); the admission's refusal above 1 is off too.
+    case asAsked
 }
 
 /// What the session's configuration check admitted: the registration among the live sessions
@@ -150,9 +172,9 @@ public final class CapacityAdmission: Sendable {
 
     /// Checks and registers the recording at `framesPerSecond`.
     /// - Throws: `CapacityError.exceeds` (exit 69) when it does not fit; the registry's errors.
-    public func admit(_ options: RecordOptions, preview: Bool, framesPerSecond: Double) throws {
+    public func admit(_ options: RecordOptions, preview: Bool, framesPerSecond: Double, refuses: Bool = true) throws {
         release()
-        let (registration, cost) = try CapacityGate.admit(options, preview: preview, framesPerSecond: framesPerSecond)
+        let (registration, cost) = try CapacityGate.admit(options, preview: preview, framesPerSecond: framesPerSecond, refuses: refuses)
         state.withLock { $0 = (registration, cost) }
         admitted.withLock { $0 = (options, preview) }
     }

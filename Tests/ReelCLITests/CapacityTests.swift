@@ -112,6 +112,25 @@ func registryEntries(_ root: String) -> [String] {
         #expect(abs(probe.durationSeconds - 6.0 / 15) < 0.01, "\(probe.durationSeconds) s")   // 6 frames at 15 fps
     }
 
+    /// `--no-adjust` records the request as asked and says in one warning line that it does
+    /// not fit; with `--strict` it is a usage error.
+    @Test func noAdjustRecordsAsAskedAndSaysSo() throws {
+        let (env, root) = try capacityEnvironment(cpuSecondsPerMegapixel: 1.25 * 2 / 30 / 3.6864)
+        defer { removeTree(root) }
+        let args = ["record", "--codec", "ffv1", "--container", "mkv", "--source", "synthetic:1920", "--ratio", "1x1",
+                    "--fps", "30", "--frames", "3", "--plain", "--json", "--out", root + "/out"]
+        let run = try reel(args + ["--no-adjust"], environment: env)
+        #expect(run.status == 0, "\(run.stderr)")
+        let warnings = run.stderr.split(separator: "\n").filter { $0.contains("--no-adjust") }
+        #expect(warnings == ["reel: warning: ffv1 1920×1920 at 30 fps needs 1.25 of this machine (encoder), more than the 0.75 a real-time recording may take (measured figures); recording it as asked (--no-adjust): frames may be dropped"], "\(run.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(summary["adjusted"] is NSNull)
+        let clips = try #require(summary["clips"] as? [[String: Any]])
+        #expect(try probeFrames(try #require(clips.first?["path"] as? String)).codec == "ffv1")
+        let both = try reel(args + ["--no-adjust", "--strict"], environment: env)
+        #expect(both.status == 64 && both.stderr == "reel: use either --strict or --no-adjust, not both\n")
+    }
+
     /// Two live recordings in the registry take 0.70; a third at 0.35 is refused (nothing down
     /// the ladder fits beside them); once one of them is killed (its entry stale), it records.
     @Test func aThirdRecordingThatWouldExceedTheTargetIsRefusedUntilOneIsKilled() throws {

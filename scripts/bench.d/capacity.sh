@@ -8,9 +8,9 @@
 #   process has its own camera (the emulation is preloaded into it), so N cameras = N processes,
 #   each also paying for its camera's drawing (the same for every tool).
 # Recorders, N of each at once, every one asked for DURATION*30 frames:
-#   reel      reel record --source v4l2:/dev/video0:1920x1080@30:YUYV --plain (real time, as
-#             shipped; no `reel calibrate` cache, so the admission check is off: what is
-#             measured is what it sustains, not what the cost model allows)
+#   reel      reel record --no-adjust --source v4l2:/dev/video0:1920x1080@30:YUYV --plain (real
+#             time; --no-adjust: the cost model neither adjusts nor refuses the configuration,
+#             so what is measured is what it sustains, not what the cost model allows)
 #   ffmpeg    ffmpeg -f v4l2 -input_format yuyv422 -video_size 1920x1080 -framerate 30,
 #             -fps_mode passthrough (every captured frame written once, none duplicated to
 #             fill a gap), -sws_flags neighbor (Reel converts with SWS_POINT)
@@ -70,9 +70,9 @@ results=$work/results.txt
 command_for() {
     local tool=$1 codec=$2 out=$3
     case $tool:$codec in
-        reel:prores) echo "$reel" record --pressure-handler off --source v4l2:/dev/video0:1920x1080@30:YUYV --frames $frames --codec prores:hq \
+        reel:prores) echo "$reel" record --no-adjust --pressure-handler off --source v4l2:/dev/video0:1920x1080@30:YUYV --frames $frames --codec prores:hq \
                           --container mov --plain --out "$out" --name c --json ;;
-        reel:h264)   echo "$reel" record --pressure-handler off --source v4l2:/dev/video0:1920x1080@30:YUYV --frames $frames --codec h264 \
+        reel:h264)   echo "$reel" record --no-adjust --pressure-handler off --source v4l2:/dev/video0:1920x1080@30:YUYV --frames $frames --codec h264 \
                           --container mp4 --plain --out "$out" --name c --json ;;
         ffmpeg:*)    local enc mux ext
                      if [ "$codec" = prores ]; then

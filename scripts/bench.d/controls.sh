@@ -83,7 +83,7 @@ def first_picture_ms(work):
             env["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="reel-bench-xdg-data-")
             env["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="reel-bench-xdg-cache-")
         t0 = time.time() * 1000
-        rec = subprocess.Popen([reel, "record", "--source", "synthetic:1280", "--codec", "prores:proxy", "--plain",
+        rec = subprocess.Popen([reel, "record", "--scene", "pattern", "--source", "synthetic:1280", "--codec", "prores:proxy", "--plain",
                                 "--out", work, "--preview", f"127.0.0.1:{port}", "--preview-token", TOKEN, "--duration", "20"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
@@ -118,7 +118,7 @@ print("  of which to the port answering: %s ms; to the page's document loaded: %
 work = tempfile.mkdtemp(prefix="reel-bench-controls-")
 port = free_port()
 sock_path = work + "/control.sock"
-rec = subprocess.Popen([reel, "record", "--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--json",
+rec = subprocess.Popen([reel, "record", "--scene", "pattern", "--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--json",
                         "--out", work + "/out", "--preview", f"127.0.0.1:{port}", "--preview-token", TOKEN,
                         "--control-socket", sock_path, "--duration", "600"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/jpegcmp" scripts/bench.d/jpegcmp.c $(pkg-config --cflags --libs libturbojpeg libavcodec libavutil) -lm
 load_before=$(cat /proc/loadavg)
 echo "load before: $load_before   $(ffmpeg -version | head -1 | cut -d' ' -f1-3)"
-"$reel" record --no-realtime --pressure-handler off --frames "$frames" --codec ffv1 --container mkv --plain --out "$work/src" --name src >/dev/null
+"$reel" record --scene pattern --no-realtime --pressure-handler off --frames "$frames" --codec ffv1 --container mkv --plain --out "$work/src" --name src >/dev/null
 ffmpeg -nostdin -v error -i "$work/src/src-0001-16x9.mkv" -fps_mode passthrough -vf scale=960:540:flags=neighbor -f rawvideo -pix_fmt yuv420p "$work/frames.yuv"
 runs=${RUNS:-3}
 for run in $(seq 1 "$runs"); do

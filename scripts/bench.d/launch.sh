@@ -79,7 +79,7 @@ def dead_recorder(n):
     """A recorder writing into the pool, killed (SIGKILL) 1 s after its 30th frame: its
     slot waits for the next opener to recover it into {work}/victim-n."""
     out = f"{work}/victim-{n}"
-    p = subprocess.Popen([reel, "record", "--pressure-handler", "off", "--preview", "0", "--pool", pool, "--source", "synthetic:1280", "--codec", "h264",
+    p = subprocess.Popen([reel, "record", "--scene", "pattern", "--pressure-handler", "off", "--preview", "0", "--pool", pool, "--source", "synthetic:1280", "--codec", "h264",
                           "--fragment", "0.1", "--duration", "600", "--out", out, "--name", "victim"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, REEL_POOL=pool))
     port, lines = preview_port(p)
@@ -107,7 +107,7 @@ def launch(codec, eager, n):
     victim = dead_recorder(n) if recovery else None
     out = f"{work}/out-{n}"
     container = "mkv" if codec == "ffv1" else "mov"
-    args = [reel, "record", "--pressure-handler", "off", "--preview", "0", "--pool", pool, "--source", source, "--codec", codec, "--container", container,
+    args = [reel, "record", "--scene", "pattern", "--pressure-handler", "off", "--preview", "0", "--pool", pool, "--source", source, "--codec", codec, "--container", container,
             "--duration", "2", "--out", out, "--name", "l", "--json"] + (["--eager-start"] if eager else []) \
         + (["--photos", out + "/photos", "--photo-format", photos] if photos else [])
     t0 = time.monotonic()

@@ -110,7 +110,7 @@ prepared_section() {
             for arm in prepared unprepared; do
                 rm -rf "$work/out"
                 if [ "$arm" = unprepared ]; then extra=(--unprepared); else extra=(); fi
-                "$reel" photo --eager --format "$fmt" --out "$work/out" --json "${extra[@]}" >"$work/prep-$fmt-$arm-$r.json"
+                "$reel" photo --scene pattern --eager --format "$fmt" --out "$work/out" --json "${extra[@]}" >"$work/prep-$fmt-$arm-$r.json"
             done
         done
         python3 - "$work" "$fmt" "${PREP_RUNS:-5}" "$rows" <<'PY'
@@ -147,7 +147,7 @@ echo "== shutter lag: 20 presses at 137 ms, JPEG balanced"
 for r in $(seq "$runs"); do
     for mode in zsl next-frame; do
         rm -rf "$work/out"
-        "$reel" photo --count 20 --interval 0.137 --format jpeg --shutter "$mode" --eager --out "$work/out" --json >"$work/$mode.json"
+        "$reel" photo --scene pattern --count 20 --interval 0.137 --format jpeg --shutter "$mode" --eager --out "$work/out" --json >"$work/$mode.json"
         printf "run %d %-10s " "$r" "$mode"; summary "$work/$mode.json" lag "$r" "$mode"
     done
 done
@@ -160,7 +160,7 @@ for burst in "10 0.1" "30 0.0333"; do
         for arm in on off; do
             rm -rf "$work/out"
             if [ "$arm" = on ]; then extra=(); else extra=(--no-prioritization --no-responsive --shutter next-frame); fi
-            "$reel" photo --count "$1" --interval "$2" --quality quality --sensor-noise 8 --format jpeg \
+            "$reel" photo --scene pattern --count "$1" --interval "$2" --quality quality --sensor-noise 8 --format jpeg \
                 --out "$work/out" --json "${extra[@]}" >"$work/$arm.json"
             printf "run %d %-4s " "$r" "$arm"; summary "$work/$arm.json" "burst$1" "$r" "$arm"
         done
@@ -174,7 +174,7 @@ for r in $(seq "$runs"); do
         rm -rf "$work/out"
         if [ "$arm" = eager ]; then extra=(--eager); else extra=(); fi
         s=$(date +%s.%N)
-        "$reel" photo --format heic --out "$work/out" --json "${extra[@]}" >"$work/first.json"
+        "$reel" photo --scene pattern --format heic --out "$work/out" --json "${extra[@]}" >"$work/first.json"
         e=$(date +%s.%N)
         python3 - "$work/first.json" "$r" "$arm" "$s" "$e" "$rows" <<'PY'
 import json, sys
@@ -194,7 +194,7 @@ echo
 echo "== noise reduction: sigma 8, quality, ring 3 and 5 (second press; the first has a ring of one)"
 for ring in 3 5; do
     rm -rf "$work/out"
-    "$reel" photo --count 2 --interval 0.4 --quality quality --no-prioritization --sensor-noise 8 --ring "$ring" \
+    "$reel" photo --scene pattern --count 2 --interval 0.4 --quality quality --no-prioritization --sensor-noise 8 --ring "$ring" \
         --format jpeg --out "$work/out" --json >"$work/nr.json"
     python3 - "$work/nr.json" "$ring" "$rows" <<'PY'
 import json, sys

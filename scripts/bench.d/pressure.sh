@@ -116,7 +116,7 @@ PY
 if [ "$PART" != grid ]; then
 echo "== 1. 1080p30 ProRes HQ, ${SECONDS_PER_RUN} s, pressure handler on vs off under stress-ng (cpu 2, io 1, vm 1 x 512M), ${ROUNDS} round(s)"
 if [ "$QUIET" = 1 ]; then
-  "${RECENV[@]}" "$REEL" record --duration "$SECONDS_PER_RUN" --out "$WORK/quiet" --json > "$WORK/quiet.json"
+  "${RECENV[@]}" "$REEL" record --scene pattern --duration "$SECONDS_PER_RUN" --out "$WORK/quiet" --json > "$WORK/quiet.json"
   summarise "quiet, handler on" "$WORK/quiet.json" 0 on 0
   rm -rf "$WORK/quiet"
 fi
@@ -129,7 +129,7 @@ sleep 5
 for round in $(seq 1 "$ROUNDS"); do
   if [ $((round % 2)) = 1 ]; then ORDER="off on"; else ORDER="on off"; fi
   for mode in $ORDER; do
-    "${RECENV[@]}" "$REEL" record --duration "$SECONDS_PER_RUN" --pressure-handler "$mode" \
+    "${RECENV[@]}" "$REEL" record --scene pattern --duration "$SECONDS_PER_RUN" --pressure-handler "$mode" \
         --out "$WORK/loaded-$mode" --json > "$WORK/loaded-$mode.json"
     summarise "round $round, handler $mode" "$WORK/loaded-$mode.json" "$round" "$mode" 1
     "$REEL" verify "$WORK/loaded-$mode" > /dev/null || echo "  verify FAILED for handler $mode"
@@ -154,7 +154,7 @@ for codec in prores:hq h264 ffv1; do
     for n in 1 2 3; do
       pids=()
       for i in $(seq 1 "$n"); do
-        "${RECENV[@]}" "${NICE[@]}" "$REEL" record --pressure-handler off --codec "$codec" --container "$container" --source "synthetic:$side" --fps "$fps" \
+        "${RECENV[@]}" "${NICE[@]}" "$REEL" record --scene pattern --pressure-handler off --codec "$codec" --container "$container" --source "synthetic:$side" --fps "$fps" \
             --duration "$GRID_SECONDS" --out "$WORK/grid-$i" --json > "$WORK/grid-$i.json" 2>/dev/null &
         pids+=($!)
       done

@@ -65,7 +65,7 @@ encode_ms = []
 def run(clients=0, preview=True, browser=False):
     out = tempfile.mkdtemp(prefix="reel-bench-preview-")
     port = free_port()
-    args = [reel, "record", "--pressure-handler", "off", "--source", "synthetic:1920", "--codec", "prores", "--duration", str(dur + 4),
+    args = [reel, "record", "--scene", "pattern", "--pressure-handler", "off", "--source", "synthetic:1920", "--codec", "prores", "--duration", str(dur + 4),
             "--plain", "--json", "--out", out]
     if preview:
         args += ["--preview", f"127.0.0.1:{port}", "--preview-token", TOKEN]

@@ -66,7 +66,7 @@ for codec in prores:hq h264; do
     for k in $(seq 1 $((dur - 1))); do args+=(--ratio-at "$k:${ratios[$(((k - 1) % 5))]}"); done
     container=mov; [ $codec = h264 ] && container=mp4
     if [ "${PEERS_ONLY:-0}" != 1 ]; then   # PEERS_ONLY=1: the peers' rows only (quick)
-    "$reel" record --pressure-handler off --duration "$dur" --codec $codec --container $container --out "$work/reel-$codec" --name s --json "${args[@]}" >"$work/reel.json"
+    "$reel" record --scene pattern --pressure-handler off --duration "$dur" --codec $codec --container $container --out "$work/reel-$codec" --name s --json "${args[@]}" >"$work/reel.json"
     python3 - "$work/reel.json" "$codec" "$fps" "$rows" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); codec = sys.argv[2]; fps = int(sys.argv[3])

@@ -62,7 +62,7 @@ mkdir -p "$work/reel"
 # In real time, as a camera records: the session clock is the capture time (under
 # --no-realtime the source waits for the encoder, and 2.1 s of capture time then holds fewer
 # frames). Drops, if any, are printed: a boundary stays on its time all the same.
-"$reel" record --source synthetic:1280 --frames "$frames" --codec h264 --container mp4 --plain \
+"$reel" record --scene pattern --source synthetic:1280 --frames "$frames" --codec h264 --container mp4 --plain \
     --segment-duration "$seg" --out "$work/reel" --name seg --json >"$work/reel.json"
 python3 -c "import json; d=json.load(open('$work/reel.json')); print('reel: %d frames captured, %d dropped' % (d['framesCaptured'], d['framesDropped']))"
 "$reel" verify "$work/reel" | tail -1
