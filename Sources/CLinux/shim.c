@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -99,4 +100,10 @@ int CLinux_peer_uid(int fd, uint32_t *uid) {
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -1;
     *uid = cred.uid;
     return 0;
+}
+
+int CLinux_tune_malloc(int threshold, int arenas) {
+    if (mallopt(M_MMAP_THRESHOLD, threshold) != 1) return 0;
+    if (mallopt(M_ARENA_MAX, arenas) != 1) return -1;
+    return 1;
 }

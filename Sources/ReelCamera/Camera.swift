@@ -77,6 +77,8 @@ public final class Camera: Sendable {
         self.emit = emit
         finishEvents = { continuation.finish() }
         let notice: @Sendable (String) -> Void = { emit(.notice($0)) }
+        // glibc's allocator set for hours of recording: big buffers freed go back (ProcessMemory).
+        if let why = ProcessMemory.tunedForLongRecordings { notice("memory: \(why); the process's memory may grow with long recordings") }
 
         // Validated against the cost model first (libcamera's validate()): a real-time
         // recording that would not keep up records the first rung of the ladder that does, and

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The soak (issue 25 item 5; not part of scripts/test): `reel record` with its defaults
-# (ProRes 422 HQ 1920x1080 30 fps, the default scene, through the default storage pool, which
-# the first run creates) for DURATION s (default 1800) in real time, with SEGMENT-second
+# (ProRes 422 HQ 1920x1080 30 fps asked, as adjusted to what this machine holds; the default
+# realistic scene; through the default storage pool, which the first run creates) for DURATION s (default 1800) in real time, with SEGMENT-second
 # segments (default 60) and `--keep KEEP` (default 10min), as a newcomer runs it: an empty
 # XDG_DATA_HOME and XDG_CACHE_HOME of its own. Every 10 s it samples the process's resident
 # memory (VmRSS), open descriptors (/proc/PID/fd) and threads. At the end: frames dropped (0),
 # RSS growth after the first minute (target <= 5 MB), descriptors and threads (constant after
 # the first minute), every remaining segment verified (`reel verify`, against the index), the
 # deleted segments exactly the oldest, each finished segment exactly SEGMENT x 30 frames
-# (ffprobe). Then ffmpeg doing the same work (testsrc2 1080p30, prores_ks HQ, the segment
-# muxer at SEGMENT s) for PEER_SECONDS (default 120) s in real time (-re): its peak RSS beside
-# Reel's.
+# (ffprobe). Then ffmpeg doing the same work (testsrc2 1080p30, libavcodec's prores at the
+# profile Reel recorded, the segment muxer at SEGMENT s) for PEER_SECONDS (default 120) s in
+# real time (-re): its peak RSS beside Reel's.
 set -euo pipefail
 scripts/setup
 swift build -c release 2>&1 | tail -1
@@ -22,7 +22,7 @@ peer=${PEER_SECONDS:-120}
 work=$(mktemp -d /tmp/reel-soak-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 load_before=$(cat /proc/loadavg)
-echo "load: $load_before   commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)   scene: the default (pattern)"
+echo "load: $load_before   commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)   scene: the default (realistic)"
 echo "reel record --duration $dur --segment-duration $seg --keep $keep --name soak (defaults otherwise), fresh XDG dirs"
 samples=$work/samples.tsv
 : >"$samples"
@@ -45,10 +45,17 @@ wait "$pid" || { echo "reel record failed: $(cat "$work/stderr")"; exit 1; }
 cat "$work/stderr"
 "$reel" verify "$work/out" | tail -1
 
-# ffmpeg on the same work, in real time, for PEER_SECONDS: its peak RSS.
+# ffmpeg on the same work, in real time, for PEER_SECONDS: its peak RSS. The same encoder
+# (libavcodec's prores, prores_aw) at the profile the camera recorded (the default request
+# is adjusted on a 2-core machine: the summary's `adjusted`).
+profile=$(python3 -c "
+import json; s = json.load(open('$work/summary.json')); a = s.get('adjusted')
+codec = a['chosen']['codec'] if a else 'prores:hq'
+print({'prores:proxy': 0, 'prores:lt': 1, 'prores:standard': 2, 'prores:hq': 3}.get(codec, 3))")
 mkdir -p "$work/ff"
 /usr/bin/time -f "%M" -o "$work/ff.rss" ffmpeg -nostdin -v error -re -f lavfi -i "testsrc2=size=1920x1080:rate=30" -t "$peer" \
-    -c:v prores_ks -profile:v 3 -pix_fmt yuv422p10le -f segment -segment_time "$seg" -reset_timestamps 1 "$work/ff/seg%03d.mov" || true
+    -c:v prores -profile:v "$profile" -pix_fmt yuv422p10le -f segment -segment_time "$seg" -reset_timestamps 1 "$work/ff/seg%03d.mov" || true
+echo "ffmpeg peer: prores (prores_aw) profile $profile"
 
 LOAD_BEFORE="$load_before" python3 - "$work" "$seg" "$dur" "$keep" "$peer" <<'PY'
 import json, os, subprocess, sys
@@ -85,7 +92,8 @@ if split:
     first = next((x for x in split if x[0] >= 60), split[0]); last = split[-1]
     print("RSS after the first minute -> end: anonymous %.1f -> %.1f MB, file-backed %.1f -> %.1f MB"
           % (first[1] / 1024, last[1] / 1024, first[2] / 1024, last[2] / 1024))
-print("ffmpeg (testsrc2, prores_ks HQ, segment muxer, -re, %d s): peak RSS %.1f MB; reel's peak %.1f MB" % (peer, ff_peak, peak))
+print("recorded: %s" % ((s.get("adjusted") or {}).get("chosen", {}).get("description") or "as asked"))
+print("ffmpeg (testsrc2, prores at the same profile, segment muxer, -re, %d s): peak RSS %.1f MB; reel's peak %.1f MB" % (peer, ff_peak, peak))
 heads = [
     R.headline("soak %d s: frames dropped" % dur, s["framesDropped"], unit="frames", target=("==", 0, "reel")),
     R.headline("soak: RSS growth after the first minute", rss_growth, unit="MB", target=("<=", 5, "reel")),
@@ -98,5 +106,5 @@ heads = [
 ]
 R.write("soak", "Soak: %d s of the default recording, %g s segments, --keep %s" % (dur, seg, keep), headlines=heads,
         rows=[dict(t=r[0], rssKiB=r[1], fds=r[2], threads=r[3]) for r in rows], columns=["t", "rssKiB", "fds", "threads"],
-        load_before=os.environ.get("LOAD_BEFORE"), parameters={"duration": dur, "segment": seg, "keep": keep, "peerSeconds": peer})
+        load_before=os.environ.get("LOAD_BEFORE"), parameters={"duration": dur, "segment": seg, "keep": keep, "peerSeconds": peer, "scene": "realistic"})
 PY

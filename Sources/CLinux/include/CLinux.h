@@ -64,4 +64,9 @@ int CLinux_name_this_thread(const char *name);
 /// `struct ucred` needs _GNU_SOURCE, which Swift's Glibc lacks). Returns 0, or -1 with errno.
 int CLinux_peer_uid(int fd, uint32_t *uid);
 
+/// glibc's allocator: mallopt(M_MMAP_THRESHOLD, threshold) then mallopt(M_ARENA_MAX, arenas)
+/// (<malloc.h>, which Swift's Glibc lacks). Returns 1 when both were set, 0 when the first
+/// failed, -1 when the second failed.
+int CLinux_tune_malloc(int threshold, int arenas);
+
 #endif
