@@ -10,7 +10,9 @@ import ReelWriter
 
 /// `reel cost [record options] [--json]`: the hardware cost of a recording on this machine
 /// (the largest share any resource is asked for, counting the other live Reel recordings),
-/// without recording. Exit 0 when it fits (cost ≤ 1), 69 when `reel record` would refuse it.
+/// without recording, and what `reel record` would do with it. Exit 0 when `reel record` would
+/// record it (as asked or adjusted), 69 when it would refuse it (a real-time recording above 1,
+/// or one nothing on the ladder fits).
 enum CostCommand {
     static func parse(_ argv: [String]) throws -> ParsedCommand {
         let (configuration, json, _) = try RecordCommand.parse(argv, spec: CommandTable.cost)
@@ -29,12 +31,16 @@ enum CostCommand {
         let cost = try model.cost(demand, others: others)
         // What `reel record` would do with it in real time: record it, or the first rung of the
         // ladder that fits (`--strict` refuses instead).
-        var record: String? = nil
+        var record: String? = nil, refusedByRecord: String? = nil
         if options.realtime {
-            switch try model.validate(demand, others: others, allowed: { options.container.supports($0) }) {
+            var lowerRates = true
+            if case .v4l2 = options.source { lowerRates = false }
+            switch try model.validate(demand, others: others, lowerRates: lowerRates, allowed: { options.container.supports($0) }) {
             case .valid: record = nil
             case .adjusted(let a, _): record = "reel record would record \(a.chosen.description) instead (\(CostFormat.share(a.chosen.cost))): more than \(CostFormat.share(a.target)) of this machine does not keep real time"
-            case .invalid: record = "reel record would refuse it: nothing on the ladder fits within \(CostFormat.share(CostModel.realtimeTarget))"
+            case .invalid(let asked):
+                record = "reel record would refuse it: nothing on the ladder fits within \(CostFormat.share(CostModel.realtimeTarget))"
+                refusedByRecord = "\(asked.needs); nothing down the ladder (lighter codecs, then lower rates) fits within the \(CostFormat.share(CostModel.realtimeTarget)) a real-time recording may take"
             }
         }
         if json {
@@ -54,7 +60,9 @@ enum CostCommand {
             print("  figures: " + (calibration.isEstimate ? "estimated (Reel's shipped cost table scaled by this machine's CPU probe, \(probe); reel calibrate measures them)" : "measured by reel calibrate"))
             if let record { print("  \(record)") }
         }
-        if let refusal = cost.refusal {
+        // What `reel record` refuses (a real-time recording: above 1, or nothing on the ladder
+        // fits), this refuses with the same exit status; a --no-realtime recording never is.
+        if options.realtime, let refusal = cost.refusal ?? refusedByRecord {
             printError(refusal)
             return ExitStatus.unavailable
         }

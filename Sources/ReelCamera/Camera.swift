@@ -61,7 +61,7 @@ public final class Camera: Sendable {
 
     /// Opens everything the configuration asks for, in the order that lets each refuse before
     /// anything is recorded: the photo directory (73), the input devices and the socket (77 for
-    /// permission), the session's cost check (69), storage and encoder, the photo output, the
+    /// permission), the validation and the session's cost check (69), storage and encoder, the photo output, the
     /// secondary action (69 for a lock the camera cannot take), the preview's port (75, 77).
     /// What opened before a refusal is closed again.
     /// - Parameter observer: told every `CameraEvent` as it happens, on the thread that
@@ -80,16 +80,7 @@ public final class Camera: Sendable {
         // glibc's allocator set for hours of recording: big buffers freed go back (ProcessMemory).
         if let why = ProcessMemory.tunedForLongRecordings { notice("memory: \(why); the process's memory may grow with long recordings") }
 
-        // Validated against the cost model first (libcamera's validate()): a real-time
-        // recording that would not keep up records the first rung of the ladder that does, and
-        // says so; under `strict` it is refused here, before anything opens.
-        let (validated, adjustment, asAsked) = try CapacityGate.validate(configuration.recording, preview: configuration.preview != nil,
-                                                                          policy: configuration.validation)
-        self.adjustment = adjustment
-        var options = validated
-        // The pressure handler steps the rate live: the session may switch to these rates (the
-        // sensor's clock is chosen for them). Empty: the handler is off.
-        options.liveFrameRates = configuration.pressureHandler ? PressureHandling.liveRates(for: options.rate) : []
+        var options = configuration.recording
         if let photoRequest = configuration.photos {
             try CameraPhotos.check(photoRequest)
             options.extraSensorBuffers = CameraPhotos.ringSize   // the ring's frames are extra
@@ -112,6 +103,16 @@ public final class Camera: Sendable {
                 controls.dispatcher.setHandler(videoPresses)
             }
             SecondaryPresses.prepare(configuration.controls.secondary, source: options.source, dispatcher: controls.dispatcher)
+            // Validated against the cost model (libcamera's validate()): a real-time recording
+            // that would not keep up records the first rung of the ladder that does, and says so
+            // once the camera is made; under `.strict` it is refused here (69), before storage,
+            // encoder or preview open.
+            let (validated, adjustment, asAsked) = try CapacityGate.validate(options, preview: configuration.preview != nil,
+                                                                              policy: configuration.validation)
+            options = validated
+            // The pressure handler steps the rate live: the session may switch to these rates (the
+            // sensor's clock is chosen for them). Empty: the handler is off.
+            options.liveFrameRates = configuration.pressureHandler ? PressureHandling.liveRates(for: options.rate) : []
             // The session's configuration check: refused at its commit (69) when this machine
             // cannot take it, before storage, encoder or preview open; else registered among the
             // live sessions until the camera ends.
@@ -123,9 +124,6 @@ public final class Camera: Sendable {
                                     refuses: configuration.validation != .asAsked)
             }
             let recording = try Recording(options: options)
-            // Said once the recording is made: a request refused for another reason says only that.
-            if let adjustment { emit(.warning(adjustment.message)) }
-            if let asAsked { emit(.warning(asAsked)) }
             let session = recording.session
             controls.attach(currentFrame: { let n = session.stats.framesCaptured; return n > 0 ? n - 1 : nil },
                             ratios: session.source.format.supportedRatios.map(\.description), selected: session.ratio.description,
@@ -171,6 +169,10 @@ public final class Camera: Sendable {
                                                    handler.handle(change)
                                                    emit(.pressure(change.level))
                                                })
+            // Said once the camera is made: a request refused for another reason says only that.
+            if let adjustment { emit(.warning(adjustment.message)) }
+            if let asAsked { emit(.warning(asAsked)) }
+            self.adjustment = adjustment
             self.controls = controls
             self.pending = pending
             self.admission = admission

@@ -36,7 +36,7 @@ public enum CapacityGate {
     }
 
     /// The figures costs are counted with: the cached `reel calibrate` measurement when it is
-    /// usable, else Reel's shipped table scaled by this machine's CPU probe (about 10 ms,
+    /// usable, else Reel's shipped table scaled by this machine's CPU probe (about 15 ms,
     /// `CostTable.estimate`); nil only if neither exists.
     public static func calibration() -> Calibration? {
         Calibration.cached().0 ?? estimated
@@ -60,7 +60,11 @@ public enum CapacityGate {
         let strict = policy == .strict
         guard options.realtime, isWellFormed(options), let calibration = calibration(), let demand = demand(options, preview: preview) else { return (options, nil, nil) }
         let model = model(calibration, options: options)
-        let validity = try model.validate(demand, others: try SessionRegistry().live(), allowed: { options.container.supports($0) })
+        // A V4L2 camera offers the rates it offers: only its codec steps down.
+        var lowerRates = true
+        if case .v4l2 = options.source { lowerRates = false }
+        let validity = try model.validate(demand, others: try SessionRegistry().live(), lowerRates: lowerRates,
+                                          allowed: { options.container.supports($0) })
         if policy == .asAsked {
             switch validity {
             case .valid: return (options, nil, nil)
@@ -95,8 +99,11 @@ public enum CapacityGate {
         var o = options
         guard let output = rung.outputs.first else { return o }
         o.codec = output.codec
+        // Only a rate rung changes the rate (its rates are whole: `CostModel.steps`); a codec
+        // rung keeps the asked rate exactly, 29.97 included.
+        let asked = demand(options, preview: rung.preview)?.outputs.first?.framesPerSecond ?? 0
         let fps = Int(output.framesPerSecond.rounded())
-        if Double(fps) != (demand(options, preview: rung.preview)?.outputs.first?.framesPerSecond ?? 0), let rate = FrameRate(frames: Int32(clamping: fps)) {
+        if output.framesPerSecond != asked, let rate = FrameRate(frames: Int32(clamping: fps)) {
             switch o.source {
             case .synthetic: o.rate = rate
             case .v4l2(let path, let size, _, let fourcc): o.source = .v4l2(path: path, size: size, fps: fps, fourcc: fourcc)
@@ -133,7 +140,8 @@ public enum CapacityGate {
     /// stops to measure. Returns the registration (release it when the recording ends) and the cost.
     /// - Throws: `CapacityError.exceeds` when it does not fit; the registry's errors.
     public static func admit(_ options: RecordOptions, preview: Bool, framesPerSecond: Double? = nil, refuses: Bool = true) throws -> (Registration?, HardwareCost?) {
-        guard let calibration = calibration(),
+        // A request refused as a usage error anyway (a ratio the sensor lacks) is not costed first.
+        guard isWellFormed(options), let calibration = calibration(),
               let demand = demand(options, preview: preview, framesPerSecond: framesPerSecond) else { return (nil, nil) }
         let model = model(calibration, options: options)
         var cost: HardwareCost? = nil

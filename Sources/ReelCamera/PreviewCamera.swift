@@ -16,7 +16,7 @@ public final class PreviewCamera: Sendable {
     /// server at `request` and adds the preview output. Nothing is captured yet.
     /// - Throws: the source's errors (`CaptureError`, `V4L2Error`); `CameraError` for the
     ///   preview (75: port in use; 77: no permission; 64: bad address; else 69).
-    public init(source spec: SourceSpec, rate: FrameRate, ratio: AspectRatio?, scene: SyntheticScene = .pattern,
+    public init(source spec: SourceSpec, rate: FrameRate, ratio: AspectRatio?, scene: SyntheticScene = .realistic,
                 preview request: PreviewRequest) throws {
         let source: any VideoSource
         switch spec {

@@ -34,7 +34,7 @@ public enum StillCamera {
     ///   errors (`CaptureError`) when it cannot be opened. A failure while running is in the
     ///   result's `failure`.
     public static func shoot(settings: PhotoSettings, count: Int, interval: Double, fps: Int,
-                             scene: SyntheticScene = .pattern) throws -> Result {
+                             scene: SyntheticScene = .realistic) throws -> Result {
         let output = try PhotoOutput(settings: settings)
         // Deferred photos an earlier run left here are finished beside this run.
         final class Pending: @unchecked Sendable { var finished: [FinishedPhoto] = [] } // written before `pendingDone`

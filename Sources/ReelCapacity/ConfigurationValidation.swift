@@ -66,7 +66,7 @@ extension CostModel {
     /// The largest cost a real-time recording is given: the encoder's CPU share, with room
     /// left for the sensor's drawing, the muxer, the writer and the rest of the machine. At
     /// 1.0 the cores are full and frames are late. The margin below 1 covers the estimate's
-    /// error: the CPU probe varies by about ±8 % from run to run, and on the realistic scene
+    /// error: the CPU probe varies from run to run (its scale is bounded below at 0.8×, docs/pressure.md), and on the realistic scene
     /// the model's ProRes HQ figure (75 ms a 1080p frame) is about 15 % under what a saturated
     /// recording spends (88 ms).
     public static let realtimeTarget = 0.75
@@ -86,13 +86,15 @@ extension CostModel {
         }
     }
 
-    /// The ladder, in the order tried: the request; the lighter codecs at the asked rate
-    /// (`lighterCodecs`, those `fits` allows: a container that cannot hold one skips it); then
-    /// the last codec at each of `steps` below the asked rate.
-    public static func ladder(_ demand: SessionDemand, allowed: (VideoCodec) -> Bool = { _ in true }) -> [SessionDemand] {
+    /// The ladder as documented: the request; the lighter codecs at the asked rate
+    /// (`lighterCodecs`, those `allowed`: a container that cannot hold one skips it); then
+    /// (`lowerRates`) the last codec at each of `steps` below the asked rate. `validate` steps
+    /// the rates down on the cheapest codec rung, which is the last where all cost the same.
+    public static func ladder(_ demand: SessionDemand, allowed: (VideoCodec) -> Bool = { _ in true }, lowerRates: Bool = true) -> [SessionDemand] {
         guard let first = demand.outputs.first else { return [demand] }
         let codecs = [first.codec] + lighterCodecs(after: first.codec).filter(allowed)
         var rungs = codecs.map { c in SessionDemand(outputs: demand.outputs.map { $0.with(codec: c) }, preview: demand.preview) }
+        guard lowerRates else { return rungs }
         let asked = demand.outputs.map(\.framesPerSecond).max() ?? 0
         for fps in steps where fps < asked { rungs.append(rungs[codecs.count - 1].at(framesPerSecond: fps)) }
         return rungs
@@ -101,16 +103,33 @@ extension CostModel {
     /// Valid when `demand` costs no more than `target` beside `others`; else the first rung of
     /// the ladder that does (adjusted); else invalid.
     /// - Throws: `CapacityError.notCalibrated` for a codec the figures lack.
+    /// The codec rungs are tried in the ladder's order; then the lower rates, on the cheapest
+    /// codec rung (the later one of equal cost: H.264 where all cost the same) — on the
+    /// realistic scene ProRes Proxy costs less than H.264, so Proxy at 50 fps fits where H.264
+    /// would need 30. `lowerRates` false (a V4L2 camera, which offers its own rates): codecs only.
+    /// - Throws: `CapacityError.notCalibrated` for a codec the figures lack.
     public func validate(_ demand: SessionDemand, others: [RegisteredSession], target: Double = CostModel.realtimeTarget,
-                         allowed: (VideoCodec) -> Bool = { _ in true }) throws(CapacityError) -> ConfigurationValidity {
-        let rungs = CostModel.ladder(demand, allowed: allowed)
-        let asked = try costed(rungs[0], others: others)
+                         lowerRates: Bool = true, allowed: (VideoCodec) -> Bool = { _ in true }) throws(CapacityError) -> ConfigurationValidity {
+        let codecs = CostModel.ladder(demand, allowed: allowed, lowerRates: false)
+        let asked = try costed(codecs[0], others: others)
         if asked.cost <= target + 1e-9 { return .valid(asked) }
-        for rung in rungs.dropFirst() {
+        let figures = calibration.isEstimate ? "estimated" : "measured"
+        var cheapest = (codecs[0], asked)
+        for rung in codecs.dropFirst() {
             let c = try costed(rung, others: others)
             if c.cost <= target + 1e-9 {
-                let figures = calibration.isEstimate ? "estimated" : "measured"
                 return .adjusted(ConfigurationAdjustment(requested: asked, chosen: c, target: target, figures: figures), rung)
+            }
+            if c.cost <= cheapest.1.cost { cheapest = (rung, c) }
+        }
+        if lowerRates {
+            let top = demand.outputs.map(\.framesPerSecond).max() ?? 0
+            for fps in CostModel.steps where fps < top {
+                let rung = cheapest.0.at(framesPerSecond: fps)
+                let c = try costed(rung, others: others)
+                if c.cost <= target + 1e-9 {
+                    return .adjusted(ConfigurationAdjustment(requested: asked, chosen: c, target: target, figures: figures), rung)
+                }
             }
         }
         return .invalid(asked)

@@ -14,7 +14,7 @@ public enum CostTable {
     static let measured = #"""
     {
      "cores": 2,
-     "cpuProbeMilliseconds": 9.389479999999999,
+     "cpuProbeMilliseconds": 5.1,
      "encoders": {
       "ffv1": [
        {
@@ -286,18 +286,26 @@ public enum CostTable {
     }
     """#
 
+    /// The least the table's CPU times are scaled by.
+    public static let fastestScale = 0.8
+
+    /// The reference machine's probe is the median of 10 runs of today's `CPUProbe` (4 passes,
+    /// least of 4) on it, at the commit that changed the probe (3.16–5.32 ms, median 5.1); the
+    /// figures are its `reel calibrate` of the realistic scene.
     /// The reference calibration (nil only if the table above were damaged: a test reads it).
     public static let reference: Calibration? = {
         try? JSONDecoder().decode(Calibration.self, from: Data(measured.utf8))
     }()
 
     /// The table scaled to this machine: CPU times × (this machine's probe ÷ the reference's),
-    /// bounded to ¼–8×; bytes as measured; this machine's cores. Nil if the table is unreadable.
+    /// bounded to 0.8–8× (a probe is short: a machine that looks faster for 15 ms is not
+    /// trusted to be much faster — the reference's own probe read 0.62–1.04× its median over
+    /// 10 runs); bytes as measured; this machine's cores. Nil if the table is unreadable.
     public static func estimate(probeMilliseconds: Double = CPUProbe.milliseconds(),
                                 cores: Int = ProcessInfo.processInfo.activeProcessorCount) -> Calibration? {
         guard var c = reference, let referenceProbe = c.cpuProbeMilliseconds, referenceProbe > 0,
               probeMilliseconds.isFinite, probeMilliseconds > 0 else { return nil }
-        let scale = min(max(probeMilliseconds / referenceProbe, 0.25), 8)
+        let scale = min(max(probeMilliseconds / referenceProbe, CostTable.fastestScale), 8)
         func scaled(_ table: [String: [EncoderPoint]]) -> [String: [EncoderPoint]] {
             table.mapValues { $0.map { p in var p = p; p.cpuSecondsPerFrame *= scale; p.framesPerSecond /= scale; return p } }
         }

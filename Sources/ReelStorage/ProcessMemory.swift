@@ -18,13 +18,19 @@ public enum ProcessMemory {
     /// At most this many malloc arenas.
     public static let arenas: Int32 = 2
 
+    /// Whether `environment` sets glibc's allocator itself: `glibc.malloc.` tunables in
+    /// `GLIBC_TUNABLES` (others there do not count), `MALLOC_MMAP_THRESHOLD_` or `MALLOC_ARENA_MAX`.
+    public static func environmentSetsAllocator(_ environment: [String: String]) -> Bool {
+        environment["GLIBC_TUNABLES"]?.contains("glibc.malloc.") == true
+            || environment["MALLOC_MMAP_THRESHOLD_"] != nil || environment["MALLOC_ARENA_MAX"] != nil
+    }
+
     /// Sets the threshold and the arena count once per process (a `Camera` does it when it is
-    /// made), unless the environment already sets glibc's allocator (`GLIBC_TUNABLES`,
-    /// `MALLOC_MMAP_THRESHOLD_`, `MALLOC_ARENA_MAX`): then it is left as set. Nil when it
+    /// made), unless the environment already sets glibc's allocator (`glibc.malloc.` tunables
+    /// in `GLIBC_TUNABLES`, `MALLOC_MMAP_THRESHOLD_`, `MALLOC_ARENA_MAX`): then it is left as set. Nil when it
     /// was set (or left), else why not.
     public static let tunedForLongRecordings: String? = {
-        let env = ProcessInfo.processInfo.environment
-        if env["GLIBC_TUNABLES"] != nil || env["MALLOC_MMAP_THRESHOLD_"] != nil || env["MALLOC_ARENA_MAX"] != nil { return nil }
+        if environmentSetsAllocator(ProcessInfo.processInfo.environment) { return nil }
         switch CLinux_tune_malloc(mmapThreshold, arenas) {
         case 1: return nil
         case 0: return "mallopt(M_MMAP_THRESHOLD, \(mmapThreshold)) failed"

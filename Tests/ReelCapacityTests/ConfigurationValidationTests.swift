@@ -122,6 +122,10 @@ import ReelMedia
         let absurd = try #require(CostTable.estimate(probeMilliseconds: probe * 100, cores: 2))
         let bounded = try #require(absurd.cpuSecondsPerFrame(.h264, size)), unscaled = try #require(reference.cpuSecondsPerFrame(.h264, size))
         #expect(abs(bounded - 8 * unscaled) < 1e-12)
+        // A probe that looks much faster is not trusted below 0.8× the table.
+        let faster = try #require(CostTable.estimate(probeMilliseconds: probe / 4, cores: 2))
+        let floor = try #require(faster.cpuSecondsPerFrame(.h264, size))
+        #expect(abs(floor - CostTable.fastestScale * unscaled) < 1e-12)
         #expect(CostTable.estimate(probeMilliseconds: 0, cores: 2) == nil)
         #expect(CostTable.estimate(probeMilliseconds: .nan, cores: 2) == nil)
     }
