@@ -74,6 +74,10 @@ public enum CapacityGate {
         }
         switch validity {
         case .valid: return (options, nil, nil)
+        case .invalid where !lowerRates:
+            // A V4L2 camera is checked when it opens (a size or rate it does not offer is a
+            // usage error, 64); the admission at the session's commit refuses it after that.
+            return (options, nil, nil)
         case .invalid(let asked):
             throw CapacityError.exceeds("\(asked.needs); nothing down the ladder (lighter codecs, then lower rates) fits within the \(CostFormat.share(CostModel.realtimeTarget)) a real-time recording may take")
         case .adjusted(let adjustment, let rung):
