@@ -92,6 +92,8 @@ public enum CapacityGate {
     /// A sensor size and ratios the synthetic sensor takes (a V4L2 camera's are checked when it
     /// opens): a request that is refused as a usage error anyway is not costed first.
     static func isWellFormed(_ options: RecordOptions) -> Bool {
+        // A codec the container cannot hold is a usage error (64), never stepped past.
+        guard options.container.supports(options.codec) else { return false }
         guard case .synthetic(let side) = options.source else { return true }
         guard SyntheticSource.sizeRange.contains(side), side % 2 == 0 else { return false }
         let supported = SyntheticSource.supportedRatios(size: side)
