@@ -90,7 +90,7 @@ func registryEntries(_ root: String) -> [String] {
         defer { removeTree(root) }
         let out = root + "/out"
         let run = try reel(["record", "--codec", "ffv1", "--container", "mkv", "--source", "synthetic:1920", "--ratio", "1x1",
-                            "--fps", "30", "--frames", "6", "--plain", "--json", "--out", out], environment: env)
+                            "--fps", "30", "--frames", "6", "--plain", "--json", "--out", out], environment: env, asAsked: false)
         #expect(run.status == 0, "\(run.stderr)")
         let warnings = run.stderr.split(separator: "\n").filter { $0.hasPrefix("reel: warning: ffv1 1920×1920 at 30 fps needs 1.25") }
         #expect(warnings.count == 1, "\(run.stderr)")
@@ -144,7 +144,7 @@ func registryEntries(_ root: String) -> [String] {
         waitUntil(60) { registryEntries(root).count >= 2 }
         #expect(registryEntries(root) == ["\(first.process.processIdentifier).json", "\(second.process.processIdentifier).json"].sorted())
 
-        let third = try reel(common + ["--frames", "2", "--out", root + "/c"], environment: env)
+        let third = try reel(common + ["--frames", "2", "--out", root + "/c"], environment: env, asAsked: false)
         #expect(third.status == 69)
         #expect(third.stderr == "reel: prores:hq 1920×1080 at 2 fps needs 0.35 of this machine (encoder), and 2 other Reel recordings take 0.70 (1.05 in all); nothing down the ladder (lighter codecs, then lower rates) fits within the 0.75 a real-time recording may take\n")
         let cost = try reel(["cost", "--fps", "2", "--plain"], environment: env)
@@ -154,7 +154,7 @@ func registryEntries(_ root: String) -> [String] {
         // Killed: its entry stays on disk but no longer counts, and the next reader removes it.
         first.signal(SIGKILL)
         #expect(first.wait().status != 0)
-        let fourth = try reel(common + ["--frames", "2", "--out", root + "/d"], environment: env)
+        let fourth = try reel(common + ["--frames", "2", "--out", root + "/d"], environment: env, asAsked: false)
         #expect(fourth.status == 0, "\(fourth.stderr)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(fourth.stdout.utf8)) as? [String: Any])
         #expect(abs((summary["hardwareCost"] as? Double ?? 0) - 0.7) < 1e-9)

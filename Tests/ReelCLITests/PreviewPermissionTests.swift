@@ -8,7 +8,7 @@ import Testing
 private func reelAsNobody(_ args: [String], home: String) throws -> Run {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: try #require(installedTool("setpriv")))
-    p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", reelBinary] + pinnedScene(args)
+    p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", reelBinary] + pinned(args)
     var env = ProcessInfo.processInfo.environment
     env["HOME"] = home
     env["XDG_CACHE_HOME"] = home + "/cache"

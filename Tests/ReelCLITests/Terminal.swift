@@ -66,7 +66,7 @@ final class TerminalRun: Sendable {
         if rc == 0 { rc = posix_spawnattr_setflags(&attributes, Int16(setsid | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) }
         guard rc == 0 else { close(m); close(s); throw Failure(description: "posix_spawn setup: \(String(cString: strerror(rc)))") }
 
-        let argv = [reelBinary] + pinnedScene(args)
+        let argv = [reelBinary] + pinned(args)
         let envp = env.map { "\($0.key)=\($0.value)" }
         var child: pid_t = 0
         rc = withCStrings(argv) { cargv in
