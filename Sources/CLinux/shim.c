@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,6 +22,10 @@ int CLinux_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
 
 int CLinux_fallocate(int fd, int64_t offset, int64_t length) {
     return fallocate(fd, 0, (off_t)offset, (off_t)length);
+}
+
+int CLinux_zero_range(int fd, int64_t offset, int64_t length) {
+    return fallocate(fd, FALLOC_FL_ZERO_RANGE, (off_t)offset, (off_t)length);
 }
 
 int CLinux_start_writeback(int fd, int64_t offset, int64_t length) {
@@ -100,6 +105,10 @@ int CLinux_peer_uid(int fd, uint32_t *uid) {
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -1;
     *uid = cred.uid;
     return 0;
+}
+
+int CLinux_trim_malloc(void) {
+    return malloc_trim(0);
 }
 
 int CLinux_tune_malloc(int threshold, int arenas) {

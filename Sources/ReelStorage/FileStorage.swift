@@ -13,6 +13,19 @@ public protocol ClipStorage: Sendable {
     func createClip(named name: String) throws -> any ClipFile
     /// The directory finished clips land in.
     var destination: String { get }
+    /// Deletes a finished clip that loop recording lets go (`--keep`). A pool takes its blocks
+    /// back as a free slot where it can (`StoragePool.reclaim`); otherwise it is unlinked.
+    func deleteFinishedClip(_ path: String) -> ClipDeletion
+    /// A finished clip was published and loop recording has deleted what it had to: a pool
+    /// that waited (so that deleted clips could fill the slots missing) replenishes the rest.
+    func finishedClipSettled()
+}
+
+extension ClipStorage {
+    /// Unlinks the file.
+    public func deleteFinishedClip(_ path: String) -> ClipDeletion { unlink(path) == 0 ? .unlinked : .failed(errno) }
+    /// Nothing to do.
+    public func finishedClipSettled() {}
 }
 
 /// A clip being written: a `ByteSink` that can be published or cut back.

@@ -50,6 +50,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     private var currentStart: Int64 = 0 // file offset of its first byte
     private var currentFill = 0         // bytes of it holding data
     private var published = false
+    /// Whether publishing replenishes the pool (else the storage does, once loop recording has
+    /// taken deleted clips back as slots: `PoolStorage.finishedClipSettled`).
+    private let replenishesOnPublish: Bool
     private var salvaging = false
     private var lastHandOff = MonotonicClock.now()
     /// A partial block older than this is written out as it is, so that a crash loses at
@@ -111,8 +114,9 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     }
 
     init(pool: StoragePool?, slotID: Int, slotPath: String, allocated: Int64, destination: String, mode: WriteMode, ringBytes: Int,
-         observer: (any PoolWriteObserver)? = nil) throws {
+         observer: (any PoolWriteObserver)? = nil, replenishesOnPublish: Bool = true) throws {
         self.pool = pool; self.slotID = slotID; self.slotPath = slotPath; self.observer = observer
+        self.replenishesOnPublish = replenishesOnPublish
         self.allocated = allocated; self.initialAllocation = max(Int64(StoragePool.blockSize), allocated); self.path = destination
         fd = try FileDescriptor.open(slotPath, O_RDWR)
         syncer = Syncer(fd: fd)
@@ -248,7 +252,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         path = try publishFile(from: slotPath, toFreeNameLike: path, tag: nil)
         published = true
         try pool?.releaseSlot(slotID)
-        pool?.replenishInBackground()
+        if replenishesOnPublish { pool?.replenishInBackground() }
         return size
     }
 

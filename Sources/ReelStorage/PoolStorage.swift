@@ -17,17 +17,23 @@ public struct PoolStorage: ClipStorage {
     /// Slots are claimed while the pool is adjusting its capacity too (the default pool being
     /// prepared on first use hands out each slot as it is ready).
     public let claimWhileAdjusting: Bool
+    /// Loop recording: the pool is replenished once the finished clips loop recording deletes
+    /// have been taken back as slots (`finishedClipSettled`), not as each clip is published.
+    public let reclaimsDeletedClips: Bool
     private let plain: FileStorage
 
     /// - Parameters:
     ///   - ringBytes: the bounded ring between the muxer and the writer thread.
     ///   - claimWhileAdjusting: claim the slots already prepared while the pool adjusts its capacity.
+    ///   - reclaimsDeletedClips: loop recording (see `reclaimsDeletedClips`).
     /// - Throws: `StorageError.outputDirectory` when `directory` cannot be made or written.
-    public init(pool: StoragePool, directory: String, ringBytes: Int = 64 << 20, claimWhileAdjusting: Bool = false) throws {
+    public init(pool: StoragePool, directory: String, ringBytes: Int = 64 << 20, claimWhileAdjusting: Bool = false,
+                reclaimsDeletedClips: Bool = false) throws {
         self.pool = pool
         self.destination = directory
         self.ringBytes = ringBytes
         self.claimWhileAdjusting = claimWhileAdjusting
+        self.reclaimsDeletedClips = reclaimsDeletedClips
         plain = try FileStorage(directory: directory)
     }
 
@@ -47,12 +53,25 @@ public struct PoolStorage: ClipStorage {
         }
         do {
             return try PoolSlotFile(pool: pool, slotID: slot.id, slotPath: slot.path, allocated: slot.allocated,
-                                    destination: dest, mode: slot.mode, ringBytes: ringBytes)
+                                    destination: dest, mode: slot.mode, ringBytes: ringBytes,
+                                    replenishesOnPublish: !reclaimsDeletedClips)
         } catch {
             // The slot is untouched: give it back. Should that fail, it stays active under this
             // process and is recovered (as nothing) once the process is gone.
             do { try pool.returnSlot(slot.id) } catch {}
             throw error
         }
+    }
+
+    /// Takes the clip back into the pool as a free slot where the pool misses one, else
+    /// unlinks it.
+    public func deleteFinishedClip(_ path: String) -> ClipDeletion {
+        if reclaimsDeletedClips, let done = pool.reclaim(path) { return done }
+        return unlink(path) == 0 ? .unlinked : .failed(errno)
+    }
+
+    /// Replenishes the slots still missing (in the background), when loop recording held it back.
+    public func finishedClipSettled() {
+        if reclaimsDeletedClips { pool.replenishInBackground() }
     }
 }

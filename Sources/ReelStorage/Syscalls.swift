@@ -111,6 +111,19 @@ enum Sys {
         return String(cString: CLinux_filesystem_name(fd.rawValue))
     }
 
+    /// `size` bytes of private anonymous memory (page-aligned, zero-filled as it is touched),
+    /// its own mapping: `unmapAnonymous` gives it back to the kernel at once.
+    static func mapAnonymous(_ size: Int) -> UnsafeMutableRawPointer {
+        let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        precondition(p != MAP_FAILED && p != nil, "out of memory for I/O buffers: mmap: \(String(cString: strerror(errno)))")
+        return p!
+    }
+
+    /// Unmaps what `mapAnonymous(size)` returned.
+    static func unmapAnonymous(_ p: UnsafeMutableRawPointer, _ size: Int) {
+        precondition(munmap(p, size) == 0, "munmap of an I/O buffer failed: \(String(cString: strerror(errno)))")
+    }
+
     /// 4096-byte aligned memory.
     static func alignedAlloc(_ size: Int) -> UnsafeMutableRawPointer {
         var p: UnsafeMutableRawPointer? = nil

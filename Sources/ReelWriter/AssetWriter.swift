@@ -211,6 +211,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         thread.start()
         finaliser.recycle = { [opener] encoder in opener.recycle(encoder) }
         finaliser.keeper = settings.loopBudget.map(LoopKeeper.init(budget:))
+        finaliser.storage = settings.storage
         finaliser.index = settings.segmentIndex
         finaliser.start()
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import ReelStorage
 
@@ -42,4 +43,13 @@ public final class DeferredStorage: ClipStorage, Sendable {
     public func createClip(named name: String) throws -> any ClipFile {
         try open().createClip(named: name)
     }
+
+    /// The opened storage's deletion (a clip was finished, so it is open).
+    public func deleteFinishedClip(_ path: String) -> ClipDeletion {
+        if let storage = try? open() { return storage.deleteFinishedClip(path) }
+        return unlink(path) == 0 ? .unlinked : .failed(errno)
+    }
+
+    /// The opened storage's.
+    public func finishedClipSettled() { (try? open())?.finishedClipSettled() }
 }

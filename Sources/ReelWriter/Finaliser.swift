@@ -23,6 +23,8 @@ final class Finaliser: @unchecked Sendable {
     /// The index of what was recorded, updated as each clip is published (set before `start`;
     /// the finaliser thread's). With a keeper, its earlier runs' clips count first.
     var index: SegmentIndexLog?
+    /// Where the clips are (set before `start`): loop recording deletes through it.
+    var storage: (any ClipStorage)?
     /// The finished clips loop recording deleted, in order.
     private var deletions: [LoopDeletion] = []
 
@@ -98,6 +100,8 @@ final class Finaliser: @unchecked Sendable {
                 }
             }
             let stats = clip.writeStats
+            // What the clip's encoder, muxer and writer freed goes back to the kernel.
+            ProcessMemory.releaseFreedMemory()
             // Loop recording: the oldest finished clips go once the finished total is over the
             // budget (the clip being written is not finished, so neither counted nor deleted).
             var deleted: [LoopDeletion] = []
@@ -119,17 +123,21 @@ final class Finaliser: @unchecked Sendable {
                     var d = LoopDeletion(path: path, firstFrameIndex: old.firstFrameIndex, frames: old.frames,
                                          bytes: old.bytes, durationSeconds: old.seconds, after: summary.path,
                                          keptTotal: keptTotal)
-                    if unlink(path) != 0 {
-                        let e = errno
+                    switch storage?.deleteFinishedClip(path) ?? (unlink(path) == 0 ? .unlinked : .failed(errno)) {
+                    case .unlinked:
+                        gone.append(path)
+                    case .reclaimed(let bytes):
+                        d.reclaimedBytes = bytes
+                        gone.append(path)
+                    case .failed(let e):
                         d.error = String(cString: strerror(e))
                         if e == ENOENT { gone.append(path) }
-                    } else {
-                        gone.append(path)
                     }
                     deleted.append(d)
                 }
             }
             if let summary, let index { index.published(summary, deleted: gone) }
+            if summary != nil { storage?.finishedClipSettled() }
             lock.lock()
             deletions += deleted
             if let stats {

@@ -14,4 +14,6 @@ struct IndexedClipStorage: ClipStorage {
     }
 
     var destination: String { inner.destination }
+    func deleteFinishedClip(_ path: String) -> ClipDeletion { inner.deleteFinishedClip(path) }
+    func finishedClipSettled() { inner.finishedClipSettled() }
 }

@@ -54,6 +54,10 @@ public struct LoopDeletion: Sendable, Codable, Equatable {
     public var keptTotal: Double
     /// Why the file could not be deleted (`unlink`'s error), null when it was.
     @EncodedNull public var error: String? = nil
+    /// The bytes the storage pool took back from it as a free slot (its blocks kept allocated
+    /// and zeroed, not refilled), null when it was unlinked (a plain recording, or a pool that
+    /// missed no slot).
+    @EncodedNull public var reclaimedBytes: Int64? = nil
 }
 
 /// Decides which finished clips go: the clips finished so far and still kept, oldest first.

@@ -151,14 +151,15 @@ public final class Recording: Sendable {
         case .pool(let path):
             let p = try StoragePool.open(at: path)
             pool = p
-            storage = try PoolStorage(pool: p, directory: options.outputDirectory)
+            storage = try PoolStorage(pool: p, directory: options.outputDirectory, reclaimsDeletedClips: options.loopBudget != nil)
         case .defaultPool:
             let (p, made) = try StoragePool.openDefault()
             pool = p
             created = made != nil
             // The default pool never holds a recording up: slots are claimed as they are
             // prepared, and clips that find none free go to plain files.
-            storage = try PoolStorage(pool: p, directory: options.outputDirectory, claimWhileAdjusting: true)
+            storage = try PoolStorage(pool: p, directory: options.outputDirectory, claimWhileAdjusting: true,
+                                      reclaimsDeletedClips: options.loopBudget != nil)
             if made != nil { preparation = p.startPreparing(command: options.poolPreparationCommand) }
         }
         if let pool {

@@ -3,6 +3,7 @@ import Testing
 import ReelCapture
 import ReelCore
 import ReelMedia
+import ReelStorage
 import ReelWriter
 
 /// Loop recording (docs/cli.md `--keep`, docs/json.md `loopDeletions`).
@@ -62,7 +63,52 @@ import ReelWriter
         // docs/json.md: the keys of `loopDeletions`.
         let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(summary)) as? [String: Any]
         let first = (json?["loopDeletions"] as? [[String: Any]])?.first
-        #expect(Set(first?.keys.map { $0 } ?? []) == ["path", "firstFrameIndex", "frames", "bytes", "durationSeconds", "after", "keptTotal", "error"])
+        #expect(Set(first?.keys.map { $0 } ?? []) == ["path", "firstFrameIndex", "frames", "bytes", "durationSeconds", "after", "keptTotal", "error", "reclaimedBytes"])
+        // A plain recording unlinks.
+        #expect(summary.loopDeletions.allSatisfy { $0.reclaimedBytes == nil })
+    }
+
+    /// Through a pool, the deleted clips go back into it as free slots (`reclaimedBytes`), their
+    /// blocks zeroed in place: the pool ends whole, its slot files read as zeros, and its
+    /// allocated bytes never went over its capacity; the kept clips decode whole.
+    @Test func throughAPoolTheDeletedClipsBecomeItsSlotsAgain() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let poolPath = dir + "/pool"
+        let slot: Int64 = 4 << 20   // the smallest a pool takes
+        let pool = try StoragePool.create(at: poolPath, capacity: 16 * slot, slotSize: slot, writeMode: .buffered, prefill: .zero)
+        var options = RecordOptions()
+        options.scene = .pattern   // cheap frames: the scene is not this test's subject
+        options.source = .synthetic(size: 1920)
+        options.length = .frames(95)
+        options.codec = .prores(.hq)   // about 7 MB a second of 1080p here: each 1 s clip outgrows its slot
+        options.realtime = false
+        options.storage = .pool(poolPath)
+        options.namePrefix = "seg"
+        options.outputDirectory = dir + "/out"
+        options.segmentDuration = 1
+        options.loopBudget = .seconds(1.5)
+        let summary = try Recording(options: options).run()
+        #expect(summary.error == nil)
+        #expect(summary.clips.map(\.frames) == [30, 30, 30, 5])
+        #expect(summary.clips.prefix(2).allSatisfy { $0.bytes > slot }, "\(summary.clips.map(\.bytes))")
+        #expect(summary.loopDeletions.map(\.firstFrameIndex) == [0, 30])
+        for d in summary.loopDeletions {
+            let reclaimed = try #require(d.reclaimedBytes, "\(d.path) was unlinked")
+            #expect(reclaimed > 0 && reclaimed % slot == 0 && reclaimed <= (d.bytes + slot - 1) / slot * slot, "\(reclaimed) of \(d.bytes)")
+            #expect(d.error == nil && !FileManager.default.fileExists(atPath: d.path))
+        }
+        #expect(try Inspector.probe(dir + "/out/seg-0003-16x9.mov", frames: true).frameIndices == Array(60..<90))
+        #expect(try Inspector.probe(dir + "/out/seg-0004-16x9.mov", frames: true).frameIndices == Array(90..<95))
+        // Whatever the recording's replenishing left missing is prepared here; the pool is whole.
+        _ = try pool.waitUntilReady(timeout: 60) { _ in }
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: poolPath + "/manifest.json"))) as? [String: Any])
+        let allocated = (manifest["slots"] as? [[String: Any]] ?? []).reduce(0) { $0 + ($1["allocated"] as? Int ?? 0) }
+        #expect(Int64(allocated) > 15 * slot && Int64(allocated) <= 16 * slot, "\(allocated)")
+        for file in try FileManager.default.contentsOfDirectory(atPath: poolPath + "/slots") {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: poolPath + "/slots/" + file))
+            #expect(!bytes.contains { $0 != 0 }, "\(file) holds an old clip's bytes")
+        }
     }
 
     @Test func aBudgetThatIsNotPositiveIsAUsageError() {

@@ -39,6 +39,12 @@ while kill -0 "$pid" 2>/dev/null; do
     thr=$(awk '/^Threads:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
     fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l || true)
     [ -n "$rss" ] && printf "%s\t%s\t%s\t%s\n" "$t" "$rss" "$fds" "$thr" >>"$samples"
+    # What the threads and descriptors are (names; descriptor targets without the clip names),
+    # and the disk the recording and its pool take (du of both, KiB).
+    names=$(cat /proc/"$pid"/task/*/comm 2>/dev/null | sort | uniq -c | awk '{printf "%s*%s ", $2, $1}' || true)
+    targets=$(for f in /proc/"$pid"/fd/*; do readlink "$f" 2>/dev/null; done | sed -e 's|/[^/]*\.\(mov\|mp4\|mkv\|bin\)$|/CLIP|' -e 's|\[[0-9]*\]|[]|' | sort | uniq -c | awk '{printf "%s*%s ", $2, $1}' || true)
+    disk=$(du -sk "$work/out" "$work/data" 2>/dev/null | awk '{s += $1} END {print s + 0}')
+    printf "%s\t%s\t%s\t%s\n" "$t" "$disk" "$names" "$targets" >>"$work/what.tsv"
     sleep 10 & wait $! || true
 done
 wait "$pid" || { echo "reel record failed: $(cat "$work/stderr")"; exit 1; }
@@ -48,14 +54,20 @@ cat "$work/stderr"
 # ffmpeg on the same work, in real time, for PEER_SECONDS: its peak RSS. The same encoder
 # (libavcodec's prores, prores_aw) at the profile the camera recorded (the default request
 # is adjusted on a 2-core machine: the summary's `adjusted`).
-profile=$(python3 -c "
+peer_args=$(python3 -c "
 import json; s = json.load(open('$work/summary.json')); a = s.get('adjusted')
 codec = a['chosen']['codec'] if a else 'prores:hq'
-print({'prores:proxy': 0, 'prores:lt': 1, 'prores:standard': 2, 'prores:hq': 3}.get(codec, 3))")
+rate = (a['chosen']['framesPerSecond'] if a else 30)
+profiles = {'prores:proxy': 0, 'prores:lt': 1, 'prores:standard': 2, 'prores:hq': 3}
+if codec in profiles:
+    print('-c:v prores -profile:v %d -pix_fmt yuv422p10le -r %s' % (profiles[codec], rate))
+else:
+    print('-c:v libx264 -preset veryfast -pix_fmt yuv420p -g %s -r %s' % (int(round(float(rate))), rate))")
 mkdir -p "$work/ff"
+# shellcheck disable=SC2086
 /usr/bin/time -f "%M" -o "$work/ff.rss" ffmpeg -nostdin -v error -re -f lavfi -i "testsrc2=size=1920x1080:rate=30" -t "$peer" \
-    -c:v prores -profile:v "$profile" -pix_fmt yuv422p10le -f segment -segment_time "$seg" -reset_timestamps 1 "$work/ff/seg%03d.mov" || true
-echo "ffmpeg peer: prores (prores_aw) profile $profile"
+    $peer_args -f segment -segment_time "$seg" -reset_timestamps 1 "$work/ff/seg%03d.mov" || true
+echo "ffmpeg peer: $peer_args"
 
 LOAD_BEFORE="$load_before" python3 - "$work" "$seg" "$dur" "$keep" "$peer" <<'PY'
 import json, os, subprocess, sys
@@ -78,7 +90,8 @@ def frames(path):
                           "stream=nb_read_packets", "-of", "csv=p=0", path], capture_output=True, text=True).stdout.strip()
     return int(out or 0)
 counted = [frames(c["path"]) for c in sorted(kept, key=lambda c: c["firstFrameIndex"])]
-per = int(round(seg * 30))
+rate = ((s.get("adjusted") or {}).get("chosen") or {}).get("framesPerSecond") or 30
+per = int(round(seg * rate))
 exact = all(n == per for n in counted[:-1])
 ff_peak = int(open(work + "/ff.rss").read().split()[-1]) / 1024 if os.path.exists(work + "/ff.rss") else float("nan")
 print("frames captured %d, dropped %d (%s)" % (s["framesCaptured"], s["framesDropped"], s["dropReasons"]))
@@ -92,8 +105,21 @@ if split:
     first = next((x for x in split if x[0] >= 60), split[0]); last = split[-1]
     print("RSS after the first minute -> end: anonymous %.1f -> %.1f MB, file-backed %.1f -> %.1f MB"
           % (first[1] / 1024, last[1] / 1024, first[2] / 1024, last[2] / 1024))
+what = [l.rstrip("\n").split("\t") for l in open(work + "/what.tsv") if l.count("\t") == 3]
+late = [w for w in what if int(w[0]) >= 60]
+if late:
+    for col, label in ((2, "threads"), (3, "descriptors")):
+        seen = sorted({w[col] for w in late})
+        if len(seen) > 1:
+            print("%s that came and went after the first minute:" % label)
+            for v in seen: print("   %s" % v)
+    disk = [int(w[1]) for w in late]
+    print("disk (output directory + pool), KiB: at 60 s %d, at the end %d, most %d" % (disk[0], disk[-1], max(disk)))
+reclaimed = [d.get("reclaimedBytes") for d in s.get("loopDeletions", [])]
+print("deleted segments taken back as pool slots: %d of %d (%.1f MiB)" % (sum(1 for r in reclaimed if r), len(reclaimed),
+      sum(r or 0 for r in reclaimed) / 2**20))
 print("recorded: %s" % ((s.get("adjusted") or {}).get("chosen", {}).get("description") or "as asked"))
-print("ffmpeg (testsrc2, prores at the same profile, segment muxer, -re, %d s): peak RSS %.1f MB; reel's peak %.1f MB" % (peer, ff_peak, peak))
+print("ffmpeg (testsrc2, the codec Reel recorded, segment muxer, -re, %d s): peak RSS %.1f MB; reel's peak %.1f MB" % (peer, ff_peak, peak))
 heads = [
     R.headline("soak %d s: frames dropped" % dur, s["framesDropped"], unit="frames", target=("==", 0, "reel")),
     R.headline("soak: RSS growth after the first minute", rss_growth, unit="MB", target=("<=", 5, "reel")),

@@ -11,6 +11,9 @@ extern const unsigned int CLinux_RENAME_NOREPLACE;
 int CLinux_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
 /// fallocate(2) with mode 0; returns -1 and sets errno on failure.
 int CLinux_fallocate(int fd, int64_t offset, int64_t length);
+/// fallocate(2) with FALLOC_FL_ZERO_RANGE: the range reads as zeros and stays allocated
+/// (unwritten extents), without writing it; -1 and errno (EOPNOTSUPP) where unsupported.
+int CLinux_zero_range(int fd, int64_t offset, int64_t length);
 
 /// sync_file_range(2) with SYNC_FILE_RANGE_WRITE: start writeback of a range, do not wait.
 int CLinux_start_writeback(int fd, int64_t offset, int64_t length);
@@ -68,5 +71,7 @@ int CLinux_peer_uid(int fd, uint32_t *uid);
 /// (<malloc.h>, which Swift's Glibc lacks). Returns 1 when both were set, 0 when the first
 /// failed, -1 when the second failed.
 int CLinux_tune_malloc(int threshold, int arenas);
+/// malloc_trim(0): gives the free pages inside every arena back to the kernel; 1 when some were.
+int CLinux_trim_malloc(void);
 
 #endif
