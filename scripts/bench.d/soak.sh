@@ -20,7 +20,8 @@ seg=${SEGMENT:-60}
 keep=${KEEP:-10min}
 peer=${PEER_SECONDS:-120}
 work=$(mktemp -d /tmp/reel-soak-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 load_before=$(cat /proc/loadavg)
 echo "load: $load_before   commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)   scene: the default (realistic)"
 echo "reel record --duration $dur --segment-duration $seg --keep $keep --name soak (defaults otherwise), fresh XDG dirs"
@@ -43,7 +44,7 @@ while kill -0 "$pid" 2>/dev/null; do
     # and the disk the recording and its pool take (du of both, KiB).
     names=$(cat /proc/"$pid"/task/*/comm 2>/dev/null | sort | uniq -c | awk '{printf "%s*%s ", $2, $1}' || true)
     targets=$(for f in /proc/"$pid"/fd/*; do readlink "$f" 2>/dev/null; done | sed -e 's|/[^/]*\.\(mov\|mp4\|mkv\|bin\)$|/CLIP|' -e 's|\[[0-9]*\]|[]|' | sort | uniq -c | awk '{printf "%s*%s ", $2, $1}' || true)
-    disk=$(du -sk "$work/out" "$work/data" 2>/dev/null | awk '{s += $1} END {print s + 0}')
+    disk=$(du -sk "$work/out" "$work/data" 2>/dev/null | awk '{s += $1} END {print s + 0}' || true)
     printf "%s\t%s\t%s\t%s\n" "$t" "$disk" "$names" "$targets" >>"$work/what.tsv"
     sleep 10 & wait $! || true
 done
@@ -80,6 +81,9 @@ after = [r for r in rows if r[0] >= 60]
 rss_growth = (max(r[1] for r in after) - after[0][1]) / 1024 if after else float("nan")
 fds = sorted({r[2] for r in after}); threads = sorted({r[3] for r in after})
 peak = max(r[1] for r in rows) / 1024
+top = max(after, key=lambda r: r[1]) if after else None
+print("RSS by minute (MB): " + " ".join("%d:%.1f" % (r[0] // 60, r[1] / 1024) for r in rows if r[0] % 60 < 10)
+      + ("; the most after the first minute %.1f MB at %d s" % (top[1] / 1024, top[0]) if top else ""))
 deleted = [d["firstFrameIndex"] for d in s.get("loopDeletions", [])]
 clips = s["clips"]
 kept = [c for c in clips if os.path.exists(c["path"])]
