@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <sys/mman.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <stdio.h>
@@ -104,6 +106,24 @@ int CLinux_peer_uid(int fd, uint32_t *uid) {
     socklen_t length = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return -1;
     *uid = cred.uid;
+    return 0;
+}
+
+int CLinux_populate_write(void *start, size_t length) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) page = 4096;
+    uintptr_t from = (uintptr_t)start & ~((uintptr_t)page - 1);
+    uintptr_t to = ((uintptr_t)start + length + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+    if (madvise((void *)from, to - from, MADV_POPULATE_WRITE) == 0) return 0;
+    if (errno != EINVAL) return -1;
+    /* Before Linux 5.14: write each page's first byte back, unchanged. */
+    for (uintptr_t p = (uintptr_t)start; p < (uintptr_t)start + length; p = (p & ~((uintptr_t)page - 1)) + (uintptr_t)page) {
+        volatile unsigned char *b = (volatile unsigned char *)p;
+        *b = *b;
+    }
     return 0;
 }
 

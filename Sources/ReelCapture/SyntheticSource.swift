@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import ReelCore
 import ReelMedia
@@ -136,9 +137,26 @@ public final class SyntheticSource: VideoSource {
         let t = Thread { [self] in
             realistic?.prepare()
             for b in buffers { ensureBackground(b) }
+            if model == nil { faultInIdleBuffers() }
         }
         t.name = "reel.sensor-warmup"
         t.start()
+    }
+
+    /// The realistic scene draws each buffer whole at its first use, so a buffer first used
+    /// hours in (the writer held more frames than ever before, a disk stall) would raise the
+    /// resident memory then, and fault its pages in on the capture thread. As a camera's
+    /// buffers are, the sensor's are made resident here instead, beside capture, one idle
+    /// buffer at a time (the pattern's background copy does the same for the pattern).
+    /// A failure only leaves those pages to be faulted in at first use.
+    private func faultInIdleBuffers() {
+        let rows = format.size.height
+        pool.withEachIdleBuffer { b in
+            for plane in 0..<3 {
+                let (base, stride) = b.plane(plane)
+                if CLinux_populate_write(base, stride * (plane == 0 ? rows : rows / 2)) != 0 { return }
+            }
+        }
     }
 
     /// Gives `buffer` the background if it has not got it yet (the capture thread and the

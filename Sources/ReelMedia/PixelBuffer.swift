@@ -90,6 +90,21 @@ public final class PixelBufferPool: Sendable {
         leased.withLock { flags in flags.indices.filter { !flags[$0] && !buffers[$0].isReferencedElsewhere }.count }
     }
 
+    /// Lends `body` each buffer not in use, one at a time (leased meanwhile, so capture takes
+    /// another): work on idle buffers beside capture, such as faulting their pages in.
+    public func withEachIdleBuffer(_ body: (PixelBuffer) -> Void) {
+        for i in buffers.indices {
+            let lent = leased.withLock { flags -> Bool in
+                guard !flags[i], !buffers[i].isReferencedElsewhere else { return false }
+                flags[i] = true
+                return true
+            }
+            guard lent else { continue }
+            body(buffers[i])
+            giveBack(i)
+        }
+    }
+
     fileprivate func giveBack(_ slot: Int) {
         leased.withLock { $0[slot] = false }
     }

@@ -1,20 +1,25 @@
 import Foundation
 
-
 /// The ring's blocks, each allocated when the muxer first fills it: a clip that stays short
 /// (seams make many) touches a block or two, not the whole ring, so opening a clip does not
 /// page in 64 MiB. Only the muxer side allocates (`allocate`, before it hands the block over
 /// under the file's lock); the writer thread reads only blocks it was handed.
 ///
-/// Each block is a private anonymous mapping of its own (page-aligned, as O_DIRECT needs, and
-/// zero-filled by the kernel as it is touched), unmapped when the clip closes: its memory goes
-/// back to the kernel at once. From glibc's heap (1 MiB is under the 2 MiB mmap threshold
-/// `ProcessMemory` sets), every clip's 64 MiB ring was freed into the heap and stayed
-/// resident between clips, fragmented (issue 25's soak).
+/// A block is a private anonymous mapping (page-aligned, as O_DIRECT needs), never glibc's
+/// heap: from the heap (1 MiB is under the 2 MiB mmap threshold `ProcessMemory` sets) every
+/// clip's freed ring stayed resident between clips, fragmented (issue 25's soak). A closed
+/// clip's blocks go to a cache the next clip's ring takes from (zeroed again), up to two rings'
+/// worth (a clip recording and the one closing); the rest are unmapped. So the memory of a
+/// recording of many clips stays flat: not mapped and unmapped clip by clip.
 final class RingBlocks: @unchecked Sendable {
     private let pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     let count: Int
     private let size: Int
+
+    /// Blocks of `StoragePool.blockSize` that closed clips gave back.
+    private static let cache = BlockCache()
+    /// The most blocks the cache keeps: two 64 MiB rings.
+    static let cacheLimit = 128
 
     init(count: Int, size: Int) {
         self.count = count
@@ -24,13 +29,50 @@ final class RingBlocks: @unchecked Sendable {
     }
 
     func allocate(_ i: Int) {
-        if pointers[i] == nil { pointers[i] = Sys.mapAnonymous(size) }
+        guard pointers[i] == nil else { return }
+        if size == StoragePool.blockSize, let p = RingBlocks.cache.take() {
+            memset(p, 0, size)   // as a fresh mapping: no byte of an earlier clip reaches this one's slot
+            pointers[i] = p
+        } else {
+            pointers[i] = Sys.mapAnonymous(size)
+        }
     }
 
     subscript(_ i: Int) -> UnsafeMutableRawPointer { pointers[i]! }
 
     func freeAll() {
-        for i in 0..<count { if let p = pointers[i] { Sys.unmapAnonymous(p, size) } }
+        for i in 0..<count {
+            guard let p = pointers[i] else { continue }
+            if !(size == StoragePool.blockSize && RingBlocks.cache.give(p, limit: RingBlocks.cacheLimit)) { Sys.unmapAnonymous(p, size) }
+        }
         pointers.deallocate()
+    }
+
+    /// Blocks in the cache now (for tests).
+    static var cached: Int { cache.count }
+}
+
+/// The blocks closed clips gave back, from any thread.
+private final class BlockCache: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var blocks: [UnsafeMutableRawPointer] = []
+
+    func take() -> UnsafeMutableRawPointer? {
+        lock.lock(); defer { lock.unlock() }
+        return blocks.popLast()
+    }
+
+    /// Keeps `p` unless `limit` blocks are kept already; false when not kept.
+    func give(_ p: UnsafeMutableRawPointer, limit: Int) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard blocks.count < limit else { return false }
+        blocks.append(p)
+        return true
+    }
+
+    var count: Int {
+        lock.lock(); defer { lock.unlock() }
+        return blocks.count
     }
 }

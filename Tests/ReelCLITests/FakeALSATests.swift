@@ -18,11 +18,11 @@ import Testing
         guard d.count >= 12, String(decoding: d[0..<4], as: UTF8.self) == "RIFF", String(decoding: d[8..<12], as: UTF8.self) == "WAVE" else {
             throw ProbeFailed(message: "\(path) is not a WAV file")
         }
-        var i = 12, rate = 0, channels = 0, bits = 0
+        var i = 12, rate = 0, channels = 0, bits = 0, float = false
         while i + 8 <= d.count {
             let id = String(decoding: d[i..<i + 4], as: UTF8.self)
             var size = u32(i + 4)
-            if id == "fmt " { channels = u16(i + 10); rate = u32(i + 12); bits = u16(i + 22) }
+            if id == "fmt " { float = u16(i + 8) == 3; channels = u16(i + 10); rate = u32(i + 12); bits = u16(i + 22) }
             if id == "data" {
                 // A stream written to a pipe (ffmpeg) may leave the size unset.
                 if size == 0 || size == 0xFFFF_FFFF || i + 8 + size > d.count { size = d.count - i - 8 }
@@ -33,6 +33,7 @@ import Testing
                 var p = i + 8
                 while p + frame <= i + 8 + size {
                     if width == 2 { first.append(Double(Int16(bitPattern: UInt16(u16(p)))) / 32767) }
+                    else if float { first.append(Double(Float(bitPattern: UInt32(u32(p))))) }
                     else { first.append(Double(Int32(bitPattern: UInt32(u32(p)))) / 2147483647) }
                     p += frame
                 }
@@ -73,14 +74,15 @@ import Testing
         return (p.terminationStatus, text)
     }
 
-    /// What the device delivered: every click a whole second of the device clock apart
-    /// (48,000 samples), numbered one after another, the tone between them.
-    func expectTheSignal(_ wav: WAV, seconds: Double) throws {
-        #expect(wav.rate == 48_000 && wav.channels == 2)
+    /// What the device delivered: every click `period` seconds of the device clock apart
+    /// (48,000 samples for a second at 48 kHz), numbered one after another, the tone between them.
+    func expectTheSignal(_ wav: WAV, seconds: Double, rate: Int = 48_000, channels: Int = 2, period: Double = 1) throws {
+        #expect(wav.rate == rate && wav.channels == channels)
         let c = Self.clicks(wav.first)
-        #expect(c.count >= Int(seconds) - 1 && c.count <= Int(seconds) + 1, "\(c)")
+        let expected = Int(seconds / period)
+        #expect(c.count >= expected - 1 && c.count <= expected + 1, "\(c)")
         for (a, b) in zip(c, c.dropFirst()) {
-            #expect(b.sample - a.sample == 48_000 && b.number == a.number + 1, "\(a) then \(b)")
+            #expect(b.sample - a.sample == Int(Double(rate) * period) && b.number == a.number + 1, "\(a) then \(b)")
         }
         // Between clicks: the tone, never above a tenth of full scale.
         let quiet = wav.first.indices.filter { i in !c.contains { i >= $0.sample && i < $0.sample + 129 } }
@@ -116,6 +118,25 @@ import Testing
         let run = try fakeALSA(["--ppm", "1000"], ["arecord", "-q", "-D", "default", "-d", "2", "-f", "S32_LE", "-r", "48000", "-c", "2", dir + "/out.wav"])
         #expect(run.status == 0, "\(run.stderr)")
         try expectTheSignal(try Self.readWAV(dir + "/out.wav"), seconds: 2)
+    }
+
+    /// One channel of 32-bit floats at 44.1 kHz, a click every half second: 22,050 samples apart.
+    @Test func floatMonoAt44100WithAShorterClickPeriod() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let run = try fakeALSA(["--click", "0.5"], ["arecord", "-q", "-D", "default", "-d", "2", "-f", "FLOAT_LE", "-r", "44100", "-c", "1", dir + "/out.wav"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let wav = try Self.readWAV(dir + "/out.wav")
+        #expect(wav.first.count == 88_200)
+        try expectTheSignal(wav, seconds: 2, rate: 44_100, channels: 1, period: 0.5)
+    }
+
+    /// `--eio FRAMES`: the device fails once it has made FRAMES frames; arecord says so.
+    @Test func aDeviceThatFailsMidRecordingIsAnIOError() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let run = try fakeALSA(["--eio", "24000"], ["arecord", "-q", "-D", "default", "-d", "3", "-f", "S16_LE", "-r", "48000", "-c", "2", dir + "/out.wav"])
+        #expect(run.status != 0 && run.stderr.contains("Input/output error"), "\(run.stderr)")
     }
 
     @Test func aBusyDeviceIsRefusedAtOpen() throws {

@@ -21,7 +21,7 @@ keep=${KEEP:-10min}
 peer=${PEER_SECONDS:-120}
 work=$(mktemp -d /tmp/reel-soak-XXXXXX)
 pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 load_before=$(cat /proc/loadavg)
 echo "load: $load_before   commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)   scene: the default (realistic)"
 echo "reel record --duration $dur --segment-duration $seg --keep $keep --name soak (defaults otherwise), fresh XDG dirs"
@@ -43,7 +43,7 @@ while kill -0 "$pid" 2>/dev/null; do
     # What the threads and descriptors are (names; descriptor targets without the clip names),
     # and the disk the recording and its pool take (du of both, KiB).
     names=$(cat /proc/"$pid"/task/*/comm 2>/dev/null | sort | uniq -c | awk '{printf "%s*%s ", $2, $1}' || true)
-    targets=$(for f in /proc/"$pid"/fd/*; do readlink "$f" 2>/dev/null; done | sed -e 's|/[^/]*\.\(mov\|mp4\|mkv\|bin\)$|/CLIP|' -e 's|\[[0-9]*\]|[]|' | sort | uniq -c | awk '{printf "%s*%s ", $2, $1}' || true)
+    targets=$(for f in /proc/"$pid"/fd/*; do readlink "$f" 2>/dev/null; done | sed -e 's#/[^/]*\.\(mov\|mp4\|mkv\|bin\)$#/CLIP#' -e 's#\[[0-9]*\]#[]#' | sort | uniq -c | awk '{printf "%s*%s ", $2, $1}' || true)
     disk=$(du -sk "$work/out" "$work/data" 2>/dev/null | awk '{s += $1} END {print s + 0}' || true)
     printf "%s\t%s\t%s\t%s\n" "$t" "$disk" "$names" "$targets" >>"$work/what.tsv"
     sleep 10 & wait $! || true

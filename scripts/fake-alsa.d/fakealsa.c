@@ -15,8 +15,8 @@
  *   start + n / (rate * (1 + ppm / 1e6)).
  *
  * Options, in FAKE_ALSA (comma-separated): ppm=N (the device clock's error, default 0),
- * click=SECONDS (default 1), busy (opening fails with EBUSY), eio=FRAMES (the device fails
- * with EIO once FRAMES frames were delivered).
+ * click=SECONDS (default 1), busy (opening fails with EBUSY), eio=FRAMES (a read past FRAMES
+ * frames fails with EIO).
  */
 #define _GNU_SOURCE
 #include <alsa/asoundlib.h>
@@ -109,7 +109,6 @@ static int fake_prepare(snd_pcm_ioplug_t *io) {
 static snd_pcm_sframes_t fake_pointer(snd_pcm_ioplug_t *io) {
     fake_t *f = io->private_data;
     snd_pcm_uframes_t made = produced(f);
-    if (f->eio_after >= 0 && (long long)made >= f->eio_after) return -EIO;
     /* More than a buffer ahead of what the application read: an overrun. */
     if (made > f->delivered + io->buffer_size) return -EPIPE;
     return (snd_pcm_sframes_t)(made % io->buffer_size);
@@ -118,6 +117,9 @@ static snd_pcm_sframes_t fake_pointer(snd_pcm_ioplug_t *io) {
 static snd_pcm_sframes_t fake_transfer(snd_pcm_ioplug_t *io, const snd_pcm_channel_area_t *areas,
                                        snd_pcm_uframes_t offset, snd_pcm_uframes_t size) {
     fake_t *f = io->private_data;
+    /* --eio: the device fails once it has made that many frames (a read gets EIO; a negative
+     * pointer would be taken for an overrun and recovered from). */
+    if (f->eio_after >= 0 && (long long)(f->delivered + size) > f->eio_after) return -EIO;
     for (snd_pcm_uframes_t i = 0; i < size; i++) {
         double v = sample_at(f, (uint64_t)(f->delivered + i));
         for (unsigned c = 0; c < io->channels; c++) {

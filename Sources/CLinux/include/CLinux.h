@@ -1,6 +1,7 @@
 // Linux constants and calls Swift cannot import directly. Every symbol is prefixed `CLinux_`.
 #ifndef REEL_CLINUX_H
 #define REEL_CLINUX_H
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/videodev2.h>
 
@@ -71,6 +72,10 @@ int CLinux_peer_uid(int fd, uint32_t *uid);
 /// (<malloc.h>, which Swift's Glibc lacks). Returns 1 when both were set, 0 when the first
 /// failed, -1 when the second failed.
 int CLinux_tune_malloc(int threshold, int arenas);
+/// Faults in `length` bytes from `start` writable, their bytes unchanged
+/// (madvise(MADV_POPULATE_WRITE), or a write of each page's first byte back before Linux
+/// 5.14); 0, or -1 and errno.
+int CLinux_populate_write(void *start, size_t length);
 /// malloc_trim(0): gives the free pages inside every arena back to the kernel; 1 when some were.
 int CLinux_trim_malloc(void);
 
