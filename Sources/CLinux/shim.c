@@ -26,6 +26,10 @@ int CLinux_fallocate(int fd, int64_t offset, int64_t length) {
     return fallocate(fd, 0, (off_t)offset, (off_t)length);
 }
 
+int CLinux_take_write_lease(int fd) {
+    return fcntl(fd, F_SETLEASE, F_WRLCK);
+}
+
 int CLinux_zero_range(int fd, int64_t offset, int64_t length) {
     return fallocate(fd, FALLOC_FL_ZERO_RANGE, (off_t)offset, (off_t)length);
 }

@@ -180,19 +180,21 @@ extension StoragePool {
         guard capacity >= m.slotSize else {
             throw UsageError("capacity \(formatBytes(capacity)) is below one slot (\(formatBytes(m.slotSize)))")
         }
-        let wanted = Int(capacity / m.slotSize)
-        if wanted > m.slots.count {
-            let needed = Int64(wanted - m.slots.count) * m.slotSize
-            try StoragePool.checkFreeSpace(at: path, needed: needed, what: "\(wanted - m.slots.count) more slot(s) of \(formatBytes(m.slotSize))")
+        // In bytes: a slot loop recording took back from a deleted clip may span several
+        // slot sizes (`reclaim`).
+        let wanted = capacity / m.slotSize * m.slotSize
+        if wanted > m.allocatedBytes {
+            let needed = (wanted - m.allocatedBytes) / m.slotSize * m.slotSize
+            if needed > 0 {
+                try StoragePool.checkFreeSpace(at: path, needed: needed, what: "\(needed / m.slotSize) more slot(s) of \(formatBytes(m.slotSize))")
+            }
         }
         let removed: [Int] = try withManifest { m in
             m.capacity = capacity
-            var have = m.slots.count
             var gone: [Int] = []
-            while have > wanted, let i = m.slots.lastIndex(where: { $0.state == .free }) {
+            while m.allocatedBytes > wanted, let i = m.slots.lastIndex(where: { $0.state == .free }) {
                 gone.append(m.slots[i].id)
                 m.slots.remove(at: i)
-                have -= 1
             }
             return gone
         }
@@ -235,8 +237,15 @@ extension StoragePool {
         let t = Thread { [self] in
             // Slots released while this ran are picked up by another round; a failure
             // (filesystem full) ends it, and the next open of the pool tries again.
-            while (try? replenish()) != nil && needsReplenishing {}
+            var succeeded = true
+            while true {
+                succeeded = (try? replenish()) != nil
+                if !succeeded || !needsReplenishing { break }
+            }
             replenishDone.withLock { $0 = true }
+            // A request that came while this thread was deciding to end was not taken: look
+            // again (not after a failure, which the next open of the pool retries).
+            if succeeded && needsReplenishing { replenishInBackground() }
         }
         t.name = "reel.replenish"
         t.start()

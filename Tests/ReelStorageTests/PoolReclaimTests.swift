@@ -54,8 +54,9 @@ import Testing
         #expect(try slots(path).reduce(0) { $0 + ($1["allocated"] as! Int) } == 32 << 20)
     }
 
-    /// A file with another name (a hard link), a symbolic link, or one on another filesystem is
-    /// never taken: the caller unlinks the name, and the other name keeps its bytes.
+    /// A file with another name (a hard link), one open elsewhere, a symbolic link, or one on
+    /// another filesystem is never taken: the caller unlinks the name, and the other name (the
+    /// other reader) keeps its bytes.
     @Test func aFileThatIsNotOnlyTheClipsIsLeftAlone() throws {
         let dir = helper.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -67,6 +68,13 @@ import Testing
         #expect(link(dir + "/linked.mov", dir + "/other-name.mov") == 0)
         #expect(pool.reclaim(dir + "/linked.mov") == nil)
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/other-name.mov")).first == 0xAB)
+
+        // Open elsewhere (a download, a player): its reader keeps the bytes it opened.
+        try clip(dir + "/open.mov", bytes: 5 << 20)
+        let reader = try #require(FileHandle(forReadingAtPath: dir + "/open.mov"))
+        #expect(pool.reclaim(dir + "/open.mov") == nil)
+        #expect(try reader.read(upToCount: 1)?.first == 0xAB)
+        try reader.close()
 
         #expect(symlink(dir + "/other-name.mov", dir + "/symlink.mov") == 0)
         #expect(pool.reclaim(dir + "/symlink.mov") == nil)

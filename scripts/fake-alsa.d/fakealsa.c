@@ -35,6 +35,7 @@ typedef struct {
     int timer;
     double ppm;
     double click;
+    int64_t click_ns;
     long long eio_after;
     uint64_t start_ns;          /* CLOCK_MONOTONIC when started */
     uint64_t device_start_ns;   /* the device clock at sample 0 */
@@ -55,23 +56,33 @@ static snd_pcm_uframes_t produced(const fake_t *f) {
     return (snd_pcm_uframes_t)floor(seconds * f->io.rate * (1.0 + f->ppm / 1e6));
 }
 
-/* The signal at sample n, in [-1, 1]. */
+/* ceil(a / b) for b > 0. */
+static __int128 ceil_div(__int128 a, __int128 b) {
+    return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+/* The first sample at or after device time t (ns). */
+static __int128 first_sample_at(const fake_t *f, __int128 t) {
+    return ceil_div((t - (__int128)f->device_start_ns) * f->io.rate, 1000000000);
+}
+
+/* The signal at sample n, in [-1, 1]. In whole nanoseconds and samples: a click on a sample
+ * boundary is that sample's, never lost to rounding. */
 static double sample_at(const fake_t *f, uint64_t n) {
-    double rate = f->io.rate;
-    /* Device time of sample n, in ns, and the click it follows. */
-    long double t = (long double)f->device_start_ns + (long double)n * 1e9L / rate;
-    long double period = (long double)f->click * 1e9L;
-    uint64_t k = (uint64_t)floorl(t / period);
-    /* The click's first sample: the first at or after k * period. */
-    long double first = ceill(((long double)k * period - (long double)f->device_start_ns) * rate / 1e9L);
-    if (first < 0) first = 0;
-    long double within = (long double)n - first;
-    if (within >= 0 && within < 1 + 32 * 4 && (long double)k * period >= (long double)f->device_start_ns) {
-        if (within < 1) return 0.99;
+    __int128 period = f->click_ns;
+    /* The last click at or before sample n: k from the device time, then corrected. */
+    __int128 t = (__int128)f->device_start_ns + (__int128)n * 1000000000 / f->io.rate;
+    __int128 k = t / period;
+    while (first_sample_at(f, (k + 1) * period) <= (__int128)n) k++;
+    while (k > 0 && first_sample_at(f, k * period) > (__int128)n) k--;
+    __int128 first = first_sample_at(f, k * period);
+    __int128 within = (__int128)n - first;
+    if (k * period >= (__int128)f->device_start_ns && within >= 0 && within < 1 + 32 * 4) {
+        if (within == 0) return 0.99;
         int bit = (int)((within - 1) / 4);
-        return ((k >> (31 - bit)) & 1) ? 0.5 : -0.5;
+        return (((uint64_t)k >> (31 - bit)) & 1) ? 0.5 : -0.5;
     }
-    return 0.1 * sin(2 * M_PI * 1000.0 * (double)n / rate);
+    return 0.1 * sin(2 * M_PI * 1000.0 * (double)n / f->io.rate);
 }
 
 static int fake_start(snd_pcm_ioplug_t *io) {
@@ -175,6 +186,7 @@ static const snd_pcm_ioplug_callback_t callbacks = {
 static void parse_options(fake_t *f) {
     f->ppm = 0;
     f->click = 1;
+    f->click_ns = 1000000000;
     f->eio_after = -1;
     const char *env = getenv("FAKE_ALSA");
     if (!env) return;
@@ -187,6 +199,8 @@ static void parse_options(fake_t *f) {
     }
     free(copy);
     if (!(f->click > 0)) f->click = 1;
+    f->click_ns = llround(f->click * 1e9);
+    if (f->click_ns < 1) f->click_ns = 1;
 }
 
 static int wants(const char *option) {
@@ -220,10 +234,12 @@ SND_PCM_PLUGIN_DEFINE_FUNC(reelfake) {
     f->io.mmap_rw = 0;
     int err = snd_pcm_ioplug_create(&f->io, name, stream, mode);
     if (err < 0) { close(f->timer); free(f); return err; }
-    static const unsigned int access[] = { SND_PCM_ACCESS_RW_INTERLEAVED, SND_PCM_ACCESS_MMAP_INTERLEAVED };
+    /* Read/write only: for mmap capture without mmap_rw, ioplug calls transfer for the same
+     * frames on every avail update. */
+    static const unsigned int access[] = { SND_PCM_ACCESS_RW_INTERLEAVED };
     static const unsigned int formats[] = { SND_PCM_FORMAT_S16_LE, SND_PCM_FORMAT_S32_LE, SND_PCM_FORMAT_FLOAT_LE };
     static const unsigned int rates[] = { 44100, 48000 };
-    if ((err = snd_pcm_ioplug_set_param_list(&f->io, SND_PCM_IOPLUG_HW_ACCESS, 2, access)) < 0 ||
+    if ((err = snd_pcm_ioplug_set_param_list(&f->io, SND_PCM_IOPLUG_HW_ACCESS, 1, access)) < 0 ||
         (err = snd_pcm_ioplug_set_param_list(&f->io, SND_PCM_IOPLUG_HW_FORMAT, 3, formats)) < 0 ||
         (err = snd_pcm_ioplug_set_param_list(&f->io, SND_PCM_IOPLUG_HW_RATE, 2, rates)) < 0 ||
         (err = snd_pcm_ioplug_set_param_minmax(&f->io, SND_PCM_IOPLUG_HW_CHANNELS, 1, 2)) < 0 ||

@@ -12,6 +12,9 @@ extern const unsigned int CLinux_RENAME_NOREPLACE;
 int CLinux_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
 /// fallocate(2) with mode 0; returns -1 and sets errno on failure.
 int CLinux_fallocate(int fd, int64_t offset, int64_t length);
+/// fcntl(F_SETLEASE, F_WRLCK): granted only when no other descriptor has the file open; an
+/// open by anyone else then waits until the lease is given up (close). 0, or -1 and errno.
+int CLinux_take_write_lease(int fd);
 /// fallocate(2) with FALLOC_FL_ZERO_RANGE: the range reads as zeros and stays allocated
 /// (unwritten extents), without writing it; -1 and errno (EOPNOTSUPP) where unsupported.
 int CLinux_zero_range(int fd, int64_t offset, int64_t length);
