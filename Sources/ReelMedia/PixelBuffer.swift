@@ -91,11 +91,14 @@ public final class PixelBufferPool: Sendable {
     }
 
     /// Lends `body` each buffer not in use, one at a time (leased meanwhile, so capture takes
-    /// another): work on idle buffers beside capture, such as faulting their pages in.
-    public func withEachIdleBuffer(_ body: (PixelBuffer) -> Void) {
+    /// another), while at least `keepingIdle` others stay idle for capture: work on idle
+    /// buffers beside capture, such as faulting their pages in.
+    public func withEachIdleBuffer(keepingIdle: Int = 2, _ body: (PixelBuffer) -> Void) {
         for i in buffers.indices {
             let lent = leased.withLock { flags -> Bool in
                 guard !flags[i], !buffers[i].isReferencedElsewhere else { return false }
+                let idle = flags.indices.filter { $0 != i && !flags[$0] && !buffers[$0].isReferencedElsewhere }.count
+                guard idle >= keepingIdle else { return false }
                 flags[i] = true
                 return true
             }
