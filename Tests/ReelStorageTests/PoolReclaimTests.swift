@@ -16,6 +16,11 @@ import Testing
         try #require(try helper.manifest(pool)["slots"] as? [[String: Any]])
     }
 
+    /// The bytes the manifest's slots hold, in all.
+    func allocated(_ pool: String) throws -> Int {
+        try slots(pool).reduce(0) { $0 + ($1["allocated"] as! Int) }
+    }
+
     /// A 9 MiB clip covers three 4 MiB slots: it becomes one free slot of 12 MiB whose blocks
     /// stay allocated and read as zeros, and its name is gone from its directory. A smaller
     /// clip becomes one slot; with nothing missing a clip is left for the caller to unlink;
@@ -31,7 +36,7 @@ import Testing
         #expect(pool.reclaim(dir + "/seg-0001.mov") == .reclaimed(12 << 20))
         #expect(!FileManager.default.fileExists(atPath: dir + "/seg-0001.mov"))
         let all = try slots(path)
-        #expect(all.count == 5 && all.reduce(0) { $0 + ($1["allocated"] as! Int) } == 28 << 20)
+        #expect(try all.count == 5 && allocated(path) == 28 << 20)
         let taken = try #require(all.first { $0["allocated"] as? Int == 12 << 20 })
         #expect(taken["state"] as? String == "free")
         let file = path + "/slots/" + String(format: "slot-%06d.bin", taken["id"] as! Int)
@@ -42,16 +47,16 @@ import Testing
 
         try clip(dir + "/seg-0002.mov", bytes: 100_000)
         #expect(pool.reclaim(dir + "/seg-0002.mov") == .reclaimed(4 << 20))
-        #expect(try slots(path).reduce(0) { $0 + ($1["allocated"] as! Int) } == 32 << 20)
+        #expect(try allocated(path) == 32 << 20)
 
         try clip(dir + "/seg-0003.mov", bytes: 5 << 20)
         #expect(pool.reclaim(dir + "/seg-0003.mov") == nil)
         #expect(FileManager.default.fileExists(atPath: dir + "/seg-0003.mov"))
 
         try helper.removeFreeSlots(path, count: 1)
-        let missing = 32 - (try slots(path).reduce(0) { $0 + ($1["allocated"] as! Int) } >> 20)
+        let missing = 32 - (try allocated(path) >> 20)
         #expect(pool.reclaim(dir + "/seg-0003.mov") == .reclaimed(Int64(missing) << 20))
-        #expect(try slots(path).reduce(0) { $0 + ($1["allocated"] as! Int) } == 32 << 20)
+        #expect(try allocated(path) == 32 << 20)
     }
 
     /// A file with another name (a hard link), one open elsewhere, a symbolic link, or one on
