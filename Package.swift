@@ -7,10 +7,11 @@ let package = Package(
         .executable(name: "reel", targets: ["reel"]),
         // Everything a package needs to build a camera with the library alone (Fixtures/OutsidePackage
         // does): the camera, the writer and capture APIs beneath it, and the types they expose.
-        .library(name: "Reel", targets: ["ReelCore", "ReelMetrics", "ReelMedia", "ReelStorage", "ReelCapture", "ReelWriter",
+        .library(name: "Reel", targets: ["ReelCore", "ReelMetrics", "ReelMedia", "ReelStorage", "ReelCapture", "ReelAudio", "ReelWriter",
                                          "ReelControl", "ReelPreview", "ReelPhoto", "ReelCapacity", "ReelCamera"]),
         .library(name: "ReelWriter", targets: ["ReelWriter"]),
         .library(name: "ReelCapture", targets: ["ReelCapture"]),
+        .library(name: "ReelAudio", targets: ["ReelAudio"]),
         .library(name: "ReelStorage", targets: ["ReelStorage"]),
         .library(name: "ReelMedia", targets: ["ReelMedia"]),
         .library(name: "ReelMetrics", targets: ["ReelMetrics"]),
@@ -40,6 +41,8 @@ let package = Package(
         .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
         // libpng from Debian's -dev package: 16-bit PNG photos.
         .systemLibrary(name: "CPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
+        // libasound from Debian's -dev package: ALSA capture for the audio sources.
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // Linux constants and calls Swift cannot import directly (O_DIRECT, renameat2, V4L2 codes).
         .target(name: "CLinux"),
         // Shared vocabulary: timestamps, ratios, the frame-index barcode, byte sinks, drop reasons.
@@ -52,8 +55,10 @@ let package = Package(
         .target(name: "ReelStorage", dependencies: ["CLinux", "ReelCore", "ReelMetrics"]),
         // Sources and the capture session.
         .target(name: "ReelCapture", dependencies: ["CLinux", "ReelCore", "ReelMedia"]),
+        // Microphones: the synthetic test signal and ALSA capture, placed on the session clock.
+        .target(name: "ReelAudio", dependencies: ["CALSA", "ReelCore"]),
         // AssetWriter, clip splitting, probe and verify.
-        .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics"]),
+        .target(name: "ReelWriter", dependencies: ["ReelCore", "ReelMedia", "ReelStorage", "ReelCapture", "ReelMetrics", "ReelAudio"]),
         // Measurements: `reel jitter`, its contention loads and its report (also `reel record
         // --report`). Above the product: only the CLI depends on it (ArchitectureTests.onlyTheCommandLineDependsOnTheBenchmarks checks it).
         .target(name: "ReelBench", dependencies: ["CLinux", "ReelCore", "ReelMetrics", "ReelStorage"]),
@@ -72,19 +77,19 @@ let package = Package(
         // The camera: a session with its movie output, and the outputs, controls and policies
         // around it (preview, photos, capture events, picture controls, secondary action, cost
         // admission, pressure handler). The one place the camera's behaviour lives.
-        .target(name: "ReelCamera", dependencies: ["ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelMedia", "ReelCapacity"]),
+        .target(name: "ReelCamera", dependencies: ["ReelAudio", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelMedia", "ReelCapacity"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
-        .target(name: "ReelCLI", dependencies: ["ReelCamera", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
+        .target(name: "ReelCLI", dependencies: ["ReelAudio", "ReelCamera", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
         // `reel` itself: a thin entry into ReelCLI.
         .executableTarget(name: "reel", dependencies: ["ReelCLI"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
         .testTarget(name: "ReelMediaTests", dependencies: ["ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelMetricsTests", dependencies: ["ReelMetrics", "ReelBench"]),
         .testTarget(name: "ReelStorageTests", dependencies: ["ReelStorage"]),
-        .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore"]),
+        .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore", "ReelAudio"]),
         .testTarget(name: "ReelPreviewTests", dependencies: ["ReelPreview", "ReelCapture", "ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelCore"]),
-        .testTarget(name: "ReelCLITests", dependencies: ["ReelCLI", "ReelCamera", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"], swiftSettings: [.unsafeFlags(["-Onone"])]),
+        .testTarget(name: "ReelCLITests", dependencies: ["ReelAudio", "ReelCLI", "ReelCamera", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"], swiftSettings: [.unsafeFlags(["-Onone"])]),
         .testTarget(name: "ReelCapacityTests", dependencies: ["ReelCapacity", "ReelCore", "ReelMedia"]),
         .testTarget(name: "ReelCameraTests", dependencies: ["ReelCamera", "ReelCapacity", "ReelCapture", "ReelControl", "ReelCore", "ReelPhoto", "ReelPreview", "ReelWriter"]),
         .testTarget(name: "ReelPhotoTests", dependencies: ["ReelPhoto", "ReelCapture", "ReelCore", "ReelMedia"]),

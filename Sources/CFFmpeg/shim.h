@@ -4,6 +4,8 @@
 #define REEL_CFFMPEG_SHIM_H
 
 #include <errno.h>
+#include <string.h>
+#include <math.h>
 #include <libavformat/avformat.h>
 #include <libavformat/avio.h>
 #include <libavcodec/avcodec.h>
@@ -92,4 +94,59 @@ static inline int reel_add_chapter(AVFormatContext *s, int64_t id, AVRational ti
     return r < 0 ? r : 0;
 }
 
+
+/// The encoder's first sample format (`AVCodec.sample_fmts[0]`; S16 when it lists none).
+static inline enum AVSampleFormat reel_first_sample_format(const AVCodec *c) {
+    return c->sample_fmts ? c->sample_fmts[0] : AV_SAMPLE_FMT_S16;
+}
+
+/// Fills an allocated audio frame from 16-bit interleaved samples, in the frame's format
+/// (S16, S16P, FLT, FLTP: what the pcm, aac and libopus encoders take).
+static inline void reel_fill_audio_frame(AVFrame *f, const int16_t *src, int frames, int channels) {
+    switch (f->format) {
+    case AV_SAMPLE_FMT_S16:
+        memcpy(f->data[0], src, (size_t)frames * channels * sizeof(int16_t));
+        break;
+    case AV_SAMPLE_FMT_S16P:
+        for (int c = 0; c < channels; c++)
+            for (int i = 0; i < frames; i++) ((int16_t *)f->extended_data[c])[i] = src[i * channels + c];
+        break;
+    case AV_SAMPLE_FMT_FLT:
+        for (int i = 0; i < frames * channels; i++) ((float *)f->data[0])[i] = src[i] / 32768.0f;
+        break;
+    case AV_SAMPLE_FMT_FLTP:
+        for (int c = 0; c < channels; c++)
+            for (int i = 0; i < frames; i++) ((float *)f->extended_data[c])[i] = src[i * channels + c] / 32768.0f;
+        break;
+    default:
+        break;
+    }
+}
+
+/// Copies a decoded audio frame into 16-bit interleaved samples (S16, S16P, S32, S32P, FLT,
+/// FLTP, DBL, DBLP decoders' output); returns the samples written, 0 for another format.
+static inline int reel_read_audio_frame(const AVFrame *f, int16_t *dst, int channels) {
+    int n = f->nb_samples;
+    enum AVSampleFormat fmt = (enum AVSampleFormat)f->format;
+    int planar = av_sample_fmt_is_planar(fmt);
+    for (int i = 0; i < n; i++) {
+        for (int c = 0; c < channels; c++) {
+            const uint8_t *base = planar ? f->extended_data[c] : f->extended_data[0];
+            int at = planar ? i : i * channels + c;
+            double v;
+            switch (av_get_packed_sample_fmt(fmt)) {
+            case AV_SAMPLE_FMT_S16: v = ((const int16_t *)base)[at] / 32768.0; break;
+            case AV_SAMPLE_FMT_S32: v = ((const int32_t *)base)[at] / 2147483648.0; break;
+            case AV_SAMPLE_FMT_FLT: v = ((const float *)base)[at]; break;
+            case AV_SAMPLE_FMT_DBL: v = ((const double *)base)[at]; break;
+            default: return 0;
+            }
+            double s = v * 32768.0;
+            if (s > 32767) s = 32767;
+            if (s < -32768) s = -32768;
+            dst[i * channels + c] = (int16_t)lrint(s);
+        }
+    }
+    return n * channels;
+}
 #endif

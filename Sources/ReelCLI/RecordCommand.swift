@@ -3,6 +3,7 @@ import Synchronization
 import ReelBench
 import ReelCamera
 import ReelCapacity
+import ReelAudio
 import ReelCapture
 import ReelControl
 import ReelCore
@@ -110,6 +111,14 @@ enum RecordCommand {
                 }
                 o.sensorOrientation = m
             case "--scene": o.scene = try parseScene(v); sawScene = true
+            case "--audio":
+                guard !v.isEmpty else { throw UsageError("--audio needs none, synthetic or an ALSA device name") }
+                o.audio = AudioSelection(parsing: v)
+            case "--audio-codec":
+                guard let c = AudioCodec(rawValue: v.lowercased()) else {
+                    throw UsageError("--audio-codec: unknown audio codec '\(printable(v))' (use pcm, aac or opus)")
+                }
+                o.audioCodec = c
             case "--strict": strict = true
             case "--no-adjust": noAdjust = true
             case "--pressure-handler":
@@ -121,6 +130,7 @@ enum RecordCommand {
             default: throw UsageError("record: unknown option '\(name)'")
             }
         }
+        if o.audioCodec != nil && o.audio == .none { throw UsageError("--audio-codec: give --audio too (a recording has no sound by default)") }
         if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
         if strict && noAdjust { throw UsageError("use either --strict or --no-adjust, not both") }
         if o.sensorOrientation != .landscape {

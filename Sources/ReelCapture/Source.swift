@@ -86,9 +86,16 @@ public protocol VideoSource: AnyObject, Sendable {
     /// stamps its frames' `rate`).
     /// - Throws: `CaptureError.notConfigurable` (the default: the source's rate is fixed).
     func setFrameRate(_ rate: FrameRate) throws
+    /// CLOCK_MONOTONIC time (ns) of the session clock's 0 — the first frame's capture time —
+    /// once `capture` has begun; nil before, or for a source that cannot say. What places sound
+    /// on the frames' clock.
+    var sessionZeroNs: UInt64? { get }
 }
 
 extension VideoSource {
+    /// Unknown: a source that does not say.
+    public var sessionZeroNs: UInt64? { nil }
+
     /// A source with a fixed rate: accepts only its own rate.
     /// - Throws: `CaptureError.notConfigurable` for any other rate.
     public func setFrameRate(_ rate: FrameRate) throws {

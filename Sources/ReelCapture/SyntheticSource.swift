@@ -46,6 +46,10 @@ public final class SyntheticSource: VideoSource {
     private let buffers: [PixelBuffer]
     private let warming = Mutex(false)
     private let stopping = Atomic<Bool>(false)
+    /// CLOCK_MONOTONIC ns of the session clock's 0 (0: not capturing yet).
+    private let zero = Atomic<UInt64>(0)
+    /// CLOCK_MONOTONIC time (ns) of the session clock's 0 once capture has begun.
+    public var sessionZeroNs: UInt64? { let z = zero.load(ordering: .acquiring); return z == 0 ? nil : z }
     /// How the sensor is mounted: its read-out is the scene turned (`SensorOrientation`).
     public let mounting: SensorOrientation
     /// Mounted sensors only: the scene drawn upright (the pattern: background and the frame's
@@ -251,6 +255,7 @@ public final class SyntheticSource: VideoSource {
         // after it a whole interval behind, and one would be dropped as late.
         realistic?.prepare()
         let start = MonotonicClock.now()
+        zero.store(start, ordering: .releasing)
         var index = 0
         while frameLimit.map({ index < $0 }) ?? true {
             if stopping.load(ordering: .acquiring) { break }

@@ -45,6 +45,10 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
     private let decoder: JPEGDecoder?
     private let bytesPerLine: Int
     private let stopping = Atomic<Bool>(false)
+    /// CLOCK_MONOTONIC ns of the session clock's 0 (0: not capturing yet).
+    private let zero = Atomic<UInt64>(0)
+    /// CLOCK_MONOTONIC time (ns) of the session clock's 0 once capture has begun.
+    public var sessionZeroNs: UInt64? { let z = zero.load(ordering: .acquiring); return z == 0 ? nil : z }
     /// Between `capture`'s STREAMON and its end: `setFrameRate` is then a live step.
     private let capturing = Atomic<Bool>(false)
     /// The rates the driver offers at the chosen size (`VIDIOC_ENUM_FRAMEINTERVALS`).
@@ -373,7 +377,7 @@ public final class V4L2Source: VideoSource, @unchecked Sendable {
                 throw V4L2Error.failed(device.path, e)
             }
             let time = Int64(b.timestamp.tv_sec) * 1_000_000 + Int64(b.timestamp.tv_usec)
-            if firstSequence == nil { firstSequence = b.sequence; firstTime = time }
+            if firstSequence == nil { firstSequence = b.sequence; firstTime = time; zero.store(UInt64(max(1, time)) * 1000, ordering: .releasing) }
             let index = Int(b.sequence &- firstSequence!)
             if index > expected {
                 // Lost frames the decimation would have let go anyway are not drops.

@@ -101,7 +101,8 @@ public final class MediaReader {
         var tags: [String: String] = [:]
         var entry: UnsafeMutablePointer<AVDictionaryEntry>? = nil
         while let e = av_dict_get(ctx!.pointee.metadata, "", entry, AV_DICT_IGNORE_SUFFIX) {
-            tags[String(cString: e.pointee.key)] = String(cString: e.pointee.value)
+            // Matroska keeps tag names in capitals (`COM.REEL.RATIO`): keys are read in lower case.
+            tags[String(cString: e.pointee.key).lowercased()] = String(cString: e.pointee.value)
             entry = e
         }
         let pixName = av_get_pix_fmt_name(AVPixelFormat(rawValue: par.pointee.format)).map { String(cString: $0) } ?? "unknown"

@@ -62,8 +62,10 @@ private func sinkSeek(_ opaque: UnsafeMutableRawPointer?, _ offset: Int64, _ whe
     }
 }
 
-/// A libavformat muxer for one clip, one video stream, writing through a custom
-/// AVIOContext into a `ByteSink`.
+/// A libavformat muxer for one clip — a video stream and, when the clip has sound, an audio
+/// stream — writing through a custom AVIOContext into a `ByteSink`. With sound, packets go
+/// through libavformat's interleaving (`av_interleaved_write_frame`), so every fragment or
+/// cluster holds the sound of its time.
 ///
 /// Used by one thread at a time: the writer's encode thread, then the clip's finaliser.
 public final class Muxer: @unchecked Sendable {
@@ -72,9 +74,12 @@ public final class Muxer: @unchecked Sendable {
     private let io: UnsafeMutablePointer<AVIOContext>
     private let box: Unmanaged<SinkBox>
     private let encoderTimeBase: AVRational
+    /// The sound's stream and its encoder's time base (1 / rate), when the clip has sound.
+    private let audioStream: UnsafeMutablePointer<AVStream>?
+    private let audioTimeBase: AVRational
     /// The container being written.
     public let container: Container
-    /// Packets written so far.
+    /// Video packets written so far.
     public private(set) var packetsWritten = 0
     /// Bytes of packet payload written so far (without the container's own bytes).
     public private(set) var bytesOfPackets = 0
@@ -94,8 +99,10 @@ public final class Muxer: @unchecked Sendable {
     /// - Throws: the sink's error when it failed while the header was written; otherwise a
     ///   ``MediaError`` (`avformat_alloc_output_context2`, `avio_alloc_context`, `avformat_write_header`, …).
     public init(container: Container, sink: ByteSink, encoder: VideoEncoder,
-                fragmentInterval: Double = 1.0, metadata: [String: String] = [:], displayQuarterTurns: Int = 0) throws {
+                fragmentInterval: Double = 1.0, metadata: [String: String] = [:], displayQuarterTurns: Int = 0,
+                audio: AudioEncoder? = nil) throws {
         self.container = container
+        audioTimeBase = AVRational(num: 1, den: Int32(audio?.sampleRate ?? 1))
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(avformat_alloc_output_context2(&ctx, nil, container.formatName, nil), "avformat_alloc_output_context2(\(container.formatName))")
         guard let ctx else { throw MediaError("avformat_alloc_output_context2", code: reel_averror(ENOMEM)) }
@@ -123,6 +130,17 @@ public final class Muxer: @unchecked Sendable {
             throw MediaError("avformat_new_stream", code: reel_averror(ENOMEM))
         }
         self.stream = st
+        if audio != nil {
+            guard let ast = avformat_new_stream(ctx, nil) else {
+                Muxer.free(format: ctx, io: io, box: box)
+                throw MediaError("avformat_new_stream", code: reel_averror(ENOMEM))
+            }
+            audioStream = ast
+            // Sound arrives a chunk (about 10 ms) behind the picture: video waits for it at most a second.
+            ctx.pointee.max_interleave_delta = 1_000_000
+        } else {
+            audioStream = nil
+        }
         do {
             try check(avcodec_parameters_from_context(st.pointee.codecpar, encoder.context), "avcodec_parameters_from_context")
             st.pointee.time_base = encoderTimeBase
@@ -130,6 +148,10 @@ public final class Muxer: @unchecked Sendable {
             if case .hevc = encoder.settings.codec, container != .mkv { reel_set_hvc1_tag(st.pointee.codecpar) }
             for (k, v) in metadata { av_dict_set(&ctx.pointee.metadata, k, v, 0) }
             try Muxer.attachDisplayMatrix(st, quarterTurns: displayQuarterTurns)
+            if let audio, let ast = audioStream {
+                try check(avcodec_parameters_from_context(ast.pointee.codecpar, audio.context), "avcodec_parameters_from_context(audio)")
+                ast.pointee.time_base = audioTimeBase
+            }
 
             var options: OpaquePointer? = nil
             defer { av_dict_free(&options) }
@@ -190,14 +212,29 @@ public final class Muxer: @unchecked Sendable {
     /// whole fragment).
     /// - Throws: the sink's error if it failed, else a ``MediaError`` for `av_write_frame`.
     public func write(_ packet: borrowing EncodedPacket) throws {
+        try write(packet.packet, stream: stream, index: 0, from: encoderTimeBase)
+    }
+
+    /// Writes one sound packet (on its encoder's time base, 1 / rate), `offset` samples later
+    /// than the encoder stamped it (where the clip's sound starts), interleaved with the video.
+    /// - Throws: as `write`; a ``MediaError`` when the clip has no sound stream.
+    public func writeAudio(_ packet: borrowing EncodedPacket, offset: Int64 = 0) throws {
+        guard let audioStream else { throw MediaError("writeAudio", message: "the clip was opened without sound") }
         let pkt = packet.packet
-        av_packet_rescale_ts(pkt, encoderTimeBase, stream.pointee.time_base)
-        pkt.pointee.stream_index = 0
+        if pkt.pointee.pts != reel_nopts() { pkt.pointee.pts += offset }
+        if pkt.pointee.dts != reel_nopts() { pkt.pointee.dts += offset }
+        try write(pkt, stream: audioStream, index: 1, from: audioTimeBase)
+    }
+
+    private func write(_ pkt: UnsafeMutablePointer<AVPacket>, stream: UnsafeMutablePointer<AVStream>, index: Int32, from base: AVRational) throws {
+        av_packet_rescale_ts(pkt, base, stream.pointee.time_base)
+        pkt.pointee.stream_index = index
         let size = Int(pkt.pointee.size)
         let box = box.takeUnretainedValue()
         let before = box.bytesWritten
-        let r = av_write_frame(format, pkt)
-        if r < 0 { throw sinkError() ?? MediaError("av_write_frame", code: r) }
+        // With sound, libavformat interleaves the two streams by time (and takes the packet's reference).
+        let r = audioStream != nil ? av_interleaved_write_frame(format, pkt) : av_write_frame(format, pkt)
+        if r < 0 { throw sinkError() ?? MediaError(audioStream != nil ? "av_interleaved_write_frame" : "av_write_frame", code: r) }
         box.sink.packetWritten()
         // libavformat 5.1's Matroska muxer marks no cluster (its marker's condition never
         // holds), but it keeps each cluster in memory until it closes: a call that wrote
@@ -206,7 +243,7 @@ public final class Muxer: @unchecked Sendable {
             box.fragmentStarted = false
             box.sink.fragmentCompleted()
         }
-        packetsWritten += 1
+        if index == 0 { packetsWritten += 1 }
         bytesOfPackets += size
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import ReelAudio
 import ReelCapture
 import ReelCore
 import ReelMedia
@@ -27,7 +28,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     /// A frame, when it was offered, and whether it waited for the writer to be ready (Deferred Start).
     /// `close`: a stop request — the clip in progress ends and is published now; `begin`: a
     /// start request opened take `take`, whose first frame is `firstFrame` (the next captured).
-    private enum Item { case frame(CapturedFrame, offeredAt: UInt64, held: Bool), split, close, begin(take: Int, firstFrame: Int), finish }
+    /// `audio`: sound arrived (it waits in `audioInbox`, not in the queue).
+    private enum Item { case frame(CapturedFrame, offeredAt: UInt64, held: Bool), split, close, begin(take: Int, firstFrame: Int), finish, audio }
 
     // Guarded by `lock`.
     private let lock = NSCondition()
@@ -43,6 +45,13 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var takes = RecordingTakes()
     /// The clips started at a segment boundary so far.
     private var segmentCuts: [SegmentCut] = []
+    /// Sound delivered (the feed has its own lock) and whether the encode thread has yet to look.
+    private let audioFeed = AudioFeed()
+    private var audioWaiting = false
+    /// Where the last frame taken ends on the session clock (ns): how far the video has got.
+    private var _videoReachedNs: Int64?
+    /// What the encode thread counted of the sound, once it ends.
+    private var audioResult: AudioCounts?
 
     // The stages around the encode thread, each with its own lock.
     /// Opens clips ahead of the frames that start them.
@@ -315,6 +324,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
 
     /// Caller holds `lock`.
     private func enqueueFrame(_ frame: CapturedFrame) {
+        let end = (Int128(frame.pts.value + frame.duration) * 1_000_000_000) / Int128(frame.pts.timescale)
+        _videoReachedNs = Int64(end)
         if !hold.ready { hold.framesHeld += 1 }
         takes.taken(frame.index)
         enqueue(.frame(frame, offeredAt: MonotonicClock.now(), held: !hold.ready))
@@ -327,6 +338,22 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         counts.queueHighWater = max(counts.queueHighWater, queue.count)
         lock.broadcast()
     }
+
+    // MARK: Sound
+
+    /// How far the video has got: where the last frame offered ends on the session clock (ns),
+    /// nil before the first. What paces the synthetic sound when the video is not in real time.
+    public var videoReachedNs: Int64? { lock.lock(); defer { lock.unlock() }; return _videoReachedNs }
+
+    /// The sound source ended (stopped after the recording, or failed): a clip closing waits no
+    /// longer for sound.
+    public func audioSourceEnded() {
+        audioFeed.end(failure: nil)
+        lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
+    }
+
+    /// What the writer counted of the sound (nil without sound, or before it finished).
+    public var audioCounts: AudioCounts? { lock.lock(); defer { lock.unlock() }; return audioResult }
 
     // MARK: Finishing
 
@@ -408,6 +435,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                 // anyone ran it, it is ready now: the first frame opens its clip itself.
                 if finishRequested && !hold.running { hold.markReady(at: MonotonicClock.now()); break }
             }
+            if audioWaiting { audioWaiting = false; return .audio }
             lock.wait()
         }
         let item = queue.removeFirst()
@@ -429,16 +457,37 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         // The mean inter-frame packet of the last clip handed over (segment sizes: `projectedBytes`).
         var earlierInterMean: Double? = nil
         var policy = CutPolicy(segmentDuration: settings.segmentDuration, segmentBytes: settings.segmentBytes)
+        // The clips' sound, cut where the video is cut.
+        var sound = settings.audio.map { AudioTrackWriter(settings: $0, feed: audioFeed) }
+        // Where the current clip's last frame starts and ends on the session clock.
+        var lastPTS: Timestamp? = nil
+        var lastEnd: Timestamp? = nil
+        /// Closes `c`'s sound at `end` (failures are the clip's: the finaliser salvages it).
+        func closeSound(_ c: ClipRecorder, at end: Timestamp?) throws {
+            if let end { try sound?.close(c, at: end) }
+        }
 
         loop: while true {
             switch take() {
             case .finish:
                 break loop
+            case .audio:
+                sound?.pull(recording: current != nil)
+                if let c = current, let p = lastPTS, failure == nil {
+                    do { try sound?.write(c, upTo: p) } catch {
+                        failure = classify(error)
+                        finaliser.submit(c, salvage: true)
+                        current = nil
+                        opener.stopOpening()
+                        lock.lock(); _status = .failed(failure!); lock.broadcast(); lock.unlock()
+                    }
+                }
             case .split:
                 splitNext = true
             case .close:
                 // A stop request: the clip ends here and is published now; the session goes on.
                 guard let c = current else { continue }
+                do { try closeSound(c, at: lastEnd) } catch { finaliser.submit(c, salvage: true); current = nil; continue }
                 finaliser.submit(c)
                 current = nil
                 lock.lock(); counts.clipHandedOver(); lock.unlock()
@@ -473,6 +522,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                                 lock.lock(); segmentCuts.append(at); lock.unlock()
                             }
                             earlierInterMean = c.interMean ?? earlierInterMean
+                            // The sound is cut at the new clip's first frame.
+                            try closeSound(c, at: frame.pts)
                             finaliser.submit(c)
                             current = nil
                             lock.lock(); counts.clipHandedOver(); lock.unlock()
@@ -495,6 +546,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         current = c
                         try c.append(frame)
                         longestOpen = max(longestOpen, MonotonicClock.now() - t0)
+                        sound?.pull(recording: true)
                         lock.lock(); counts.clipOpened(); lock.unlock()
                         opener.opened(clip: clipNumber)
                         // Segments: the next clip most likely starts at the next boundary at this
@@ -503,6 +555,9 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                             opener.expectUnlessAnnounced(ratio: c.ratio, size: c.size, timescale: c.sessionStart.timescale)
                         }
                     }
+                    lastPTS = frame.pts
+                    lastEnd = Timestamp(value: frame.pts.value + frame.duration, timescale: frame.pts.timescale)
+                    if let c = current { try sound?.write(c, upTo: frame.pts) }
                     lock.lock()
                     counts.written(handedOver: handedOver, now: MonotonicClock.now())
                     counts.bytesCurrent = current?.bytes ?? 0
@@ -526,7 +581,10 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         opener.closeAndDiscardUnused()
         lock.lock(); let cancelling = cancelRequested; lock.unlock()
         if let c = current {
-            if cancelling { c.discard() } else { finaliser.submit(c) }
+            if cancelling { c.discard() } else {
+                do { try closeSound(c, at: lastEnd) } catch { failure = failure ?? classify(error) }
+                finaliser.submit(c)
+            }
         }
         let (clips, finalError, write) = finaliser.finishAll()
         let loopDeletions = finaliser.loopDeletions
@@ -534,6 +592,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         let (openedAhead, encodersReused) = opener.counts
 
         lock.lock()
+        audioResult = sound?.counts
         let error = failure ?? finalError.map(classify)
         let kept = clips.reduce(0) { $0 + $1.frames }
         // Frames the writer took in but no published clip holds.
@@ -592,5 +651,19 @@ extension WriterError {
         case .media(let e, _): return .media(e, kept: kept)
         default: return self
         }
+    }
+}
+
+extension AssetWriter: AudioSourceDelegate {
+    public func audio(clock: AudioClock) { audioFeed.setClock(clock) }
+
+    public func audio(didCapture chunk: AudioChunk) {
+        audioFeed.deliver(chunk)
+        lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
+    }
+
+    public func audio(didFail error: AudioError) {
+        audioFeed.end(failure: error)
+        lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
     }
 }

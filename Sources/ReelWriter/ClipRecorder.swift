@@ -1,3 +1,4 @@
+import ReelAudio
 import ReelCapture
 import ReelCore
 import ReelMedia
@@ -16,6 +17,14 @@ final class ClipRecorder: @unchecked Sendable {
     let file: any ClipFile
     let encoder: VideoEncoder
     let muxer: Muxer
+    /// The clip's sound encoder (nil: no sound).
+    let audio: AudioEncoder?
+    /// The stream frame of the sound that opens the clip (the first sample at or after its
+    /// first frame), once the sound's clock is known.
+    var audioStart: Int64?
+    /// Sample frames written into the clip, and its first one's place after `audioStart`.
+    private(set) var audioWritten: Int64 = 0
+    private var audioOffset: Int64?
     /// The first frame's time on the session clock: the clip's timeline starts there at 0.
     let sessionStart: Timestamp
     let frameDuration: Int64
@@ -64,15 +73,21 @@ final class ClipRecorder: @unchecked Sendable {
         }
         encoder = prepared.encoder
         do {
+            audio = try settings.audio.map {
+                try AudioEncoder(codec: $0.codec, sampleRate: $0.format.sampleRate, channels: $0.format.channels,
+                                 globalHeader: Muxer.wantsGlobalHeader(settings.container))
+            }
+            var tags = ["com.reel.session_start": frame.pts.description]
+            if let a = settings.audio { tags["com.reel.audio_clock"] = a.onSessionClock ? "session" : "device" }
             muxer = try Muxer(container: settings.container, sink: file, encoder: encoder,
                               fragmentInterval: settings.fragmentInterval,
-                              metadata: ["com.reel.session_start": frame.pts.description,
+                              metadata: tags.merging(["com.reel.session_start": frame.pts.description,
                                          "com.reel.clip": String(settings.fileNumber(number)),
                                          "com.reel.ratio": frame.ratio.rawValue,
                                          "com.reel.first_frame_index": String(frame.index),
                                          "com.reel.take": String(take),
-                                         "com.reel.take_first_frame_index": String(takeFirstFrame)],
-                              displayQuarterTurns: settings.displayQuarterTurns)
+                                         "com.reel.take_first_frame_index": String(takeFirstFrame)]) { a, _ in a },
+                              displayQuarterTurns: settings.displayQuarterTurns, audio: audio)
         } catch {
             // Nothing was written: throw the file away (never touching a file of that name
             // that Reel did not make).
@@ -176,6 +191,16 @@ final class ClipRecorder: @unchecked Sendable {
         timestamps.append(frame.pts.value)
     }
 
+    /// Encodes and muxes sound: `samples` (interleaved) from stream frame `first` on, placed on
+    /// the clip's timeline from `audioStart` (set before the first call).
+    func appendAudio(_ samples: UnsafeBufferPointer<Int16>, first: Int64) throws {
+        guard let audio, let start = audioStart else { return }
+        let offset = audioOffset ?? (first - start)
+        audioOffset = offset
+        try audio.encode(samples) { packet in try muxer.writeAudio(packet, offset: offset) }
+        audioWritten += Int64(samples.count / audio.channels)
+    }
+
     /// Adds a chapter for each marker at a frame of this clip (from the first frame at or
     /// after the marked one — a dropped frame's marker goes to the next frame — to the next
     /// marker or the clip's end), titled `Marker N` with N its place among all the recording's
@@ -202,6 +227,10 @@ final class ClipRecorder: @unchecked Sendable {
             try encoder.flush(duration: lastFrameDuration ?? frameDuration) { packet in try muxer.write(packet) }
         }
         defer { try? encoder.releaseInput() }
+        if let audio {
+            let offset = audioOffset ?? 0
+            try audio.flush { packet in try muxer.writeAudio(packet, offset: offset) }
+        }
         try addChapters()
         try muxer.finish()
         let bytes = try file.publish()
@@ -290,6 +319,11 @@ final class ClipRecorder: @unchecked Sendable {
                             lastFrameIndex: frames > 0 ? indices[frames - 1] : -1,
                             firstPTS: sessionStart.seconds, durationSeconds: seconds, bytes: bytes,
                             salvaged: salvaged, take: take)
+        if audio != nil {
+            c.audioSamples = audioWritten
+            c.audioCodec = audio?.codec.rawValue
+            c.audioStartSample = audioStart.map { $0 + (audioOffset ?? 0) }
+        }
         if let slot {
             c.storage = "pool"
             if let beyond = slot.beyondPool {

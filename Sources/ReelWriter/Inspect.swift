@@ -230,6 +230,8 @@ public struct VerifyReport: Sendable, Codable {
     /// Clips the indexes list as deleted by loop recording (not read: their frames are a gap
     /// the index accounts for).
     public var deletedClips = 0
+    /// The clips' sound, when they have any: samples, clicks in order, the largest A/V offset.
+    public var audio: AudioVerifyReport? = nil
 }
 
 /// A change of frame rate `reel verify` found inside a clip.
@@ -411,7 +413,7 @@ extension Inspector {
             }
             if report.clips.count > 1 { report.seams.append(indices[0]) }
         }
-        return true
+        return checkAudio(probes, takes: takes, into: &report)
     }
 
     /// A step that differs from the cadence by more than this share is a new cadence, if it holds.

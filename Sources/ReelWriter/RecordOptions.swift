@@ -1,3 +1,4 @@
+import ReelAudio
 import Foundation
 import Synchronization
 import ReelCapture
@@ -123,6 +124,11 @@ public struct RecordOptions: Sendable {
     public var configurationCheck: ConfigurationCheck? = nil
 
     /// Creates the defaults above.
+    /// The microphone (`--audio`): none by default — a recording takes no microphone unasked.
+    public var audio: AudioSelection = .none
+    /// The sound's codec (`--audio-codec`); nil: the container's default (PCM in MOV and MKV, AAC in MP4).
+    public var audioCodec: AudioCodec? = nil
+
     public init() {}
 }
 

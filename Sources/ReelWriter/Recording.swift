@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ReelAudio
 import ReelCapture
 import ReelCore
 import ReelMedia
@@ -14,6 +15,9 @@ public final class Recording: Sendable {
     public let session: CaptureSession
     /// The writer that encodes the session's frames into clips.
     public let writer: AssetWriter
+    /// The microphone, when the recording has sound (`options.audio`).
+    public var audioSource: (any AudioSource)? { audio?.source }
+    private let audio: AudioCapture?
     /// Frames the source can hold at once (its pool's buffers, the photo ring's included):
     /// what an output that processes frames (the picture adjustments) needs as many of.
     public let sourceBuffers: Int
@@ -122,7 +126,33 @@ public final class Recording: Sendable {
             settings.storage = IndexedClipStorage(inner: storage, log: log)
             try session.addOutput(SessionClockAnchor(log: log))
         }
-        writer = try AssetWriter(settings: settings, rate: source.format.rate)
+        // The microphone is opened now: a missing, busy or forbidden device is refused before
+        // anything records.
+        let microphone: (any AudioSource)?
+        switch options.audio {
+        case .synthetic where !options.realtime:
+            // Not in real time: the synthetic sound keeps pace with the video's media time.
+            let box = WriterBox()
+            microphone = SyntheticAudioSource(pace: { box.writer?.videoReachedNs })
+            settings.audio = AudioTrackSettings(codec: options.audioCodec ?? AudioCodec.defaultCodec(for: options.container),
+                                                format: microphone!.format, onSessionClock: true)
+            writer = try AssetWriter(settings: settings, rate: source.format.rate)
+            box.writer = writer
+        default:
+            microphone = try options.audio.open()
+            if let m = microphone {
+                settings.audio = AudioTrackSettings(codec: options.audioCodec ?? AudioCodec.defaultCodec(for: options.container),
+                                                    format: m.format, onSessionClock: m is SyntheticAudioSource)
+            }
+            writer = try AssetWriter(settings: settings, rate: source.format.rate)
+        }
+        if let microphone {
+            let capture = AudioCapture(source: microphone, writer: writer, zero: { [source] in source.sessionZeroNs })
+            audio = capture
+            try session.addOutput(AudioStarter(capture: capture))
+        } else {
+            audio = nil
+        }
         writer.deferredStartEnabled = options.deferredStart
         writer.standby = options.standby
         try session.addOutput(writer)
@@ -131,6 +161,15 @@ public final class Recording: Sendable {
         if case .seconds = options.length, !options.liveFrameRates.isEmpty {
             // Media time, whatever rates the recording runs at (the frame limit is the most it can hold).
             session.mediaTimeLimit = Double(frameCount) * source.format.rate.interval
+        }
+    }
+
+    /// The writer, once made: what the synthetic sound made before it reads its pace from.
+    private final class WriterBox: Sendable {
+        private let value = Mutex<AssetWriter?>(nil)
+        var writer: AssetWriter? {
+            get { value.withLock { $0 } }
+            set { value.withLock { $0 = newValue } }
         }
     }
 
@@ -295,6 +334,7 @@ public final class Recording: Sendable {
         var sourceError: (any Error)? = nil
         do { _ = try session.run(frameLimit: frameCount) } catch { sourceError = error }
         let result = writer.finishAndWait()
+        audio?.stopAndWait()
         writer.settings.segmentIndex?.runEnded()
         monitorDone.set()
         let (framesEncoded, bytesEncoded) = writer.encoded
@@ -382,6 +422,10 @@ public final class Recording: Sendable {
         summary.segments = result.segmentCuts.map { var c = $0; c.clip = writer.settings.fileNumber(c.clip); return c }
         summary.loopDeletions = result.loopDeletions
         summary.index = writer.settings.segmentIndex?.summary
+        if let a = audio, let counts = writer.audioCounts, let track = writer.settings.audio {
+            summary.audio = AudioSummary(device: a.source.name, sampleRate: track.format.sampleRate, channels: track.format.channels,
+                                         codec: track.codec.rawValue, counts: counts)
+        }
         return summary
     }
 

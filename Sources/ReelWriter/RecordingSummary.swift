@@ -110,6 +110,9 @@ public struct RecordingSummary: Sendable, Codable {
     /// and `--keep`): its path, this run's number, the clips it lists, an error writing it;
     /// null without one.
     @EncodedNull public var index: SegmentIndexSummary? = nil
+    /// The recording's sound (`--audio`): the device, its format, codec and sample counts;
+    /// null without sound.
+    @EncodedNull public var audio: AudioSummary? = nil
     /// The start and stop requests applied while the session ran, in order.
     public var recordingToggles: [RecordingToggle] = []
     /// Each frame-rate change while recording, at the first frame of the new rate (the clip's
@@ -150,4 +153,38 @@ public struct RecordingSummary: Sendable, Codable {
     public var stopReason: String
     /// The failure's message when `stopReason` is `failed`, else `null`.
     @EncodedNull public var error: String?
+}
+
+/// The sound of a recording, in the JSON summary's `audio`.
+public struct AudioSummary: Sendable, Codable, Equatable {
+    /// `synthetic`, or the ALSA device name.
+    public var device: String
+    /// Sample frames a second, and channels, as negotiated.
+    public var sampleRate: Int
+    public var channels: Int
+    /// `pcm`, `aac` or `opus`.
+    public var codec: String
+    /// Sample frames the clips' time spans (from each clip's first frame to the end of its
+    /// last): what they should hold.
+    public var samplesCaptured: Int64
+    /// Sample frames written into the clips.
+    public var samplesWritten: Int64
+    /// Sample frames lost, and why (`overrun`: the device lost them, written as silence;
+    /// `late`: they came after their clip closed; `deviceFailed`).
+    public var samplesDropped: Int64
+    public var dropReasons: [String: Int64]
+    /// Where the device's first sample is on the session clock (the first video frame is at 0), in ms.
+    @EncodedNull public var clockOffsetMs: Double?
+    /// The device's failure while recording (the video went on), else null.
+    @EncodedNull public var error: String?
+
+    public init(device: String, sampleRate: Int, channels: Int, codec: String, counts: AudioCounts) {
+        self.device = device; self.sampleRate = sampleRate; self.channels = channels; self.codec = codec
+        samplesCaptured = counts.captured
+        samplesWritten = counts.written
+        samplesDropped = counts.droppedTotal
+        dropReasons = counts.dropped
+        clockOffsetMs = counts.originNs.map { Double($0) / 1e6 }
+        error = counts.failure
+    }
 }

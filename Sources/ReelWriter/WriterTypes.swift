@@ -1,3 +1,4 @@
+import ReelAudio
 import ReelCapture
 import ReelCore
 import ReelMedia
@@ -47,6 +48,9 @@ public struct WriterSettings: Sendable {
     public var segmentIndex: SegmentIndexLog? = nil
 
     /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
+    /// The clips' sound (codec and the source's format); nil: no sound.
+    public var audio: AudioTrackSettings? = nil
+
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,
                 namePrefix: String, fragmentInterval: Double = 1.0, queueCapacity: Int = 8, threads: Int = 0,
                 dropWhenStorageIsBehind: Bool = true) {
@@ -61,6 +65,9 @@ public struct WriterSettings: Sendable {
     public func validate() throws(WriterError) {
         guard codec.isAvailable else { throw .encoderUnavailable(codec) }
         guard container.supports(codec) else { throw .unsupportedPair(codec, container) }
+        if let a = audio, !container.supports(a.codec) || (a.codec == .opus && a.format.sampleRate != 48_000) {
+            throw .unsupportedAudio(a.codec, container)
+        }
     }
 
     /// The number in the name of the writer's `number`th clip (1-based).
@@ -94,6 +101,8 @@ public enum WriterError: UserFacingError, Sendable {
     case unsupportedPair(VideoCodec, Container)
     /// This libavcodec has no encoder for the codec (exit status 69).
     case encoderUnavailable(VideoCodec)
+    /// The container cannot carry the sound codec, or this libavcodec has no encoder for it (exit status 64).
+    case unsupportedAudio(AudioCodec, Container)
     /// A frame was appended while the writer was not writing: before start, after finish or a failure (exit status 70).
     case notWriting
     /// The disk (or pool) filled while recording; what was kept is published and playable.
@@ -107,7 +116,7 @@ public enum WriterError: UserFacingError, Sendable {
     /// The `reel` exit status of this error (see the cases).
     public var exitStatus: Int32 {
         switch self {
-        case .unsupportedPair: return ExitStatus.usage
+        case .unsupportedPair, .unsupportedAudio: return ExitStatus.usage
         case .encoderUnavailable: return ExitStatus.unavailable
         case .notWriting, .media: return ExitStatus.software
         case .outOfSpace: return ExitStatus.ioError
@@ -121,6 +130,9 @@ public enum WriterError: UserFacingError, Sendable {
         case .unsupportedPair(let c, let k):
             let fits = Container.allCases.filter { $0.supports(c) }.map(\.rawValue).joined(separator: ", ")
             return "codec \(c.name) cannot go in a \(k.rawValue) file (it fits in: \(fits.isEmpty ? "none" : fits))"
+        case .unsupportedAudio(let c, let k):
+            let fits = Container.allCases.filter { $0.supports(c) }.map(\.rawValue).joined(separator: ", ")
+            return "audio codec \(c) cannot go in a \(k.rawValue) file (it fits in: \(fits.isEmpty ? "none" : fits))"
         case .encoderUnavailable(let c): return "this libavcodec has no \(c.encoderName) encoder (install the distribution's full libavcodec)"
         case .notWriting: return "the writer is not writing (start it first, or it has finished or failed)"
         case .outOfSpace(let e, let kept): return "disk full (\(e.text)); \(kept)"
@@ -192,6 +204,13 @@ public struct ClipSummary: Sendable, Codable, Equatable {
     public var bytes: Int64
     /// The clip was cut short by a failure and holds only its complete fragments.
     public var salvaged: Bool
+    /// Sample frames of sound in the clip (nil: the recording has no sound).
+    public var audioSamples: Int64? = nil
+    /// The sound's codec (`pcm`, `aac`, `opus`; nil without sound).
+    public var audioCodec: String? = nil
+    /// The clip's first sample's frame in the recording's sound stream (nil without sound):
+    /// clips that join without gap or overlap continue one another's numbers.
+    public var audioStartSample: Int64? = nil
     /// The take it belongs to: each start request (`AssetWriter.startRecording`) opens one; a
     /// recording that records from its first frame is take 1.
     public var take: Int = 1

@@ -1,0 +1,13 @@
+// libasound (Debian's libasound2-dev): ALSA capture for the audio sources. On a desktop, ALSA's
+// `default` PCM reaches PulseAudio or PipeWire through their ALSA plugins.
+#ifndef REEL_CALSA_H
+#define REEL_CALSA_H
+#include <alsa/asoundlib.h>
+
+// Values Swift cannot take from the headers' enums and macros in the C spelling.
+static const snd_pcm_stream_t CALSA_streamCapture = SND_PCM_STREAM_CAPTURE;
+static const snd_pcm_access_t CALSA_accessRWInterleaved = SND_PCM_ACCESS_RW_INTERLEAVED;
+static const snd_pcm_format_t CALSA_formatS16LE = SND_PCM_FORMAT_S16_LE;
+static const snd_pcm_tstamp_type_t CALSA_tstampMonotonic = SND_PCM_TSTAMP_TYPE_MONOTONIC;
+static const snd_pcm_tstamp_t CALSA_tstampEnable = SND_PCM_TSTAMP_ENABLE;
+#endif
