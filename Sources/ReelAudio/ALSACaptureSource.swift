@@ -28,6 +28,7 @@ public final class ALSACaptureSource: AudioSource, @unchecked Sendable {
     /// - Throws: ``AudioError`` — `noDevice`, `busy`, `permission`, `unsupported`.
     public init(device: String, asking: AudioFormat = .standard) throws(AudioError) {
         name = device
+        CALSA_quiet()
         var handle: OpaquePointer? = nil
         let r = snd_pcm_open(&handle, device, CALSA_streamCapture, 0)
         guard r >= 0, let handle else { throw ALSACaptureSource.openError(device, r) }

@@ -73,6 +73,9 @@ public struct FoundClick: Sendable, Hashable {
     public let frame: Int64
     /// The click's number (its time over the period).
     public let number: UInt32
+
+    /// A click at sample frame `frame` carrying `number`.
+    public init(frame: Int64, number: UInt32) { self.frame = frame; self.number = number }
 }
 
 extension ClickSignal {

@@ -30,6 +30,9 @@ enum RecordSummaryText {
             line += ", remaining \(formatBytes(before)) -> \(formatBytes(after))"
         }
         Swift.print(line)
+        if let a = s.audio {
+            Swift.print("  sound: \(a.device) \(a.sampleRate) Hz \(a.channels) ch \(a.codec), \(a.samplesWritten) of \(a.samplesCaptured) samples written, \(a.samplesDropped) lost")
+        }
         for seam in s.seams {
             Swift.print("  seam at frame \(seam.frameIndex) (\(fixed(seam.pts, 3)) s): \(seam.from) -> \(seam.to)")
         }

@@ -32,6 +32,17 @@ enum RecordWarnings {
         return "the storage pool at \(pool) had no free slot from \(formatted(left.atSeconds)) s: \(formatBytes(left.bytes)) in \(left.clips) clip\(left.clips == 1 ? "" : "s") went to the filesystem beyond it (the recording went on); `reel pool resize \(pool) --capacity SIZE` makes room"
     }
 
+    /// `sound: the device failed …; N of M samples lost (reasons: …)`, or nil when the clips
+    /// hold every sample of their time.
+    static func audio(_ s: RecordingSummary) -> String? {
+        guard let a = s.audio, a.samplesDropped > 0 || a.error != nil else { return nil }
+        let reasons = a.dropReasons.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        var line = "sound: \(a.samplesDropped) of \(a.samplesCaptured) samples lost"
+        if !reasons.isEmpty { line += " (reasons: \(reasons.joined(separator: ", ")))" }
+        if let e = a.error { line += "; \(e)" }
+        return line
+    }
+
     private static func formatted(_ x: Double) -> String {
         let r = (x * 10).rounded() / 10
         return r == r.rounded() ? String(Int(r)) : String(r)
@@ -42,4 +53,5 @@ enum RecordWarnings {
 func printWarnings(_ s: RecordingSummary, dropsToo: Bool) {
     if let line = RecordWarnings.leftPool(s) { printWarning(line) }
     if dropsToo, let line = RecordWarnings.drops(s) { printWarning(line) }
+    if let line = RecordWarnings.audio(s) { printWarning(line) }
 }

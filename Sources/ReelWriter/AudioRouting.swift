@@ -99,21 +99,21 @@ final class AudioFeed: @unchecked Sendable {
 /// and where clips cut them. A cut at a frame at session time t puts the first sample at or after
 /// t (``AudioClock/firstFrame(atOrAfter:timescale:)``) first in the new clip: every sample goes
 /// to exactly one clip, none repeated, none lost.
-struct AudioCutter {
-    let channels: Int
-    var clock: AudioClock?
+package struct AudioCutter {
+    package let channels: Int
+    package var clock: AudioClock?
     /// Samples from stream frame `head` on (interleaved).
-    private(set) var pending: [Int16] = []
-    private(set) var head: Int64 = 0
+    package private(set) var pending: [Int16] = []
+    package private(set) var head: Int64 = 0
     /// The stream frame after the last received (gaps are filled with silence).
-    private(set) var received: Int64 = 0
-    var counts = AudioCounts()
+    package private(set) var received: Int64 = 0
+    package var counts = AudioCounts()
 
-    init(channels: Int) { self.channels = channels }
+    package init(channels: Int) { self.channels = channels }
 
     /// Takes delivered chunks; a chunk after a gap (the device lost samples) gets silence in
     /// the gap, counted as `overrun`; samples before those already received are ignored.
-    mutating func receive(_ chunks: [AudioChunk]) {
+    package mutating func receive(_ chunks: [AudioChunk]) {
         for c in chunks {
             if c.firstFrame > received {
                 let gap = c.firstFrame - received
@@ -129,14 +129,14 @@ struct AudioCutter {
     }
 
     /// The stream frame that opens a clip (or ends one) at `pts`; nil before the clock is known.
-    func frame(at pts: Timestamp) -> Int64? {
+    package func frame(at pts: Timestamp) -> Int64? {
         clock?.firstFrame(atOrAfter: pts.value, timescale: pts.timescale)
     }
 
     /// Hands samples up to (not including) stream frame `end` — as many of them as have arrived —
     /// to `body`, and forgets them. Returns the stream frame after the last handed.
     @discardableResult
-    mutating func take(upTo end: Int64, _ body: (UnsafeBufferPointer<Int16>, Int64) throws -> Void) rethrows -> Int64 {
+    package mutating func take(upTo end: Int64, _ body: (UnsafeBufferPointer<Int16>, Int64) throws -> Void) rethrows -> Int64 {
         let upTo = min(end, received)
         guard upTo > head else { return head }
         let n = Int(upTo - head) * channels
@@ -149,7 +149,7 @@ struct AudioCutter {
     /// Forgets the samples before stream frame `end` (not recorded: before the recording's
     /// first frame, between a stop and a start); later ones that have not come yet are
     /// skipped when they come.
-    mutating func discard(upTo end: Int64) {
+    package mutating func discard(upTo end: Int64) {
         if end <= head { return }
         let have = min(end, received)
         pending.removeFirst(Int(have - head) * channels)

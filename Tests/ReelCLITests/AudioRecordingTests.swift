@@ -1,0 +1,207 @@
+import Foundation
+import Testing
+import ReelAudio
+import ReelWriter
+
+/// Sound (issue 28): `reel record --audio` records the synthetic signal or an ALSA device, cut
+/// with the video to the sample at every seam and segment. Each test decodes the clips with
+/// ffmpeg, joins their sound and reads the clicks back: one a second, numbered, exactly a
+/// second of samples apart — a sample lost or doubled at a seam moves every click after it.
+@Suite struct AudioRecordingTests {
+    /// The issue's recording: a ratio seam at 2 s and 3 s segments over 10 s, not in real time
+    /// (nothing can be dropped, so every count is exact).
+    static let seamsAndSegments = ["--scene", "pattern", "--source", "synthetic:1280", "--codec", "h264", "--no-realtime",
+                                   "--ratio-at", "2:9x16", "--segment-duration", "3", "--duration", "10"]
+
+    /// Every sample of `path`'s sound as ffmpeg decodes it (stereo, 16-bit, interleaved).
+    static func ffmpegSamples(_ path: String) throws -> [Int16] {
+        let r = try runTool("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-f", "s16le", "-ac", "2", "-"])
+        #expect(r.status == 0, "ffmpeg could not decode the sound of \(path)")
+        return r.stdout.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// The clicks in interleaved stereo samples.
+    static func clicks(_ samples: [Int16]) -> [FoundClick] {
+        samples.withUnsafeBufferPointer { ClickSignal.findClicks(in: $0, channels: 2) }
+    }
+
+    /// The joined sound of the clips, in recording order.
+    static func joined(_ s: RecordingSummary) throws -> [Int16] {
+        var all: [Int16] = []
+        for c in s.clips { all += try ffmpegSamples(c.path) }
+        return all
+    }
+
+    func recordSound(_ extra: [String], environment: [String: String] = [:]) throws -> (Run, RecordingSummary, String) {
+        let dir = temporaryDirectory("reel-audio")
+        let run = try reel(["record", "--json", "--plain", "--out", dir] + extra, environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        return (run, try run.decode(RecordingSummary.self), dir)
+    }
+
+    /// 10 s at 48 kHz, every click where its second is: 480,000 samples, none missing or doubled.
+    func expectTheWholeSecondsExactly(_ samples: [Int16]) {
+        #expect(samples.count / 2 == 480_000)
+        let found = Self.clicks(samples)
+        #expect(found == (0..<10).map { FoundClick(frame: Int64($0) * 48_000, number: UInt32($0)) })
+    }
+
+    @Test(arguments: [["--container", "mkv"], ["--container", "mkv", "--audio-codec", "opus"], ["--container", "mov"]])
+    func theJoinedSoundHoldsEverySampleOnce(_ container: [String]) throws {
+        let (_, s, dir) = try recordSound(Self.seamsAndSegments + container + ["--audio", "synthetic"])
+        defer { removeTree(dir) }
+        #expect(s.clips.count == 5)
+        let a = try #require(s.audio)
+        #expect(a.samplesCaptured == 480_000 && a.samplesWritten == 480_000 && a.samplesDropped == 0)
+        // Each clip holds its frames' time of sound: 1,600 samples a frame at 30 fps.
+        for c in s.clips { #expect(c.audioSamples == Int64(c.frames) * 1600, "\(c.path)") }
+        expectTheWholeSecondsExactly(try Self.joined(s))
+        // verify finds the same, and the clicks at their frames' time.
+        let v = try reel(["verify", "--json", dir])
+        #expect(v.status == 0, "\(v.stderr)")
+        let report = try v.decode(VerifyReport.self)
+        let sound = try #require(report.audio)
+        #expect(sound.samples == 480_000 && sound.clicks == 10)
+        #expect(try #require(sound.largestOffsetMs) <= 1)
+    }
+
+    /// AAC (MOV, MP4): the clips are stamped with their priming and their track ends where the
+    /// sound does; `verify` applies both and finds the exact count. FFmpeg 5.1 applies neither
+    /// in a fragmented file: it decodes 1,024 samples of priming and the last frame's padding more a clip.
+    @Test(arguments: ["mov", "mp4"])
+    func aacClipsVerifyToTheExactCount(_ container: String) throws {
+        let (_, s, dir) = try recordSound(Self.seamsAndSegments + ["--container", container, "--audio", "synthetic"])
+        defer { removeTree(dir) }
+        #expect(s.audio?.codec == (container == "mp4" ? "aac" : "pcm") || container == "mov")
+        let v = try reel(["verify", "--json", dir])
+        #expect(v.status == 0, "\(v.stderr)")
+        let sound = try #require(try v.decode(VerifyReport.self).audio)
+        #expect(sound.samples == 480_000)
+        #expect(sound.clicks == 10)
+        if container == "mp4" {
+            for c in sound.clips {
+                #expect(c.primingSamples == 1024)
+                // ffmpeg's own count: the priming and the padding up to a whole 1,024-sample frame.
+                #expect(c.decodedSamples == ((c.samples + 1023) / 1024) * 1024 + 1024)
+            }
+        }
+    }
+
+    @Test func aacInMOVWhenAsked() throws {
+        let (_, s, dir) = try recordSound(["--scene", "pattern", "--source", "synthetic:1280", "--codec", "h264", "--no-realtime",
+                                           "--duration", "3", "--container", "mov", "--audio", "synthetic", "--audio-codec", "aac"])
+        defer { removeTree(dir) }
+        #expect(s.audio?.codec == "aac")
+        let v = try reel(["verify", "--json", dir])
+        #expect(v.status == 0, "\(v.stderr)")
+        #expect(try v.decode(VerifyReport.self).audio?.samples == 144_000)
+    }
+
+    /// A microphone is never taken unasked: without --audio the clips have no sound stream.
+    @Test func noSoundByDefault() throws {
+        let (_, s, dir) = try recordSound(["--scene", "pattern", "--source", "synthetic:1280", "--codec", "h264", "--no-realtime", "--duration", "1"])
+        defer { removeTree(dir) }
+        #expect(s.audio == nil)
+        let r = try runTool("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream=index", "-of", "csv=p=0", s.clips[0].path])
+        #expect(String(decoding: r.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
+    }
+
+    @Test func badSoundOptionsAreUsageErrors() throws {
+        let dir = temporaryDirectory("reel-audio-usage")
+        defer { removeTree(dir) }
+        let noAudio = try reel(["record", "--out", dir, "--audio-codec", "aac", "--duration", "1"])
+        #expect(noAudio.status == 64)
+        #expect(noAudio.stderr == "reel: --audio-codec: give --audio too (a recording has no sound by default)\n")
+        let pcmInMP4 = try reel(["record", "--out", dir, "--container", "mp4", "--codec", "h264", "--audio", "synthetic", "--audio-codec", "pcm", "--duration", "1"])
+        #expect(pcmInMP4.status == 64)
+        #expect(pcmInMP4.stderr == "reel: audio codec pcm cannot go in a mp4 file (it fits in: mov, mkv)\n")
+        let unknown = try reel(["record", "--out", dir, "--audio", "synthetic", "--audio-codec", "mp3", "--duration", "1"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.hasPrefix("reel: --audio-codec: unknown audio codec 'mp3'"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+    }
+
+    /// `verify` fails when a clip's sound lost samples at a seam: the clicks after it are early.
+    @Test func verifyFindsSamplesMissingAtASeam() throws {
+        let (_, s, dir) = try recordSound(Self.seamsAndSegments + ["--container", "mkv", "--audio", "synthetic"])
+        defer { removeTree(dir) }
+        // The third clip (from 3 s) with its first 10 samples cut: click 3, its first, goes with them.
+        let third = s.clips[2].path
+        let cut = dir + "/cut.mkv"
+        let r = try runTool("ffmpeg", ["-v", "error", "-i", third, "-map", "0", "-c:v", "copy", "-af", "atrim=start_sample=10,asetpts=PTS-STARTPTS",
+                                       "-c:a", "pcm_s16le", "-map_metadata", "0", cut])
+        #expect(r.status == 0)
+        try FileManager.default.removeItem(atPath: third)
+        try FileManager.default.moveItem(atPath: cut, toPath: third)
+        // The clips themselves (the directory's index would name the changed file's size first).
+        let v = try reel(["verify"] + s.clips.map(\.path))
+        #expect(v.status == 65)
+        #expect(v.stderr.contains("audio: 10 samples missing between click 2 and click 4 at the seam into \((third as NSString).lastPathComponent)"), "\(v.stderr)")
+    }
+}
+
+/// An ALSA device through libasound: the emulated one (`scripts/fake-alsa`'s configuration in
+/// `ALSA_CONFIG_PATH`), its clicks on the device clock.
+@Suite struct RealtimeALSARecordingTests {
+    static var alsa: [String: String]? {
+        ProcessInfo.processInfo.environment["FAKE_ALSA_CONF"].map { ["ALSA_CONFIG_PATH": $0] }
+    }
+
+    @Test(.enabled(if: alsa != nil, "FAKE_ALSA_CONF is not set: run scripts/test, which builds the emulated device"))
+    func theDevicesSoundIsCutToTheSample() throws {
+        let dir = temporaryDirectory("reel-alsa")
+        defer { removeTree(dir) }
+        // In real time: the device's samples come at its own pace.
+        let realtime = AudioRecordingTests.seamsAndSegments.filter { $0 != "--no-realtime" }
+        let run = try reel(["record", "--json", "--plain", "--out", dir, "--audio", "default"] + realtime + ["--container", "mkv"],
+                           environment: Self.alsa!)
+        #expect(run.status == 0, "\(run.stderr)")
+        let s = try run.decode(RecordingSummary.self)
+        let a = try #require(s.audio)
+        #expect(a.device == "default" && a.sampleRate == 48_000 && a.channels == 2)
+        let joined = try AudioRecordingTests.joined(s)
+        #expect(Int64(joined.count / 2) == a.samplesWritten)
+        // Clicks a device second apart, numbered one after another, across every seam.
+        let found = AudioRecordingTests.clicks(joined)
+        #expect(found.count >= 8)
+        for (x, y) in zip(found, found.dropFirst()) {
+            #expect(y.number == x.number + 1 && y.frame - x.frame == 48_000, "\(x) -> \(y)")
+        }
+        let v = try reel(["verify", dir])
+        #expect(v.status == 0, "\(v.stderr)")
+    }
+
+    @Test(.enabled(if: alsa != nil, "FAKE_ALSA_CONF is not set"))
+    func aBusyOrMissingDeviceIsRefusedBeforeRecording() throws {
+        let dir = temporaryDirectory("reel-alsa-busy")
+        defer { removeTree(dir) }
+        let busy = try reel(["record", "--out", dir, "--audio", "default", "--duration", "1"], environment: Self.alsa!.merging(["FAKE_ALSA": "busy"]) { $1 })
+        #expect(busy.status == 75)
+        #expect(busy.stderr == "reel: audio device 'default' is busy: another program is recording from it\n")
+        let missing = try reel(["record", "--out", dir, "--audio", "nosuchdevice", "--duration", "1"], environment: Self.alsa!)
+        #expect(missing.status == 69)
+        #expect(missing.stderr.hasPrefix("reel: audio device 'nosuchdevice': no such capture device"))
+        #expect(missing.stderr.split(separator: "\n").count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+    }
+
+    /// A device that fails mid-recording: the video goes on, the sound so far is kept, and
+    /// stderr says what was lost.
+    @Test(.enabled(if: alsa != nil, "FAKE_ALSA_CONF is not set"))
+    func aDeviceThatFailsLeavesTheVideoRecording() throws {
+        let dir = temporaryDirectory("reel-alsa-eio")
+        defer { removeTree(dir) }
+        let run = try reel(["record", "--json", "--plain", "--out", dir, "--audio", "default", "--scene", "pattern", "--source", "synthetic:1280",
+                            "--codec", "h264", "--container", "mov", "--duration", "3"],
+                           environment: Self.alsa!.merging(["FAKE_ALSA": "eio=48000"]) { $1 })
+        #expect(run.status == 0)
+        let s = try run.decode(RecordingSummary.self)
+        #expect(s.framesCaptured == 90 && s.clips.count == 1)
+        let a = try #require(s.audio)
+        #expect(a.samplesWritten <= 48_000 && a.samplesWritten > 0)
+        #expect((a.dropReasons["deviceFailed"] ?? 0) > 0)
+        #expect(a.error?.contains("failed while recording") == true)
+        #expect(run.stderr.contains("reel: warning: sound: \(a.samplesDropped) of \(a.samplesCaptured) samples lost (reasons: deviceFailed"))
+        #expect(try AudioRecordingTests.ffmpegSamples(s.clips[0].path).count / 2 == Int(a.samplesWritten))
+    }
+}
