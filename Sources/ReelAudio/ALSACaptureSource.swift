@@ -14,7 +14,9 @@ import ReelCore
 /// the frame after the last captured was made at that time. The earliest such reading of the
 /// stream's frame 0 is its origin.
 public final class ALSACaptureSource: AudioSource, @unchecked Sendable {
+    /// The format negotiated with the device.
     public let format: AudioFormat
+    /// The ALSA device name (`default`, `hw:1,0`).
     public let name: String
     /// The PCM handle: opened in `init`, used by the capture thread only, closed in `deinit`
     /// (`@unchecked Sendable`: one thread uses it at a time).
@@ -88,6 +90,9 @@ public final class ALSACaptureSource: AudioSource, @unchecked Sendable {
         return (AudioFormat(sampleRate: Int(rate), channels: Int(channels)), Int(period))
     }
 
+    /// Reads the device (`snd_pcm_start`, `snd_pcm_readi`, `snd_pcm_status`) until `stop`; an
+    /// overrun is recovered (`snd_pcm_recover`), a failure goes to the delegate.
+    /// - Throws: ``AudioError/failed(_:detail:)`` when the device cannot start.
     public func capture(sessionZeroNs: UInt64, delegate: any AudioSourceDelegate) throws(AudioError) {
         let channels = format.channels, rate = format.sampleRate
         var status: OpaquePointer? = nil
@@ -145,36 +150,70 @@ public final class ALSACaptureSource: AudioSource, @unchecked Sendable {
         }
     }
 
+    /// Ends `capture` once the samples up to session time `ns` are read (nil: after the period in progress).
     public func stop(afterSessionNs ns: Int64?) {
         stopAt.withLock { $0 = ns }
         stopping.store(true, ordering: .releasing)
     }
 }
 
-/// The device's clock against CLOCK_MONOTONIC, from (frames made, monotonic time) readings:
-/// frame 0's time is the earliest of the first two seconds' readings — a reading is late, never
-/// early, by the time between the device counting its frames and the timestamp.
-/// The device's own rate is taken as nominal: a clock some ppm off drifts against the video.
+/// The device's clock against CLOCK_MONOTONIC, from (frames made, monotonic time) readings.
+///
+/// Each reading gives a time for the device's frame 0 — its time less the frames made at the
+/// nominal rate — that is late, never early, by the time between the device counting and the
+/// timestamp. The least late reading of each quarter second is kept; a straight line through
+/// those (least squares) has slope s = 1 − true rate / nominal rate, so the device's true rate
+/// is nominal × (1 − s) and frame 0 is where the line meets the time it gives. Until half a
+/// second of readings is in, frame 0 is the least late reading and the rate nominal.
 struct DeviceClockEstimator {
     let sampleRate: Int
-    private var origin: Int64?
-    private var firstAt: Int64?
-    private var reported: Int64?
+    /// Times relative to the first reading (ns), as Doubles.
+    private var base: Int64?
+    private var windowStart = 0.0
+    private var windowBest: (t: Double, zero: Double)?
+    private var n = 0.0, st = 0.0, sz = 0.0, stt = 0.0, stz = 0.0
+    private var earliest: Double?
+    private var reported: AudioClock?
+    /// Readings kept (one a quarter second).
+    private(set) var points = 0
 
     init(sampleRate: Int) { self.sampleRate = sampleRate }
 
     mutating func add(frames: Int64, atMonotonicNs at: Int64) {
-        let zero = at - Int64(Int128(frames) * 1_000_000_000 / Int128(sampleRate))
-        if firstAt == nil { firstAt = at }
-        guard at - firstAt! < 2_000_000_000 else { return }
-        origin = min(origin ?? zero, zero)
+        if base == nil { base = at }
+        let t = Double(at - base!)
+        let zero = t - Double(frames) * 1e9 / Double(sampleRate)
+        if t - windowStart >= 250e6, let b = windowBest {
+            n += 1; st += b.t; sz += b.zero; stt += b.t * b.t; stz += b.t * b.zero
+            points += 1
+            windowStart = t
+            windowBest = nil
+        }
+        if windowBest == nil || zero < windowBest!.zero { windowBest = (t, zero) }
+        if t < 2e9 { earliest = min(earliest ?? zero, zero) }
     }
 
-    /// The stream's clock on the session clock (0 at monotonic `sessionZeroNs`) when it is new
-    /// (the first, or an earlier origin found); nil otherwise.
+    /// The device's clock on the session clock (0 at monotonic `sessionZeroNs`).
+    func clock(sessionZeroNs: Int64) -> AudioClock? {
+        guard let base, let earliest else { return nil }
+        guard n >= 2 else {
+            return AudioClock(originNs: base + Int64(earliest.rounded()) - sessionZeroNs, sampleRate: sampleRate, deviceRate: Double(sampleRate))
+        }
+        let slope = (n * stz - st * sz) / (n * stt - st * st)
+        let intercept = (sz - slope * st) / n
+        // Frame 0's time t0 satisfies zero(t0) = t0.
+        let t0 = intercept / (1 - slope)
+        return AudioClock(originNs: base + Int64(t0.rounded()) - sessionZeroNs, sampleRate: sampleRate,
+                          deviceRate: Double(sampleRate) * (1 - slope))
+    }
+
+    /// The clock when it changed enough to tell the writer (the first; then every quarter
+    /// second once the rate is fitted); nil otherwise.
     mutating func newClock(sessionZeroNs: Int64) -> AudioClock? {
-        guard let origin, origin != reported else { return nil }
-        reported = origin
-        return AudioClock(originNs: origin - sessionZeroNs, sampleRate: sampleRate)
+        guard let c = clock(sessionZeroNs: sessionZeroNs) else { return nil }
+        if let r = reported, r.originNs == c.originNs, r.deviceRate == c.deviceRate { return nil }
+        if reported != nil && n < 2 && c.originNs == reported!.originNs { return nil }
+        reported = c
+        return c
     }
 }

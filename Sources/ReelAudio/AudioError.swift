@@ -14,6 +14,7 @@ public enum AudioError: Error, Sendable, Equatable, UserFacingError, CustomStrin
     /// The device failed while recording (`snd_pcm_readi`: EIO, ENODEV): sound stops there.
     case failed(String, detail: String)
 
+    /// The one-line message (the CLI adds `reel: `).
     public var description: String {
         switch self {
         case .noDevice(let n, let d): return "audio device '\(n)': no such capture device (\(d)); `reel devices` lists them, `--audio none` records without sound"

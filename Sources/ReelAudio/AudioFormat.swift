@@ -50,10 +50,15 @@ public struct AudioClock: Sendable, Hashable {
     public var originNs: Int64
     /// Nominal frames per second.
     public var sampleRate: Int
+    /// The device's true rate against the monotonic clock, frames a second (a crystal some ppm
+    /// off the nominal), as measured; nil for a source on the session clock itself (the
+    /// synthetic one: exactly nominal). A writer resamples a device's sound to it.
+    public var deviceRate: Double?
 
-    /// Sample frame 0 at `originNs` on the session clock, `sampleRate` frames a second.
-    public init(originNs: Int64, sampleRate: Int) {
-        self.originNs = originNs; self.sampleRate = sampleRate
+    /// Sample frame 0 at `originNs` on the session clock, `sampleRate` frames a second; a
+    /// device's measured rate `deviceRate`.
+    public init(originNs: Int64, sampleRate: Int, deviceRate: Double? = nil) {
+        self.originNs = originNs; self.sampleRate = sampleRate; self.deviceRate = deviceRate
     }
 
     /// The first sample frame at or after `value / timescale` seconds of session time:

@@ -34,8 +34,11 @@ extension AudioSource {
 /// Which microphone a recording uses (`--audio`): none (the default: a recording never takes a
 /// microphone unasked), the synthetic test signal, or an ALSA capture device by name.
 public enum AudioSelection: Sendable, Hashable, CustomStringConvertible {
+    /// No sound.
     case none
+    /// The synthetic test signal (``SyntheticAudioSource``).
     case synthetic
+    /// An ALSA capture device by name (``ALSACaptureSource``).
     case device(String)
 
     /// `none`, `synthetic`, or any other text as an ALSA device name.
@@ -47,6 +50,7 @@ public enum AudioSelection: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// What `--audio` takes for it.
     public var description: String {
         switch self {
         case .none: return "none"

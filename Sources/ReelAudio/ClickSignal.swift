@@ -80,29 +80,31 @@ public struct FoundClick: Sendable, Hashable {
 
 extension ClickSignal {
     /// The clicks in `samples` (interleaved, `channels` a frame; the first channel is read).
-    /// A mark is the largest sample of the first four above 0.45 of full scale — the tone never
-    /// passes 0.1 and a lossy codec (AAC, Opus) rounds the 0.99 mark off — after four samples
-    /// of tone, and each of the 32 bits after it is the sign of its 4 samples' sum, which must
-    /// be clearly ±0.5. A click cut off by the end, or blurred past that, is not reported.
+    /// A mark is the largest sample of the first four above 0.4 of full scale — the tone never
+    /// passes 0.1, and a lossy codec (AAC, Opus) or a resampler that puts the mark between two
+    /// samples rounds the 0.99 mark off — after four samples of tone, and each of the 32 bits after it is the sign of the sum of its middle two
+    /// samples, which must be clearly ±0.5. A click cut off by the end, or blurred past that, is not reported.
     public static func findClicks(in samples: UnsafeBufferPointer<Int16>, channels: Int) -> [FoundClick] {
         let frames = samples.count / channels
         var found: [FoundClick] = []
         var i = 0
-        let threshold = Int16(0.45 * 32767)
+        let threshold = Int16(0.4 * 32767)
         while i < frames {
             guard samples[i * channels] > threshold else { i += 1; continue }
             var mark = i
             for j in i..<min(frames, i + 4) where samples[j * channels] > samples[mark * channels] { mark = j }
             guard mark + clickLength <= frames else { break }
-            // A mark follows the tone (below 0.35 of full scale), and each bit holds ±0.5 (its
-            // mean beyond 0.25): the bits' own peaks through a lossy codec are not marks.
-            let quietBefore = (max(0, mark - 4)..<mark).allSatisfy { abs(Int(samples[$0 * channels])) < 11_468 }
+            // A mark follows the tone (below 0.35 of full scale) — but for the sample just
+            // before it, which holds part of a mark that falls between two samples (resampled
+            // sound) — and each bit holds ±0.5: the bits' own peaks are not marks.
+            let quietBefore = (max(0, mark - 5)..<max(0, mark - 1)).allSatisfy { abs(Int(samples[$0 * channels])) < 11_468 }
             var k: UInt32 = 0
             var clear = quietBefore
             for bit in 0..<32 where clear {
-                var sum = 0
-                for s in 0..<4 { sum += Int(samples[(mark + 1 + bit * 4 + s) * channels]) }
-                if abs(sum) < 4 * 8_192 { clear = false }
+                // The middle two of its four samples: the mark's own tail (a resampled or
+                // lossy mark spreads to the next sample) and the next bit's edge stay out.
+                let sum = Int(samples[(mark + 2 + bit * 4) * channels]) + Int(samples[(mark + 3 + bit * 4) * channels])
+                if abs(sum) < 2 * 8_192 { clear = false }
                 k = (k << 1) | (sum > 0 ? 1 : 0)
             }
             guard clear else { i = mark + 1; continue }

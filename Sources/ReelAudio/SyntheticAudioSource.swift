@@ -9,7 +9,9 @@ import ReelCore
 /// Paced by `now` (session-clock ns): real time by default (the monotonic clock from the
 /// session's 0), or a recording's media time when the video runs faster than real time.
 public final class SyntheticAudioSource: AudioSource, Sendable {
+    /// 48 kHz stereo unless made otherwise.
     public let format: AudioFormat
+    /// `synthetic`.
     public var name: String { "synthetic" }
     private let stopAt = Mutex<Int64?>(nil)
     private let stopping = Atomic(false)
@@ -22,6 +24,8 @@ public final class SyntheticAudioSource: AudioSource, Sendable {
         self.pace = pace
     }
 
+    /// Makes the signal in 10 ms chunks as their time comes, until `stop`.
+    /// - Throws: nothing in practice (the protocol's requirement throws for devices).
     public func capture(sessionZeroNs: UInt64, delegate: any AudioSourceDelegate) throws(AudioError) {
         let rate = format.sampleRate, channels = format.channels
         let signal = ClickSignal(sampleRate: rate)
@@ -53,6 +57,7 @@ public final class SyntheticAudioSource: AudioSource, Sendable {
         return next * 1_000_000_000 / Int64(rate) >= limit
     }
 
+    /// Ends `capture` once the samples up to session time `ns` are out (nil: at once).
     public func stop(afterSessionNs ns: Int64?) {
         stopAt.withLock { $0 = ns }
         stopping.store(true, ordering: .releasing)

@@ -52,7 +52,7 @@ public enum CommandTable {
         .value("--scene", "pattern|realistic", "what the synthetic sensor shows: a realistic scene as hard to encode as a camera's picture (texture, pan, moving objects, sensor noise; the default) or the flat test pattern", sample: "realistic"),
         // Sound (issue 28).
         .value("--audio", "none|synthetic|DEVICE", "record sound: none (the default), the synthetic test signal (a 1 kHz tone with a numbered click every second), or an ALSA capture device (default, hw:1,0, …); cut with the video to the sample at every seam", sample: "synthetic"),
-        .value("--audio-codec", "pcm|aac|opus", "the sound's codec: pcm (16-bit; MOV, MKV), aac (MOV, MP4) or opus (MKV); default pcm, aac in MP4", sample: "pcm"),
+        .value("--audio-codec", "pcm|aac|opus", "the sound's codec: pcm (16-bit; MOV, MKV), aac (MOV, MP4, MKV) or opus (MKV, MP4); default pcm, aac in MP4", sample: "pcm"),
         // System pressure (issue 13).
         .value("--pressure-handler", "on|off", "act on system pressure: lower the frame rate, thin or pause the preview, stop at shutdown (default on)", sample: "off"),
         json,

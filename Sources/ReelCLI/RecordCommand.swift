@@ -130,7 +130,6 @@ enum RecordCommand {
             default: throw UsageError("record: unknown option '\(name)'")
             }
         }
-        if o.audioCodec != nil && o.audio == .none { throw UsageError("--audio-codec: give --audio too (a recording has no sound by default)") }
         if sawDuration && sawFrames { throw UsageError("use either --duration or --frames, not both") }
         if strict && noAdjust { throw UsageError("use either --strict or --no-adjust, not both") }
         if o.sensorOrientation != .landscape {

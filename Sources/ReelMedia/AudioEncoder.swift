@@ -19,6 +19,7 @@ public enum AudioCodec: String, Sendable, Hashable, CaseIterable, CustomStringCo
         }
     }
 
+    /// `--audio-codec`'s spelling.
     public var description: String { rawValue }
 
     /// The codec a container records sound in when none is asked for: PCM in MOV and MKV
@@ -35,8 +36,11 @@ public enum AudioCodec: String, Sendable, Hashable, CaseIterable, CustomStringCo
 }
 
 extension Container {
-    /// The container can carry the sound codec (libavformat's table, `avformat_query_codec`).
+    /// The container can carry the sound codec: libavformat's table (`avformat_query_codec`),
+    /// less Opus in MOV, which its mov muxer refuses when it writes the header ("opus only
+    /// supported in MP4") although the table lists it.
     public func supports(_ codec: AudioCodec) -> Bool {
+        if self == .mov && codec == .opus { return false }
         guard let fmt = av_guess_format(formatName, nil, nil) else { return false }
         return avformat_query_codec(fmt, codec.codecID, FF_COMPLIANCE_NORMAL) == 1
     }

@@ -6,7 +6,9 @@ import ReelCore
 public struct DecodedAudio: Sendable {
     /// Interleaved samples, `channels` a frame: the clip's real sound (priming and end padding cut).
     public var samples: [Int16]
+    /// Samples per frame.
     public var channels: Int
+    /// Sample frames per second.
     public var sampleRate: Int
     /// The codec's short name (`pcm_s16le`, `aac`, `opus`).
     public var codecName: String

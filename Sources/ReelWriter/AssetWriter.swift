@@ -32,7 +32,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private enum Item { case frame(CapturedFrame, offeredAt: UInt64, held: Bool), split, close, begin(take: Int, firstFrame: Int), finish, audio }
 
     // Guarded by `lock`.
-    private let lock = NSCondition()
+    /// Guards the writer's state (the sound's methods, `AssetWriterAudio.swift`, take it too).
+    let lock = NSCondition()
     private var queue: [Item] = []
     private var _status: WriterStatus = .unknown
     private var asyncWaiters: [CheckedContinuation<Void, Never>] = []
@@ -46,12 +47,12 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     /// The clips started at a segment boundary so far.
     private var segmentCuts: [SegmentCut] = []
     /// Sound delivered (the feed has its own lock) and whether the encode thread has yet to look.
-    private let audioFeed = AudioFeed()
-    private var audioWaiting = false
+    let audioFeed = AudioFeed()
+    var audioWaiting = false
     /// Where the last frame taken ends on the session clock (ns): how far the video has got.
-    private var _videoReachedNs: Int64?
+    var _videoReachedNs: Int64?
     /// What the encode thread counted of the sound, once it ends.
-    private var audioResult: AudioCounts?
+    var audioResult: AudioCounts?
 
     // The stages around the encode thread, each with its own lock.
     /// Opens clips ahead of the frames that start them.
@@ -338,22 +339,6 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
         counts.queueHighWater = max(counts.queueHighWater, queue.count)
         lock.broadcast()
     }
-
-    // MARK: Sound
-
-    /// How far the video has got: where the last frame offered ends on the session clock (ns),
-    /// nil before the first. What paces the synthetic sound when the video is not in real time.
-    public var videoReachedNs: Int64? { lock.lock(); defer { lock.unlock() }; return _videoReachedNs }
-
-    /// The sound source ended (stopped after the recording, or failed): a clip closing waits no
-    /// longer for sound.
-    public func audioSourceEnded() {
-        audioFeed.end(failure: nil)
-        lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
-    }
-
-    /// What the writer counted of the sound (nil without sound, or before it finished).
-    public var audioCounts: AudioCounts? { lock.lock(); defer { lock.unlock() }; return audioResult }
 
     // MARK: Finishing
 
@@ -651,19 +636,5 @@ extension WriterError {
         case .media(let e, _): return .media(e, kept: kept)
         default: return self
         }
-    }
-}
-
-extension AssetWriter: AudioSourceDelegate {
-    public func audio(clock: AudioClock) { audioFeed.setClock(clock) }
-
-    public func audio(didCapture chunk: AudioChunk) {
-        audioFeed.deliver(chunk)
-        lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
-    }
-
-    public func audio(didFail error: AudioError) {
-        audioFeed.end(failure: error)
-        lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
     }
 }

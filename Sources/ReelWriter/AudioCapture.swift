@@ -12,6 +12,10 @@ final class AudioCapture: Sendable {
     private let writer: AssetWriter
     private let zero: @Sendable () -> UInt64?
     private let started = Atomic(false)
+    private let zeroUsed = Atomic<UInt64>(0)
+
+    /// The session clock's 0 the samples were placed by (monotonic ns), once started.
+    var sessionZeroNs: UInt64? { let z = zeroUsed.load(ordering: .acquiring); return z == 0 ? nil : z }
     private let done = DispatchSemaphore(value: 0)
 
     /// `zero`: the video source's session-clock 0 on CLOCK_MONOTONIC (nil: not known, the first
@@ -25,6 +29,7 @@ final class AudioCapture: Sendable {
         guard started.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         let now = MonotonicClock.now()
         let zeroNs = zero() ?? (now &- UInt64(max(0, (pts.seconds * 1e9).rounded())))
+        zeroUsed.store(zeroNs, ordering: .releasing)
         let thread = Thread { [source, writer, done] in
             do throws(AudioError) { try source.capture(sessionZeroNs: zeroNs, delegate: writer) } catch {
                 writer.audio(didFail: error)

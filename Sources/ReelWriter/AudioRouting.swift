@@ -34,6 +34,9 @@ public struct AudioCounts: Sendable, Equatable {
     public var failure: String?
     /// The stream's origin on the session clock when the recording started (ns).
     public var originNs: Int64?
+    /// A device's measured rate against the monotonic clock, in ppm off nominal (its sound is
+    /// resampled to keep in step); nil for sound on the session clock.
+    public var deviceRatePpm: Double?
 
     /// Samples lost in all.
     public var droppedTotal: Int64 { dropped.values.reduce(0, +) }
@@ -160,11 +163,72 @@ package struct AudioCutter {
     }
 }
 
+/// A device's sound put on the session clock: resampled so that output frame m is at the
+/// session time origin + m / rate, where the device's own frames are placed by its measured
+/// clock (origin and true rate). The step is the device's rate over the nominal one, plus a
+/// correction that takes out the position's error over a quarter second — so a clock some ppm
+/// off neither drifts against the picture nor jumps.
+struct DeviceTimeline {
+    var resampler: DriftResampler
+    let rate: Int
+    /// The output stream's origin on the session clock (the device's first measured origin).
+    let outOrigin: Int64
+    /// Device frames lost (overruns), filled with silence.
+    var overrun: Int64 = 0
+
+    init(channels: Int, rate: Int, origin: Int64) {
+        resampler = DriftResampler(channels: channels)
+        self.rate = rate
+        outOrigin = origin
+    }
+
+    /// Where output frame `m` is read on the device's frames, by `clock`.
+    func position(ofOutput m: Int64, _ clock: AudioClock) -> Double {
+        let deviceRate = clock.deviceRate ?? Double(rate)
+        let t = Double(outOrigin - clock.originNs) / 1e9 + Double(m) / Double(rate)
+        return t * deviceRate
+    }
+
+    /// The device frames to wait for before output frame `m` can be made.
+    func inputNeeded(forOutput m: Int64, _ clock: AudioClock) -> Int64 {
+        Int64(position(ofOutput: m, clock).rounded(.up)) + 3
+    }
+
+    mutating func take(_ chunks: [AudioChunk], clock: AudioClock) -> [AudioChunk] {
+        var out: [AudioChunk] = []
+        let channels = resampler.channels
+        for c in chunks {
+            var samples = c.samples[...]
+            if c.firstFrame > resampler.framesIn {
+                let gap = c.firstFrame - resampler.framesIn
+                overrun += gap
+                samples = (Array(repeating: 0, count: Int(gap) * channels) + c.samples)[...]
+            } else if c.firstFrame < resampler.framesIn {
+                let skip = Int(resampler.framesIn - c.firstFrame)
+                guard skip < c.frames else { continue }
+                samples = c.samples[(skip * channels)...]
+            }
+            let deviceRate = clock.deviceRate ?? Double(rate)
+            let error = position(ofOutput: resampler.framesOut, clock) - resampler.position
+            // The error is taken out over a quarter second.
+            resampler.step = deviceRate / Double(rate) + max(-0.01, min(0.01, 4 * error / Double(rate)))
+            let first = resampler.framesOut
+            let made = samples.withUnsafeBufferPointer { resampler.process($0) }
+            if !made.isEmpty { out.append(AudioChunk(firstFrame: first, samples: made, channels: channels)) }
+        }
+        return out
+    }
+}
+
 /// The encode thread's sound: takes what the feed delivered and writes it into the clip of its
 /// time — up to the latest frame while a clip records, up to the cut when it closes.
 struct AudioTrackWriter {
     let feed: AudioFeed
     private var cutter: AudioCutter
+    /// A device's sound on its way to the session clock; nil for sound already on it.
+    private var timeline: DeviceTimeline?
+    /// The source's latest clock.
+    private var sourceClock: AudioClock?
     /// How long a closing clip waits for its last samples (a device delivers a period, about
     /// 10 ms, behind): beyond it they are counted `late`.
     static let closeWait = 1.0
@@ -181,11 +245,23 @@ struct AudioTrackWriter {
     mutating func pull(recording: Bool) {
         let (chunks, clock, failure) = feed.take()
         if let clock {
-            if cutter.clock == nil { cutter.counts.originNs = clock.originNs }
-            cutter.clock = clock
+            if cutter.clock == nil {
+                cutter.counts.originNs = clock.originNs
+                if clock.deviceRate != nil {
+                    timeline = DeviceTimeline(channels: cutter.channels, rate: clock.sampleRate, origin: clock.originNs)
+                }
+                cutter.clock = AudioClock(originNs: clock.originNs, sampleRate: clock.sampleRate)
+            }
+            sourceClock = clock
+            if let r = clock.deviceRate { cutter.counts.deviceRatePpm = ((r / Double(clock.sampleRate) - 1) * 1e7).rounded() / 10 }
         }
         if let failure, cutter.counts.failure == nil { cutter.counts.failure = failure.description }
-        cutter.receive(chunks)
+        if timeline != nil, let c = sourceClock {
+            cutter.receive(timeline!.take(chunks, clock: c))
+            cutter.counts.dropped["overrun"] = timeline!.overrun > 0 ? timeline!.overrun : nil
+        } else {
+            cutter.receive(chunks)
+        }
         if !recording, let clock = cutter.clock {
             cutter.discard(upTo: max(cutter.head, cutter.received - Int64(clock.sampleRate) * 10))
         }
@@ -208,7 +284,9 @@ struct AudioTrackWriter {
         guard clip.audio != nil else { return }
         if cutter.clock == nil { feed.waitForClock(timeout: AudioTrackWriter.closeWait) ; pull(recording: true) }
         guard let last = cutter.frame(at: end) else { return }
-        feed.wait(until: last, timeout: AudioTrackWriter.closeWait)
+        // A device's frames are counted on its own clock: the ones the resampler needs.
+        let needed = timeline.flatMap { t in sourceClock.map { t.inputNeeded(forOutput: last, $0) } } ?? last
+        feed.wait(until: needed, timeout: AudioTrackWriter.closeWait)
         pull(recording: true)
         try write(clip, upTo: end)
         guard let start = clip.audioStart else { return }

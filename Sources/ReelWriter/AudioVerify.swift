@@ -7,6 +7,7 @@ import ReelMedia
 public struct AudioVerifyReport: Sendable, Codable, Equatable {
     /// One clip's sound as `verify` read it.
     public struct Clip: Sendable, Codable, Equatable {
+        /// The clip file.
         public var path: String
         /// `pcm_s16le`, `aac`, `opus`.
         public var codec: String
@@ -18,6 +19,7 @@ public struct AudioVerifyReport: Sendable, Codable, Equatable {
         /// Sample frames of priming cut at the start.
         public var primingSamples: Int
     }
+    /// The clips with sound, in recording order.
     public var clips: [Clip] = []
     /// Sample frames of all the clips joined.
     public var samples: Int = 0

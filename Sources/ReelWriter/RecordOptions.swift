@@ -123,12 +123,12 @@ public struct RecordOptions: Sendable {
     /// `init`.
     public var configurationCheck: ConfigurationCheck? = nil
 
-    /// Creates the defaults above.
     /// The microphone (`--audio`): none by default — a recording takes no microphone unasked.
     public var audio: AudioSelection = .none
     /// The sound's codec (`--audio-codec`); nil: the container's default (PCM in MOV and MKV, AAC in MP4).
     public var audioCodec: AudioCodec? = nil
 
+    /// Creates the defaults above.
     public init() {}
 }
 

@@ -424,7 +424,8 @@ public final class Recording: Sendable {
         summary.index = writer.settings.segmentIndex?.summary
         if let a = audio, let counts = writer.audioCounts, let track = writer.settings.audio {
             summary.audio = AudioSummary(device: a.source.name, sampleRate: track.format.sampleRate, channels: track.format.channels,
-                                         codec: track.codec.rawValue, counts: counts)
+                                         codec: track.codec.rawValue, counts: counts,
+                                         sessionZeroMonotonicNs: a.sessionZeroNs.map { Int64($0) })
         }
         return summary
     }

@@ -159,8 +159,9 @@ public struct RecordingSummary: Sendable, Codable {
 public struct AudioSummary: Sendable, Codable, Equatable {
     /// `synthetic`, or the ALSA device name.
     public var device: String
-    /// Sample frames a second, and channels, as negotiated.
+    /// Sample frames a second, as negotiated.
     public var sampleRate: Int
+    /// Channels, as negotiated.
     public var channels: Int
     /// `pcm`, `aac` or `opus`.
     public var codec: String
@@ -172,13 +173,23 @@ public struct AudioSummary: Sendable, Codable, Equatable {
     /// Sample frames lost, and why (`overrun`: the device lost them, written as silence;
     /// `late`: they came after their clip closed; `deviceFailed`).
     public var samplesDropped: Int64
+    /// Those by reason.
     public var dropReasons: [String: Int64]
     /// Where the device's first sample is on the session clock (the first video frame is at 0), in ms.
     @EncodedNull public var clockOffsetMs: Double?
+    /// A device's rate as measured against CLOCK_MONOTONIC, in ppm off nominal (its sound is
+    /// resampled by that much to stay in step with the picture); null for the synthetic sound.
+    @EncodedNull public var deviceRatePpm: Double?
+    /// CLOCK_MONOTONIC time of the session clock's 0 (the first frame's capture time), in ns:
+    /// what places the clips' sound and picture against other clocks' events.
+    @EncodedNull public var sessionZeroMonotonicNs: Int64?
     /// The device's failure while recording (the video went on), else null.
     @EncodedNull public var error: String?
 
-    public init(device: String, sampleRate: Int, channels: Int, codec: String, counts: AudioCounts) {
+    /// The summary of sound from `device` as the writer counted it (`counts`).
+    public init(device: String, sampleRate: Int, channels: Int, codec: String, counts: AudioCounts, sessionZeroMonotonicNs: Int64? = nil) {
+        self.sessionZeroMonotonicNs = sessionZeroMonotonicNs
+        deviceRatePpm = counts.deviceRatePpm
         self.device = device; self.sampleRate = sampleRate; self.channels = channels; self.codec = codec
         samplesCaptured = counts.captured
         samplesWritten = counts.written

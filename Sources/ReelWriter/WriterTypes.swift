@@ -47,10 +47,10 @@ public struct WriterSettings: Sendable {
     /// published; nil: none is written.
     public var segmentIndex: SegmentIndexLog? = nil
 
-    /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
     /// The clips' sound (codec and the source's format); nil: no sound.
     public var audio: AudioTrackSettings? = nil
 
+    /// Settings with Reel's defaults: ProRes 422 HQ in MOV, 1 s fragments, 8 queued frames, every core.
     public init(codec: VideoCodec = .defaultProRes, container: Container = .mov, storage: any ClipStorage,
                 namePrefix: String, fragmentInterval: Double = 1.0, queueCapacity: Int = 8, threads: Int = 0,
                 dropWhenStorageIsBehind: Bool = true) {

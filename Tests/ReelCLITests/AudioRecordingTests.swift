@@ -97,9 +97,11 @@ import ReelWriter
         #expect(try v.decode(VerifyReport.self).audio?.samples == 144_000)
     }
 
-    /// A microphone is never taken unasked: without --audio the clips have no sound stream.
+    /// A microphone is never taken unasked: without --audio the clips have no sound stream
+    /// (`--audio-codec` alone does nothing, as `--photo-format` alone does).
     @Test func noSoundByDefault() throws {
-        let (_, s, dir) = try recordSound(["--scene", "pattern", "--source", "synthetic:1280", "--codec", "h264", "--no-realtime", "--duration", "1"])
+        let (_, s, dir) = try recordSound(["--scene", "pattern", "--source", "synthetic:1280", "--codec", "h264", "--no-realtime", "--duration", "1",
+                                           "--audio-codec", "aac"])
         defer { removeTree(dir) }
         #expect(s.audio == nil)
         let r = try runTool("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream=index", "-of", "csv=p=0", s.clips[0].path])
@@ -109,9 +111,9 @@ import ReelWriter
     @Test func badSoundOptionsAreUsageErrors() throws {
         let dir = temporaryDirectory("reel-audio-usage")
         defer { removeTree(dir) }
-        let noAudio = try reel(["record", "--out", dir, "--audio-codec", "aac", "--duration", "1"])
-        #expect(noAudio.status == 64)
-        #expect(noAudio.stderr == "reel: --audio-codec: give --audio too (a recording has no sound by default)\n")
+        let opusInMOV = try reel(["record", "--out", dir, "--container", "mov", "--audio", "synthetic", "--audio-codec", "opus", "--duration", "1"])
+        #expect(opusInMOV.status == 64)
+        #expect(opusInMOV.stderr == "reel: audio codec opus cannot go in a mov file (it fits in: mp4, mkv)\n")
         let pcmInMP4 = try reel(["record", "--out", dir, "--container", "mp4", "--codec", "h264", "--audio", "synthetic", "--audio-codec", "pcm", "--duration", "1"])
         #expect(pcmInMP4.status == 64)
         #expect(pcmInMP4.stderr == "reel: audio codec pcm cannot go in a mp4 file (it fits in: mov, mkv)\n")
@@ -203,5 +205,60 @@ import ReelWriter
         #expect(a.error?.contains("failed while recording") == true)
         #expect(run.stderr.contains("reel: warning: sound: \(a.samplesDropped) of \(a.samplesCaptured) samples lost (reasons: deviceFailed"))
         #expect(try AudioRecordingTests.ffmpegSamples(s.clips[0].path).count / 2 == Int(a.samplesWritten))
+    }
+}
+
+/// Sync with a device whose clock runs fast (issue 28 item 5): 3 minutes at 1,000 ppm is a
+/// skew of 180 ms. The emulated device logs when each click's mark was made (CLOCK_MONOTONIC);
+/// the clip's sound must hold each click at that time of the session clock — the picture's —
+/// within 1 ms, at the start and at the end.
+@Suite struct RealtimeAudioDriftTests {
+    /// File time of each click in `clip` (its sound's start time plus its sample position) less
+    /// the time the device made it, in ms, by click number.
+    static func offsets(clip: ClipSummary, zero: Int64, log: String) throws -> [UInt32: Double] {
+        var made: [UInt32: Int64] = [:]
+        for line in try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n") {
+            let f = line.split(separator: " ")
+            if f.count == 2, let k = UInt32(f[0]), let ns = Double(f[1]) { made[k] = Int64(ns) }
+        }
+        // MOV keeps the sound's start on its own timescale (the sample rate): exact.
+        let probe = try runTool("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=start_time",
+                                            "-of", "csv=p=0", clip.path])
+        let start = try #require(Double(String(decoding: probe.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let samples = try AudioRecordingTests.ffmpegSamples(clip.path)
+        var out: [UInt32: Double] = [:]
+        for c in AudioRecordingTests.clicks(samples) {
+            guard let at = made[c.number] else { continue }
+            let fileTime = start + Double(c.frame) / 48_000
+            let expected = Double(at - zero) / 1e9 - clip.firstPTS
+            out[c.number] = (fileTime - expected) * 1000
+        }
+        return out
+    }
+
+    @Test(.enabled(if: RealtimeALSARecordingTests.alsa != nil, "FAKE_ALSA_CONF is not set"), .timeLimit(.minutes(6)))
+    func aFastDeviceStaysInStepForThreeMinutes() throws {
+        let dir = temporaryDirectory("reel-drift")
+        defer { removeTree(dir) }
+        let log = dir + "/clicks.log"
+        let run = try reel(["record", "--json", "--plain", "--out", dir + "/clips", "--audio", "default", "--scene", "pattern",
+                            "--source", "synthetic:1280", "--codec", "h264", "--container", "mov", "--duration", "180"],
+                           environment: RealtimeALSARecordingTests.alsa!.merging(["FAKE_ALSA": "ppm=1000,log=\(log)"]) { $1 })
+        #expect(run.status == 0, "\(run.stderr)")
+        let s = try run.decode(RecordingSummary.self)
+        let a = try #require(s.audio)
+        // The device's rate as measured: 1,000 ppm fast, within 20 ppm.
+        #expect(abs(try #require(a.deviceRatePpm) - 1000) <= 20)
+        let zero = try #require(a.sessionZeroMonotonicNs)
+        #expect(s.clips.count == 1)
+        let offsets = try Self.offsets(clip: s.clips[0], zero: zero, log: log)
+        let numbers = offsets.keys.sorted()
+        #expect(numbers.count >= 170)
+        let first = try #require(numbers.first), last = try #require(numbers.last)
+        #expect(abs(offsets[first]!) <= 1, "at the start: \(offsets[first]!) ms")
+        #expect(abs(offsets[last]!) <= 1, "after 180 ms of skew: \(offsets[last]!) ms")
+        let worst = offsets.values.map(abs).max() ?? 0
+        #expect(worst <= 1, "the largest offset: \(worst) ms")
+        print("drift: device \(a.deviceRatePpm ?? .nan) ppm; A/V offset first \(offsets[first]!) ms, last \(offsets[last]!) ms, largest \(worst) ms over \(numbers.count) clicks")
     }
 }

@@ -16,7 +16,9 @@
  *
  * Options, in FAKE_ALSA (comma-separated): ppm=N (the device clock's error, default 0),
  * click=SECONDS (default 1), busy (opening fails with EBUSY), eio=FRAMES (a read past FRAMES
- * frames fails with EIO).
+ * frames fails with EIO), log=PATH (each click's number and the CLOCK_MONOTONIC time its mark
+ * was made at, `K NS` a line, appended as it is read: the ground truth an A/V sync check
+ * compares a recording with).
  */
 #define _GNU_SOURCE
 #include <alsa/asoundlib.h>
@@ -37,6 +39,7 @@ typedef struct {
     double click;
     int64_t click_ns;
     long long eio_after;
+    FILE *log;                  /* log=PATH: clicks and when they were made */
     uint64_t start_ns;          /* CLOCK_MONOTONIC when started */
     uint64_t device_start_ns;   /* the device clock at sample 0 */
     snd_pcm_uframes_t delivered; /* frames handed to the application (transfer) */
@@ -144,6 +147,18 @@ static snd_pcm_sframes_t fake_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chann
             }
         }
     }
+    if (f->log) {
+        /* Each click whose mark was read now: its number and the monotonic time it was made. */
+        __int128 period = f->click_ns;
+        for (__int128 k = ((__int128)f->device_start_ns + (__int128)f->delivered * 1000000000 / io->rate) / period;; k++) {
+            __int128 mark = first_sample_at(f, k * period);
+            if (mark < (__int128)f->delivered) continue;
+            if (mark >= (__int128)(f->delivered + size)) break;
+            double at = (double)f->start_ns + (double)mark * 1e9 / (io->rate * (1.0 + f->ppm / 1e6));
+            fprintf(f->log, "%lld %.0f\n", (long long)k, at);
+        }
+        fflush(f->log);
+    }
     f->delivered += size;
     return (snd_pcm_sframes_t)size;
 }
@@ -168,6 +183,7 @@ static int fake_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
 static int fake_close(snd_pcm_ioplug_t *io) {
     fake_t *f = io->private_data;
     if (f->timer >= 0) close(f->timer);
+    if (f->log) fclose(f->log);
     free(f);
     return 0;
 }
@@ -196,6 +212,7 @@ static void parse_options(fake_t *f) {
         if (strncmp(opt, "ppm=", 4) == 0) f->ppm = atof(opt + 4);
         else if (strncmp(opt, "click=", 6) == 0) f->click = atof(opt + 6);
         else if (strncmp(opt, "eio=", 4) == 0) f->eio_after = atoll(opt + 4);
+        else if (strncmp(opt, "log=", 4) == 0 && !f->log) f->log = fopen(opt + 4, "ae");
     }
     free(copy);
     if (!(f->click > 0)) f->click = 1;

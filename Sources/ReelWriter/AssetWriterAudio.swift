@@ -1,0 +1,39 @@
+import ReelAudio
+import ReelCore
+
+// The writer's sound: what the microphone's thread calls, and what the recording reads. The
+// encode thread's side is `AudioTrackWriter` (AudioRouting.swift).
+extension AssetWriter {
+    /// How far the video has got: where the last frame offered ends on the session clock (ns),
+    /// nil before the first. What paces the synthetic sound when the video is not in real time.
+    public var videoReachedNs: Int64? { lock.lock(); defer { lock.unlock() }; return _videoReachedNs }
+
+    /// The sound source ended (stopped after the recording, or failed): a clip closing waits no
+    /// longer for sound.
+    public func audioSourceEnded() {
+        audioFeed.end(failure: nil)
+        lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
+    }
+
+    /// What the writer counted of the sound (nil without sound, or before it finished).
+    public var audioCounts: AudioCounts? { lock.lock(); defer { lock.unlock() }; return audioResult }
+}
+
+/// The microphone's thread delivers into the writer: the samples wait in the feed, and the
+/// encode thread is woken to take them.
+extension AssetWriter: AudioSourceDelegate {
+    /// The stream's clock, for the encode thread's next look.
+    public func audio(clock: AudioClock) { audioFeed.setClock(clock) }
+
+    /// Samples, queued for the encode thread.
+    public func audio(didCapture chunk: AudioChunk) {
+        audioFeed.deliver(chunk)
+        lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
+    }
+
+    /// The device failed: clips close without waiting for more sound.
+    public func audio(didFail error: AudioError) {
+        audioFeed.end(failure: error)
+        lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
+    }
+}
