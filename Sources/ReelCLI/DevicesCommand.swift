@@ -1,10 +1,12 @@
 import Foundation
+import ReelAudio
 import ReelCapture
 import ReelControl
 import ReelCore
 
-/// `reel devices [--json]`: the V4L2 capture devices and what they offer, and the evdev
-/// input devices that have capture keys (`inputDevices`).
+/// `reel devices [--json]`: the V4L2 capture devices and what they offer, the evdev input
+/// devices that have capture keys (`inputDevices`) and the ALSA capture devices
+/// (`audioDevices`: what `--audio` takes).
 enum DevicesCommand {
     static func parse(_ argv: [String]) throws -> ParsedCommand {
         .devices(json: try ScannedArguments(argv, spec: CommandTable.devices).options.contains { $0.name == "--json" })
@@ -13,7 +15,8 @@ enum DevicesCommand {
     static func run(json: Bool) -> Int32 {
         let devices = listV4L2Devices()
         let inputs = InputDevices.list()
-        if json { printJSON(DevicesJSON(devices: devices, inputDevices: inputs)); return 0 }
+        let audio = AudioDevices.list()
+        if json { printJSON(DevicesJSON(devices: devices, inputDevices: inputs, audioDevices: audio)); return 0 }
         if devices.isEmpty { print("no V4L2 capture devices (/dev/video*)") }
         for d in devices {
             print("\(d.path): \(d.card) (driver \(d.driver), bus \(d.bus))")
@@ -23,12 +26,15 @@ enum DevicesCommand {
             }
         }
         printInputDevices(inputs)
+        if audio.isEmpty { print("no ALSA capture devices") }
+        for a in audio { print("audio \(a.name)" + (a.description.isEmpty ? "" : ": \(a.description)")) }
         return 0
     }
 
     struct DevicesJSON: Encodable {
         var devices: [V4L2DeviceInfo]
         var inputDevices: [InputDevice]
+        var audioDevices: [AudioDeviceInfo]
     }
 }
 

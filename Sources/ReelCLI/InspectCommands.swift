@@ -20,6 +20,9 @@ enum ProbeCommand {
         for r in results {
             print("\(r.path): \(r.container) \(r.codec) \(r.width)x\(r.height) \(r.pixelFormat), \(r.frames) frames, \(fixed(r.durationSeconds, 3)) s, pts \(r.firstPTS.map { fixed($0, 3) } ?? "-")…\(r.lastPTS.map { fixed($0, 3) } ?? "-")\(rotationText(r.rotation))\(r.truncated ? " (truncated)" : "")")
             if let idx = r.frameIndices { print("  frames: " + ranges(idx)) }
+            if let a = r.audio {
+                print("  sound: \(a.codec) \(a.sampleRate) Hz \(a.channels) ch" + (a.durationSeconds.map { ", \(fixed($0, 3)) s" } ?? ""))
+            }
             for c in r.chapters { print("  chapter \(fixed(c.start, 3))…\(fixed(c.end, 3)) s \(c.title ?? "")") }
         }
         return 0

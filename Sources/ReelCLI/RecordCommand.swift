@@ -258,6 +258,7 @@ enum RecordCommand {
             let line = "\(fixed(p.elapsed)) s  \(p.framesCaptured) frames  \(fixed(p.fps)) fps  "
                 + "\(p.framesDropped) dropped  \(megabytes(p.bytesWritten))  "
                 + (p.remainingSeconds.map { "pool \(clock($0)) left  " } ?? "")
+                + (p.audioPeakDb.map { "sound \($0.isFinite ? String(Int($0.rounded())) : "-inf") dB  " } ?? "")
                 + "\(recordingStateWord(camera.recording.writer))  "
                 + "\(camera.pressureHandler.progressText)  \(p.ratio)"
             writeStderr("\r\u{1B}[K" + line)

@@ -24,8 +24,34 @@ public struct DecodedAudio: Sendable {
     public var frames: Int { samples.count / max(1, channels) }
 }
 
+/// What a file's first audio stream says of itself (its header).
+public struct AudioStreamInfo: Sendable, Codable, Equatable {
+    /// The codec's short name (`pcm_s16le`, `aac`, `opus`).
+    public var codec: String
+    /// Sample frames per second.
+    public var sampleRate: Int
+    /// Channels.
+    public var channels: Int
+    /// The stream's duration in seconds as the container says (null when it does not).
+    public var durationSeconds: Double?
+}
+
 /// Decodes the first audio stream of a file (libavformat, libavcodec).
 public enum AudioReader {
+    /// The first audio stream's header, nil when the file has none (or cannot be opened).
+    public static func streamInfo(_ path: String) -> AudioStreamInfo? {
+        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
+        guard avformat_open_input(&ctx, path, nil, nil) >= 0 else { return nil }
+        defer { avformat_close_input(&ctx) }
+        guard avformat_find_stream_info(ctx, nil) >= 0 else { return nil }
+        let idx = av_find_best_stream(ctx, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
+        guard idx >= 0, let st = ctx!.pointee.streams[Int(idx)], let par = st.pointee.codecpar else { return nil }
+        let tb = st.pointee.time_base
+        let d = st.pointee.duration != reel_nopts() && tb.den != 0 ? Double(st.pointee.duration) * Double(tb.num) / Double(tb.den) : nil
+        return AudioStreamInfo(codec: String(cString: avcodec_get_name(par.pointee.codec_id)), sampleRate: Int(par.pointee.sample_rate),
+                               channels: Int(par.pointee.ch_layout.nb_channels), durationSeconds: d)
+    }
+
     /// Whether `path` has an audio stream (nil when it cannot be opened).
     public static func hasAudio(_ path: String) -> Bool {
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil

@@ -5,6 +5,7 @@ import ReelCore
 import ReelMedia
 import ReelStorage
 import ReelMetrics
+import Synchronization
 
 /// Encodes captured frames into clips, one clip per run of one ratio — and, with a segment
 /// duration, per segment (`AVAssetWriter` with the cuts built in; where a clip ends is the
@@ -48,6 +49,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     private var segmentCuts: [SegmentCut] = []
     /// Sound delivered (the feed has its own lock) and whether the encode thread has yet to look.
     let audioFeed = AudioFeed()
+    /// The largest sample since the level meter last read it (−1: none since).
+    let audioPeak = Atomic<Int>(-1)
     var audioWaiting = false
     /// Where the last frame taken ends on the session clock (ns): how far the video has got.
     var _videoReachedNs: Int64?

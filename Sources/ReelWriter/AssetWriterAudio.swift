@@ -1,5 +1,6 @@
 import ReelAudio
 import ReelCore
+import Synchronization
 
 // The writer's sound: what the microphone's thread calls, and what the recording reads. The
 // encode thread's side is `AudioTrackWriter` (AudioRouting.swift).
@@ -15,6 +16,12 @@ extension AssetWriter {
         lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
     }
 
+    /// The largest sample (absolute) since the last call, nil before any sound: the level meter.
+    public func takeAudioPeak() -> Int? {
+        let p = audioPeak.exchange(-1, ordering: .acquiringAndReleasing)
+        return p < 0 ? nil : p
+    }
+
     /// What the writer counted of the sound (nil without sound, or before it finished).
     public var audioCounts: AudioCounts? { lock.lock(); defer { lock.unlock() }; return audioResult }
 }
@@ -27,6 +34,14 @@ extension AssetWriter: AudioSourceDelegate {
 
     /// Samples, queued for the encode thread.
     public func audio(didCapture chunk: AudioChunk) {
+        var peak = 0
+        for s in chunk.samples { peak = max(peak, abs(Int(s))) }
+        var seen = audioPeak.load(ordering: .relaxed)
+        while peak > seen {
+            let (done, now) = audioPeak.compareExchange(expected: seen, desired: peak, ordering: .acquiringAndReleasing)
+            if done { break }
+            seen = now
+        }
         audioFeed.deliver(chunk)
         lock.lock(); audioWaiting = true; lock.broadcast(); lock.unlock()
     }

@@ -35,7 +35,9 @@ extension Inspector {
     /// Checks the sound of `probes` (one recording's clips, in order, already checked as video):
     /// within each take, the clips' sound joined has its clicks one period of samples apart
     /// and numbered one after another — a sample lost or repeated at a seam moves every click
-    /// after it — and, for sound on the session clock, each click at the time of its frame.
+    /// after it — and, for sound on the session clock, each click at the time of its frame. A
+    /// device's sound (its clicks on its own clock) is checked against the clicks' median
+    /// spacing within 0.1 % of a second: a lost chunk shows, a single sample does not.
     /// Returns false at the first violation (in `report`).
     static func checkAudio(_ probes: [ProbeResult], takes: [String: Take], into report: inout VerifyReport) -> Bool {
         var audio = AudioVerifyReport()
@@ -45,18 +47,27 @@ extension Inspector {
         /// Where each clip starts in `joined`, and its name.
         var starts: [(at: Int, name: String)] = []
         var offsets: [Double] = []
+        /// Whether the sound is a device's (`com.reel.audio_clock` `device`), not on the session clock.
+        var onDeviceClock = false
         func fail(_ s: String) -> Bool { report.ok = false; report.violation = s; report.audio = audio; return false }
         func checkJoined() -> Bool {
             guard channels > 0, rate > 0 else { return true }
             let clicks = joined.withUnsafeBufferPointer { ClickSignal.findClicks(in: $0, channels: channels) }
             audio.clicks += clicks.count
-            for (a, b) in zip(clicks, clicks.dropFirst()) {
+            // A device's clicks mark its own seconds, which its clock's error (put right by
+            // resampling) makes a few samples a second longer or shorter on the session clock:
+            // they are checked against their median spacing, within 0.1 % of a second.
+            let pairs = Array(zip(clicks, clicks.dropFirst()))
+            let spacings = pairs.filter { $0.1.number > $0.0.number }.map { Double($0.1.frame - $0.0.frame) / Double($0.1.number - $0.0.number) }.sorted()
+            let perClick = onDeviceClock && !spacings.isEmpty ? spacings[spacings.count / 2] : Double(rate)
+            let tolerance = onDeviceClock ? Double(rate) / 1000 : 0
+            for (a, b) in pairs {
                 guard b.number > a.number else {
                     return fail("audio: click \(b.number) follows click \(a.number) (the sound is out of order or repeated)")
                 }
-                let expected = Int64(b.number - a.number) * Int64(rate)
+                let expected = Int64((Double(b.number - a.number) * perClick).rounded())
                 let found = b.frame - a.frame
-                if found != expected {
+                if abs(Double(found) - Double(b.number - a.number) * perClick) > tolerance {
                     let seam = starts.last { $0.at > Int(a.frame) && $0.at <= Int(b.frame) }
                     let where_ = seam.map { " at the seam into \($0.name)" } ?? ""
                     let d = abs(found - expected)
@@ -87,6 +98,7 @@ extension Inspector {
             audio.samples += sound.frames
             // On the session clock: click k (at k s) belongs with frame k × fps.
             let tags = (try? MediaReader(path: p.path))?.info.metadata ?? [:]
+            if tags["com.reel.audio_clock"] == "device" { onDeviceClock = true }
             if tags["com.reel.audio_clock"] == "session", let fps = p.frameRate, let indices = p.frameIndices,
                let times = p.framePTS, indices.count == times.count, abs(fps - fps.rounded()) < 1e-6 {
                 let clicks = sound.samples.withUnsafeBufferPointer { ClickSignal.findClicks(in: $0, channels: sound.channels) }

@@ -42,6 +42,8 @@ public struct ProbeResult: Sendable, Codable {
     public var truncated: Bool
     /// The file's chapters (Reel writes one per marker into MKV clips), in order.
     public var chapters: [MediaChapter] = []
+    /// The file's sound stream (codec, rate, channels, duration); absent without one.
+    public var audio: AudioStreamInfo? = nil
 }
 
 /// Errors of probe and verify.
@@ -145,6 +147,7 @@ public enum Inspector {
                            ratio: info.metadata["com.reel.ratio"], rotation: info.rotation,
                            frameIndices: indices, framePTS: ptsList, truncated: truncated)
         result.chapters = info.chapters
+        result.audio = AudioReader.streamInfo(path)
         var take: Take? = nil
         if let t = info.metadata["com.reel.take"].flatMap({ Int($0) }),
            let first = info.metadata["com.reel.take_first_frame_index"].flatMap({ Int($0) }) {

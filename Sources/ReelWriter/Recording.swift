@@ -467,6 +467,9 @@ public final class Recording: Sendable {
                                   fps: elapsed > 0 ? Double(stats.framesCaptured) / elapsed : 0,
                                   framesDropped: stats.drops.total + writer.framesDroppedSoFar, bytesWritten: bytes, ratio: session.ratio)
         (p.bitrate, p.remainingSeconds) = remainingTime
+        if audio != nil, let peak = writer.takeAudioPeak() {
+            p.audioPeakDb = peak == 0 ? -.infinity : 20 * log10(Double(peak) / 32768)
+        }
         return p
     }
 

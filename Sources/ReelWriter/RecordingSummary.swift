@@ -71,6 +71,9 @@ public struct RecordingProgress: Sendable {
     public var bitrate: Double? = nil
     /// The pool's remaining capacity as seconds at `bitrate` (nil without a pool or bitrate).
     public var remainingSeconds: Double? = nil
+    /// The sound's peak since the last progress, in dBFS (0: full scale; −∞: silence); nil
+    /// without sound, or before its first samples.
+    public var audioPeakDb: Double? = nil
 }
 
 /// The JSON summary of a recording (its keys: docs/json.md).

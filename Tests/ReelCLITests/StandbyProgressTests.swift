@@ -50,3 +50,21 @@ private func waitForState(_ term: TerminalRun, _ word: String, frames: Int = 0, 
         #expect((summary["clips"] as? [Any])?.count == 1, "\(term.stdout.prefix(400))")
     }
 }
+
+/// Issue 28's level meter: with `--audio`, the progress line shows the sound's peak. The
+/// synthetic signal's tone is at 0.1 of full scale (−20 dBFS) and its clicks at 0.99 (0 dB).
+@Suite struct AudioMeterProgressTests {
+    @Test func theProgressLineShowsTheSoundsPeak() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let term = try TerminalRun(["record", "--audio", "synthetic", "--duration", "3600", "--source", "synthetic:1280", "--codec", "h264",
+                                    "--plain", "--out", dir + "/out", "--json"])
+        defer { term.finish() }
+        let line = try #require(waitForState(term, "sound", frames: 15), "no 'sound' progress line: \(term.screen.suffix(400))")
+        let words = line.split(separator: " ")
+        let at = try #require(words.firstIndex(of: "sound"))
+        #expect(["-20", "0"].contains(words[at + 1]) && words[at + 2] == "dB", "\(line)")
+        term.type("\u{03}")
+        #expect(term.waitForExit(60).status == 0)
+    }
+}
