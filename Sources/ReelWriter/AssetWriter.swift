@@ -545,7 +545,12 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                     }
                     lastPTS = frame.pts
                     lastEnd = Timestamp(value: frame.pts.value + frame.duration, timescale: frame.pts.timescale)
-                    if let c = current { try sound?.write(c, upTo: frame.pts) }
+                    // The sound that came meanwhile, up to this frame (a busy writer may see no
+                    // `.audio` item for a while: frames come first in the queue).
+                    if let c = current {
+                        sound?.pull(recording: true)
+                        try sound?.write(c, upTo: frame.pts)
+                    }
                     lock.lock()
                     counts.written(handedOver: handedOver, now: MonotonicClock.now())
                     counts.bytesCurrent = current?.bytes ?? 0

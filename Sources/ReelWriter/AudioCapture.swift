@@ -58,3 +58,12 @@ final class AudioStarter: FrameOutput, Sendable {
         return .taken
     }
 }
+
+/// The writer, once made: what the synthetic sound, made before it, reads its pace from.
+final class WriterBox: Sendable {
+    private let value = Mutex<AssetWriter?>(nil)
+    var writer: AssetWriter? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}

@@ -164,15 +164,6 @@ public final class Recording: Sendable {
         }
     }
 
-    /// The writer, once made: what the synthetic sound made before it reads its pace from.
-    private final class WriterBox: Sendable {
-        private let value = Mutex<AssetWriter?>(nil)
-        var writer: AssetWriter? {
-            get { value.withLock { $0 } }
-            set { value.withLock { $0 = newValue } }
-        }
-    }
-
     /// Opens the recording's storage: the plain output directory, or the pool (the default one
     /// created on first use), checked for a free slot and not adjusting its capacity, healed
     /// when slots are missing. Under Deferred Start this runs after the first frame.

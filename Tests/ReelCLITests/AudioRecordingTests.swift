@@ -292,3 +292,30 @@ import ReelWriter
         print("drift: device \(a.deviceRatePpm ?? .nan) ppm; A/V offset first \(offsets[first]!) ms, last \(offsets[last]!) ms, largest \(worst) ms over \(numbers.count) clicks")
     }
 }
+
+/// A recording with sound killed with SIGKILL (issue 28 item 3): sound and picture are
+/// interleaved in every fragment, so the recovered clip keeps the sound up to its last
+/// complete fragment, in step with the frames it keeps.
+@Suite(.serialized) struct RealtimeAudioCrashTests {
+    @Test func aKilledRecordingKeepsItsSoundToTheLastFragment() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = dir + "/pool"
+        #expect(try createPool(pool, "256M", slot: "64M").status == 0)
+        let p = try launch(["record", "--pool", pool, "--no-realtime", "--codec", "prores:proxy", "--scene", "pattern", "--audio", "synthetic",
+                            "--out", dir + "/out", "--name", "k"] + untilSIGINT)
+        #expect(waitForFragments(2, of: p.process.processIdentifier, in: pool), "no two complete fragments within 60 s")
+        p.signal(SIGKILL)
+        _ = p.wait()
+        #expect(try poolStatus(pool).slotsActive == 0, "opening the pool recovers the dead recorder's slot")
+        let clip = dir + "/out/k-0001-16x9.mov"
+        let indices = try #require(try probeFrames(clip).frameIndices)
+        #expect(indices.count >= 60 && indices == Array(0..<indices.count))
+        let sound = try AudioRecordingTests.ffmpegSamples(clip)
+        // The sound of the frames kept, within one fragment's interleaving (a tenth of a second).
+        #expect(abs(sound.count / 2 - indices.count * 1600) <= 4800, "\(sound.count / 2) samples for \(indices.count) frames")
+        let clicks = AudioRecordingTests.clicks(sound)
+        #expect(clicks.count >= 2)
+        #expect(clicks == (0..<clicks.count).map { FoundClick(frame: Int64($0) * 48_000, number: UInt32($0)) })
+    }
+}
