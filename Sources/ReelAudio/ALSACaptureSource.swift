@@ -110,6 +110,13 @@ public final class ALSACaptureSource: AudioSource, @unchecked Sendable {
                 let limit = stopAt.withLock { $0 }
                 guard let limit, let clock = reported, clock.seconds(ofFrame: position) * 1e9 < Double(limit) else { return }
             }
+            // Waits at most 100 ms for a period, so that a device that stalls without failing
+            // (a frozen sound server) cannot hold `stop` up.
+            let ready = snd_pcm_wait(pcm, 100)
+            if ready == 0 {
+                if stopping.load(ordering: .acquiring) { return }
+                continue
+            }
             let n = buffer.withUnsafeMutableBytes { snd_pcm_readi(pcm, $0.baseAddress, snd_pcm_uframes_t(periodFrames)) }
             if n == -Int(EPIPE) || n == -Int(ESTRPIPE) {
                 // An overrun: the device's buffer filled while nothing read it. Samples are

@@ -31,20 +31,37 @@ public final class SyntheticAudioSource: AudioSource, Sendable {
         let signal = ClickSignal(sampleRate: rate)
         let chunk = Int64(max(1, rate / 100))
         delegate.audio(clock: AudioClock(originNs: 0, sampleRate: rate))
+        // The samples before session time `ns` (which is a whole ns, rounded down): ⌈ns × rate⌉.
+        func framesBefore(_ ns: Int64) -> Int64 { Int64((Int128(ns) * Int128(rate) + 999_999_999) / 1_000_000_000) }
         var samples = [Int16](repeating: 0, count: Int(chunk) * channels)
         var next: Int64 = 0
         while true {
-            let end = next + chunk
+            var end = next + chunk
             let endNs = Int64(Int128(end) * 1_000_000_000 / Int128(rate))
             // Done once stopped and every sample up to the stop time is out.
             if stopping.load(ordering: .acquiring) {
                 guard let limit = stopAt.withLock({ $0 }), next * 1_000_000_000 / Int64(rate) < limit else { return }
             }
             if let pace {
-                while (pace() ?? Int64.min) < endNs && !stopReached(next: next, rate: rate) { usleep(1000) }
+                // Paced by the video's media time: the samples up to where it has reached, a
+                // part of a chunk when that is all there is (the last frame's end is rarely on
+                // a 10 ms step, and a clip closing waits for the samples up to it).
+                while true {
+                    let reached = pace().map(framesBefore) ?? 0
+                    if reached >= end { break }
+                    if reached > next && stopReached(next: next, rate: rate) == false {
+                        usleep(1000)
+                        if let again = pace().map(framesBefore), again == reached { end = reached; break }
+                        continue
+                    }
+                    if stopReached(next: next, rate: rate) { break }
+                    usleep(1000)
+                }
             } else {
                 MonotonicClock.sleep(until: sessionZeroNs &+ UInt64(max(0, endNs)))
             }
+            let frames = Int(end - next)
+            if samples.count != frames * channels { samples = [Int16](repeating: 0, count: frames * channels) }
             signal.fill(&samples, from: next, channels: channels)
             delegate.audio(didCapture: AudioChunk(firstFrame: next, samples: samples, channels: channels))
             next = end

@@ -69,7 +69,7 @@ public final class AudioEncoder: @unchecked Sendable {
     /// Real sample frames sent (without the silence that fills a last frame): a packet reaching
     /// past them has its duration cut to them, so the container says where the sound ends.
     private var realFrames: Int64 = 0
-    private let frameSize: Int
+    private var frameSize: Int
 
     /// Opens `codec` for `channels` channels at `sampleRate` (`avcodec_find_encoder_by_name`,
     /// `avcodec_open2`).
@@ -93,6 +93,8 @@ public final class AudioEncoder: @unchecked Sendable {
         if codec == .aac { ctx.pointee.bit_rate = Int64(96_000 * channels) }
         if codec == .opus { ctx.pointee.bit_rate = Int64(64_000 * channels) }
         if globalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        // Every stored property is set before the call that can throw: deinit frees them then.
+        frameSize = 0
         try check(avcodec_open2(ctx, enc, nil), "avcodec_open2(\(codec.encoderName) \(sampleRate) Hz)")
         frameSize = codec == .pcm ? 0 : Int(ctx.pointee.frame_size)
     }

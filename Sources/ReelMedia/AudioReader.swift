@@ -101,9 +101,15 @@ public enum AudioReader {
                 if rr == averrorEAGAIN || rr == averrorEOF { return }
                 try check(rr, "avcodec_receive_frame(audio)")
                 if firstPTS == nil, frame.pointee.pts != reel_nopts() { firstPTS = toFrames(frame.pointee.pts) }
+                guard Int(frame.pointee.ch_layout.nb_channels) == channels else {
+                    throw MediaError("decode \(path)", message: "a frame of \(frame.pointee.ch_layout.nb_channels) channels in a stream of \(channels)")
+                }
                 let need = Int(frame.pointee.nb_samples) * channels
                 if scratch.count < need { scratch = [Int16](repeating: 0, count: need) }
                 let got = scratch.withUnsafeMutableBufferPointer { reel_read_audio_frame(frame, $0.baseAddress, Int32(channels)) }
+                if got == 0 && frame.pointee.nb_samples > 0 {
+                    throw MediaError("decode \(path)", message: "samples in a format Reel does not read")
+                }
                 samples.append(contentsOf: scratch[0..<Int(got)])
                 av_frame_unref(frame)
             }
@@ -111,8 +117,13 @@ public enum AudioReader {
         while av_read_frame(ctx, pkt) >= 0 {
             defer { av_packet_unref(pkt) }
             guard pkt.pointee.stream_index == idx else { continue }
-            let sr = avcodec_send_packet(d, pkt)
-            if sr < 0 && sr != averrorEAGAIN { throw MediaError("avcodec_send_packet(audio)", code: sr) }
+            var sr = avcodec_send_packet(d, pkt)
+            if sr == averrorEAGAIN {
+                // The decoder is full: take its frames, then give it the packet again.
+                try drain()
+                sr = avcodec_send_packet(d, pkt)
+            }
+            if sr < 0 { throw MediaError("avcodec_send_packet(audio)", code: sr) }
             try drain()
         }
         _ = avcodec_send_packet(d, nil)

@@ -136,8 +136,9 @@ public final class Muxer: @unchecked Sendable {
                 throw MediaError("avformat_new_stream", code: reel_averror(ENOMEM))
             }
             audioStream = ast
-            // Sound arrives a chunk (about 10 ms) behind the picture: video waits for it at most a second.
-            ctx.pointee.max_interleave_delta = 1_000_000
+            // Sound arrives a chunk (about 10 ms) behind the picture: video waits for it at most
+            // a quarter second (a device that failed or stalled holds no more than that back).
+            ctx.pointee.max_interleave_delta = 250_000
         } else {
             audioStream = nil
         }

@@ -41,10 +41,11 @@ final class AudioCapture: Sendable {
         thread.start()
     }
 
-    /// Stops the source and waits for its thread (at once when it never started).
+    /// Stops the source and waits for its thread (at once when it never started) — at most
+    /// 2 s: a device stuck in a call is left to its thread, and the recording ends all the same.
     func stopAndWait() {
         source.stop()
-        if started.load(ordering: .acquiring) { done.wait() } else { writer.audioSourceEnded() }
+        if started.load(ordering: .acquiring) { _ = done.wait(timeout: .now() + 2) } else { writer.audioSourceEnded() }
     }
 }
 

@@ -53,6 +53,9 @@ final class AudioFeed: @unchecked Sendable {
     /// The source ended (stopped or failed): nothing more comes.
     private var ended = false
     private var failure: AudioError?
+    /// The last wait ran out and nothing came since: the device stalled, and clips close
+    /// without waiting for it (each close would otherwise cost a second of frames).
+    private var stalled = false
 
     func setClock(_ c: AudioClock) { lock.lock(); clock = c; lock.broadcast(); lock.unlock() }
 
@@ -60,6 +63,7 @@ final class AudioFeed: @unchecked Sendable {
         lock.lock()
         chunks.append(chunk)
         delivered = max(delivered, chunk.endFrame)
+        stalled = false
         lock.broadcast()
         lock.unlock()
     }
@@ -77,7 +81,9 @@ final class AudioFeed: @unchecked Sendable {
     func wait(until frame: Int64, timeout: Double) {
         let deadline = Date(timeIntervalSinceNow: timeout)
         lock.lock()
-        while delivered < frame && !ended && lock.wait(until: deadline) {}
+        while delivered < frame && !ended && !stalled {
+            if !lock.wait(until: deadline) { stalled = delivered < frame; break }
+        }
         lock.unlock()
     }
 
@@ -85,7 +91,9 @@ final class AudioFeed: @unchecked Sendable {
     func waitForClock(timeout: Double) {
         let deadline = Date(timeIntervalSinceNow: timeout)
         lock.lock()
-        while clock == nil && !ended && lock.wait(until: deadline) {}
+        while clock == nil && !ended && !stalled {
+            if !lock.wait(until: deadline) { stalled = clock == nil; break }
+        }
         lock.unlock()
     }
 
@@ -189,9 +197,12 @@ struct DeviceTimeline {
         return t * deviceRate
     }
 
-    /// The device frames to wait for before output frame `m` can be made.
+    /// The device frames to wait for before output frame `m` can be made: by the fit, and by
+    /// where the resampler reads now (ahead of the fit by the error it has yet to take out).
     func inputNeeded(forOutput m: Int64, _ clock: AudioClock) -> Int64 {
-        Int64(position(ofOutput: m, clock).rounded(.up)) + 3
+        let byFit = position(ofOutput: m, clock)
+        let byReader = resampler.position + Double(max(0, m - resampler.framesOut)) * resampler.step
+        return Int64(max(byFit, byReader).rounded(.up)) + 3
     }
 
     mutating func take(_ chunks: [AudioChunk], clock: AudioClock) -> [AudioChunk] {

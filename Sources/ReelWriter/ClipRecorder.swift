@@ -25,6 +25,8 @@ final class ClipRecorder: @unchecked Sendable {
     /// Sample frames written into the clip, and its first one's place after `audioStart`.
     private(set) var audioWritten: Int64 = 0
     private var audioOffset: Int64?
+    /// Silence put before the sound (a codec with priming whose sound starts after the clip).
+    private var audioPadding: Int64 = 0
     /// The first frame's time on the session clock: the clip's timeline starts there at 0.
     let sessionStart: Timestamp
     let frameDuration: Int64
@@ -195,6 +197,15 @@ final class ClipRecorder: @unchecked Sendable {
     /// the clip's timeline from `audioStart` (set before the first call).
     func appendAudio(_ samples: UnsafeBufferPointer<Int16>, first: Int64) throws {
         guard let audio, let start = audioStart else { return }
+        if audioOffset == nil, first > start, audio.priming > 0 {
+            // The sound starts after the clip (a device that opened late). A codec with
+            // priming (AAC, Opus) gets silence up to it, so that its first packet is stamped
+            // before 0 and the container's edit list skips the priming; PCM just starts later.
+            let silence = [Int16](repeating: 0, count: Int(first - start) * audio.channels)
+            try silence.withUnsafeBufferPointer { s in try audio.encode(s) { packet in try muxer.writeAudio(packet, offset: 0) } }
+            audioOffset = 0
+            audioPadding = first - start
+        }
         let offset = audioOffset ?? (first - start)
         audioOffset = offset
         try audio.encode(samples) { packet in try muxer.writeAudio(packet, offset: offset) }
@@ -322,7 +333,7 @@ final class ClipRecorder: @unchecked Sendable {
         if audio != nil {
             c.audioSamples = audioWritten
             c.audioCodec = audio?.codec.rawValue
-            c.audioStartSample = audioStart.map { $0 + (audioOffset ?? 0) }
+            c.audioStartSample = audioStart.map { $0 + (audioOffset ?? 0) + audioPadding }
         }
         if let slot {
             c.storage = "pool"

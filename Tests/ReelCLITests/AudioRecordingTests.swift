@@ -97,6 +97,18 @@ import ReelWriter
         #expect(try v.decode(VerifyReport.self).audio?.samples == 144_000)
     }
 
+    /// A recording that ends between two 10 ms steps of the sound (31 frames: 1.0333 s) holds
+    /// its sound to the end of its last frame: the synthetic source paced by the video gives
+    /// the part of a chunk up to there.
+    @Test func soundEndsWithTheLastFrameOffTheTenMillisecondGrid() throws {
+        let (_, s, dir) = try recordSound(["--scene", "pattern", "--source", "synthetic:1280", "--codec", "h264", "--no-realtime",
+                                           "--frames", "31", "--container", "mkv", "--audio", "synthetic"])
+        defer { removeTree(dir) }
+        let a = try #require(s.audio)
+        #expect(a.samplesCaptured == 49_600 && a.samplesWritten == 49_600 && a.samplesDropped == 0, "\(a)")
+        #expect(try Self.ffmpegSamples(s.clips[0].path).count / 2 == 49_600)
+    }
+
     /// A microphone is never taken unasked: without --audio the clips have no sound stream
     /// (`--audio-codec` alone does nothing, as `--photo-format` alone does).
     @Test func noSoundByDefault() throws {
