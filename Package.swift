@@ -8,7 +8,7 @@ let package = Package(
         // Everything a package needs to build a camera with the library alone (Fixtures/OutsidePackage
         // does): the camera, the writer and capture APIs beneath it, and the types they expose.
         .library(name: "Reel", targets: ["ReelCore", "ReelMetrics", "ReelMedia", "ReelStorage", "ReelCapture", "ReelAudio", "ReelWriter",
-                                         "ReelControl", "ReelPreview", "ReelPhoto", "ReelCapacity", "ReelCamera"]),
+                                         "ReelControl", "ReelPreview", "ReelPhoto", "ReelCapacity", "ReelFraming", "ReelCamera"]),
         .library(name: "ReelWriter", targets: ["ReelWriter"]),
         .library(name: "ReelCapture", targets: ["ReelCapture"]),
         .library(name: "ReelAudio", targets: ["ReelAudio"]),
@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "ReelPhoto", targets: ["ReelPhoto"]),
         .library(name: "ReelControl", targets: ["ReelControl"]),
         .library(name: "ReelCamera", targets: ["ReelCamera"]),
+        .library(name: "ReelFraming", targets: ["ReelFraming"]),
     ],
     targets: [
         // libavformat, libavcodec, libavutil and libswscale from Debian's -dev packages.
@@ -45,6 +46,14 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // Linux constants and calls Swift cannot import directly (O_DIRECT, renameat2, V4L2 codes).
         .target(name: "CLinux"),
+        // The people scene's portraits (Fixtures/people, as C arrays made by scripts/make-people).
+        .target(name: "CPeople"),
+        // OpenCV's cascade face detectors (Debian's libopencv-objdetect-dev; the cascades from
+        // opencv-data) behind a small C API: Swift cannot call OpenCV's C++. Debian ships no
+        // opencv4.pc without the whole libopencv-dev, hence the include path.
+        .target(name: "CFaceDetect",
+                cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
+                linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
         // Shared vocabulary: timestamps, ratios, the frame-index barcode, byte sinks, drop reasons.
         .target(name: "ReelCore", linkerSettings: [.linkedLibrary("m")]),
         // The only Swift code that touches libav*.
@@ -54,7 +63,7 @@ let package = Package(
         // Where bytes go: plain files (FileStorage) and the preallocated storage pool.
         .target(name: "ReelStorage", dependencies: ["CLinux", "ReelCore", "ReelMetrics"]),
         // Sources and the capture session.
-        .target(name: "ReelCapture", dependencies: ["CLinux", "ReelCore", "ReelMedia"]),
+        .target(name: "ReelCapture", dependencies: ["CLinux", "CPeople", "ReelCore", "ReelMedia"]),
         // Microphones: the synthetic test signal and ALSA capture, placed on the session clock.
         .target(name: "ReelAudio", dependencies: ["CALSA", "ReelCore"]),
         // AssetWriter, clip splitting, probe and verify.
@@ -77,9 +86,11 @@ let package = Package(
         // The camera: a session with its movie output, and the outputs, controls and policies
         // around it (preview, photos, capture events, picture controls, secondary action, cost
         // admission, pressure handler). The one place the camera's behaviour lives.
-        .target(name: "ReelCamera", dependencies: ["ReelAudio", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelMedia", "ReelCapacity"]),
+        .target(name: "ReelCamera", dependencies: ["ReelAudio", "ReelFraming", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelMedia", "ReelCapacity"]),
+        // Smart framing: faces found (CFaceDetect), framings recommended and applied, Center Stage.
+        .target(name: "ReelFraming", dependencies: ["CFaceDetect", "ReelCore", "ReelMedia", "ReelCapture"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
-        .target(name: "ReelCLI", dependencies: ["ReelAudio", "ReelCamera", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
+        .target(name: "ReelCLI", dependencies: ["ReelAudio", "ReelFraming", "ReelCamera", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
         // `reel` itself: a thin entry into ReelCLI.
         .executableTarget(name: "reel", dependencies: ["ReelCLI"]),
         .testTarget(name: "ReelCoreTests", dependencies: ["ReelCore"]),
@@ -91,7 +102,8 @@ let package = Package(
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelCore"]),
         .testTarget(name: "ReelCLITests", dependencies: ["ReelAudio", "ReelCLI", "ReelCamera", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"], swiftSettings: [.unsafeFlags(["-Onone"])]),
         .testTarget(name: "ReelCapacityTests", dependencies: ["ReelCapacity", "ReelCore", "ReelMedia"]),
-        .testTarget(name: "ReelCameraTests", dependencies: ["ReelCamera", "ReelCapacity", "ReelCapture", "ReelControl", "ReelCore", "ReelPhoto", "ReelPreview", "ReelWriter"]),
+        .testTarget(name: "ReelCameraTests", dependencies: ["ReelCamera", "ReelFraming", "ReelCapacity", "ReelCapture", "ReelControl", "ReelCore", "ReelPhoto", "ReelPreview", "ReelWriter"]),
+        .testTarget(name: "ReelFramingTests", dependencies: ["ReelFraming", "ReelCapture", "ReelCore", "ReelMedia"]),
         .testTarget(name: "ReelPhotoTests", dependencies: ["ReelPhoto", "ReelCapture", "ReelCore", "ReelMedia"]),
     ],
     swiftLanguageModes: [.v6]

@@ -49,9 +49,10 @@ public enum CommandTable {
         .value("--burst-rate", "N", "photo mode: photos per second while a primary press is held past 0.5 s, 0–30 (0: no bursts; default 5)", sample: "5"),
         .value("--secondary", "lock|marker|none", "what a secondary press does: lock/unlock a V4L2 camera's focus and exposure, lay a marker, or nothing (default lock where the camera can, else marker)", sample: "marker"),
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted: clips keep its turned read-out and carry the display matrix (MOV, MP4)", sample: "portrait"),
-        .value("--scene", "pattern|realistic", "what the synthetic sensor shows: a realistic scene as hard to encode as a camera's picture (texture, pan, moving objects, sensor noise; the default) or the flat test pattern", sample: "realistic"),
+        .value("--scene", "pattern|realistic|people", "what the synthetic sensor shows: a realistic scene as hard to encode as a camera's picture (texture, pan, moving objects, sensor noise; the default), the same with people walking in it (people: faces with ground truth), or the flat test pattern", sample: "realistic"),
         // Sound (issue 28).
         .value("--audio", "none|synthetic|DEVICE", "record sound: none (the default), the synthetic test signal (a 1 kHz tone with a numbered click every second), or an ALSA capture device (default, hw:1,0, …); cut with the video to the sample at every seam", sample: "synthetic"),
+        .value("--smart-framing", "zoom,rotate|recommend", "find the people and frame them (needs the 4032×4032 photo format: --source synthetic:4032): zoom applies Auto Zoom, rotate Auto Rotate (4x3 or 3x4), recommend records the recommendations and applies none", sample: "zoom,rotate"),
         .value("--audio-codec", "pcm|aac|opus", "the sound's codec: pcm (16-bit; MOV, MKV), aac (MOV, MP4, MKV) or opus (MKV, MP4); default pcm, aac in MP4", sample: "pcm"),
         // System pressure (issue 13).
         .value("--pressure-handler", "on|off", "act on system pressure: lower the frame rate, thin or pause the preview, stop at shutdown (default on)", sample: "off"),

@@ -28,6 +28,7 @@ enum RecordCommand {
         var pressureHandler = true
         var mode: CaptureMode? = nil, burstRate = 5   // issue 14
         var strict = false, noAdjust = false, sawScene = false   // issue 24
+        var smartFraming: SmartFramingRequest? = nil   // issue 29
         for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
@@ -119,6 +120,7 @@ enum RecordCommand {
                     throw UsageError("--audio-codec: unknown audio codec '\(printable(v))' (use pcm, aac or opus)")
                 }
                 o.audioCodec = c
+            case "--smart-framing": smartFraming = try parseSmartFraming(v)
             case "--strict": strict = true
             case "--no-adjust": noAdjust = true
             case "--pressure-handler":
@@ -170,7 +172,27 @@ enum RecordCommand {
         configuration.pressureDirectory = environment["REEL_PRESSURE_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.sysfsRoot = environment["REEL_SYSFS_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/sys"
         configuration.validation = strict ? .strict : noAdjust ? .asAsked : .adjust
+        if var framing = smartFraming {
+            // Not in real time the detection is frame-stepped: on the capture thread, every 15th frame at 30 fps.
+            framing.stepped = !o.realtime
+            configuration.smartFraming = framing
+        }
         return (configuration, json, report)
+    }
+
+    /// `--smart-framing zoom,rotate|recommend`.
+    static func parseSmartFraming(_ text: String) throws -> SmartFramingRequest {
+        var parts = Set<SmartFramingRequest.Part>()
+        for word in text.lowercased().split(separator: ",", omittingEmptySubsequences: false) {
+            guard let p = SmartFramingRequest.Part(rawValue: word.trimmingCharacters(in: .whitespaces)) else {
+                throw UsageError("--smart-framing: '\(printable(String(word)))' is not zoom, rotate or recommend (zoom,rotate applies both)")
+            }
+            parts.insert(p)
+        }
+        if parts.contains(.recommend) && parts.count > 1 {
+            throw UsageError("--smart-framing: recommend applies nothing; use it alone, or zoom and rotate")
+        }
+        return SmartFramingRequest(parts: parts)
     }
 
     /// `T:RATIO` (seconds of media time) or `#N:RATIO` (frame index).
@@ -222,7 +244,7 @@ enum RecordCommand {
             case .notice(let text): printError(text)
             case .controlSocket(let path): writeStderr("control: \(path)\n")
             case .preview(let url): writeStderr("preview: \(url)\n")
-            case .pressure, .firstFrame: break   // the level is on the progress line
+            case .pressure, .firstFrame, .framing: break   // the level is on the progress line; framings in the summary
             }
         }
         let count = Atomic<Int>(0)

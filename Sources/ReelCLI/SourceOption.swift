@@ -45,10 +45,10 @@ extension SourceSpec {
     }
 }
 
-/// `--scene pattern|realistic` (any case).
+/// `--scene pattern|realistic|people` (any case).
 func parseScene(_ text: String) throws -> SyntheticScene {
     guard let scene = SyntheticScene(rawValue: text.lowercased()) else {
-        throw UsageError("--scene: unknown scene '\(printable(text))' (use pattern or realistic)")
+        throw UsageError("--scene: unknown scene '\(printable(text))' (use pattern, realistic or people)")
     }
     return scene
 }

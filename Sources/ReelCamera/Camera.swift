@@ -4,6 +4,7 @@ import ReelCapacity
 import ReelCapture
 import ReelControl
 import ReelCore
+import ReelFraming
 import ReelPhoto
 import ReelPreview
 import ReelStorage
@@ -48,6 +49,7 @@ public final class Camera: Sendable {
     public let events: AsyncStream<CameraEvent>
 
     private let secondary: SecondaryPresses?
+    private let framing: CameraSmartFraming?
     private let clipWatcher: ClipWatcher?
     private let pending: PendingRecording
     private let monitor: PressureMonitor
@@ -139,6 +141,9 @@ public final class Camera: Sendable {
                 controls.attachMode(photoMode: configuration.photos?.takesPresses ?? false, video: videoPresses,
                                     photo: { [photos] event, _ in photos.handle(event) })
             }
+            // Smart framing refuses here without the 4032 photo format (64) or OpenCV's cascades (69).
+            let framing = try configuration.smartFraming.map { try CameraSmartFraming.attach($0, to: recording, controls: controls, emit: emit) }
+            undo.append { framing?.stop() }
             let secondary = try SecondaryPresses.attach(configuration.controls.secondary, recording: recording,
                                                         dispatcher: controls.dispatcher, notice: notice)
             undo.append { secondary?.finish() }
@@ -179,6 +184,7 @@ public final class Camera: Sendable {
             self.recording = recording
             self.photos = photos
             self.secondary = secondary
+            self.framing = framing
             self.pressureHandler = handler
             self.preview = preview
             self.clipWatcher = served?.1 ?? nil
@@ -197,6 +203,7 @@ public final class Camera: Sendable {
         monitor.start()
         var summary = recording.run(progress: progress)
         monitor.stop()
+        framing?.stop()
         // A recording the handler finished at `shutdown` says so.
         if pressureHandler.stoppedForPressure && summary.stopReason == "interrupted" && !stoppedByApp.load(ordering: .acquiring) {
             summary.stopReason = "pressure"
@@ -218,9 +225,15 @@ public final class Camera: Sendable {
                                    controls: controls.summary, photos: taken.photos,
                                    locks: secondary?.summary.locks ?? [], photoErrors: taken.errors)
         result.adjusted = adjustment
+        result.framingRecommendations = framing?.monitor.recommendations
+        result.smartFraming = framing?.summary
         finishEvents()
         return result
     }
+
+    /// The smart-framing monitor (nil: `smartFraming` not configured): its recommendations,
+    /// enabled framings, `startMonitoring`/`stopMonitoring` on the running session.
+    public var smartFramingMonitor: SmartFramingMonitor? { framing?.monitor }
 
     /// Finishes the recording: the clip open is closed and kept; `run` returns.
     public func stop() {

@@ -30,6 +30,8 @@ public struct CameraConfiguration: Sendable {
     /// ladder (the default), refused with an alternative that fits (`.strict`, exit 69), or
     /// recorded as asked with a warning (`.asAsked`).
     public var validation = ValidationPolicy.adjust
+    /// Smart framing (`--smart-framing`): faces found, framings recommended and applied; nil: off.
+    public var smartFraming: SmartFramingRequest? = nil
 
     /// A camera recording with `recording`'s options, the pressure handler on, and nothing else.
     public init(recording: RecordOptions = RecordOptions(), preview: PreviewRequest? = nil,

@@ -148,6 +148,14 @@ public final class CameraControls: Sendable {
         controls.commitConfiguration()
     }
 
+    /// Publishes an event line to the control socket's watching clients (no socket: nothing).
+    func publish(_ object: [String: Any]) {
+        socket.withLock { $0 }?.publish(object)
+    }
+
+    /// The frame the newest control change applied from.
+    var lastChangeFrame: Int? { changes.withLock { $0.last?.frameIndex } }
+
     /// The control socket's `{"record": …}` requests go to `handler` (no socket: nothing to do).
     func setRecordHandler(_ handler: @escaping ControlSocket.RecordHandler) {
         socket.withLock { $0 }?.setRecordHandler(handler)

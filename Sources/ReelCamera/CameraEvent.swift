@@ -1,4 +1,5 @@
 import ReelCapacity
+import ReelFraming
 
 /// What a camera tells its observer while it is made and while it runs. `reel record` prints
 /// each on stderr; a program may log them, or read them from `Camera.events`.
@@ -17,6 +18,8 @@ public enum CameraEvent: Sendable, Equatable {
     case firstFrame(Int)
     /// The system-pressure level changed (the handler has acted on it).
     case pressure(PressureLevel)
+    /// The smart-framing monitor recommended a framing (applied after this, with `--smart-framing zoom|rotate`).
+    case framing(FramingRecommendation)
 }
 
 extension CameraEvent {
@@ -24,7 +27,7 @@ extension CameraEvent {
     public var isMessage: Bool {
         switch self {
         case .warning, .notice, .controlSocket, .preview: return true
-        case .firstFrame, .pressure: return false
+        case .firstFrame, .pressure, .framing: return false
         }
     }
 }

@@ -1,5 +1,6 @@
 import ReelCapacity
 import ReelCore
+import ReelFraming
 import ReelPhoto
 import ReelWriter
 
@@ -26,6 +27,10 @@ public struct CameraSummary: Encodable, Sendable {
     /// The photos pressed for that could not be saved (not encoded: `reel record` says each
     /// on stderr and exits with the first one's status).
     public var photoErrors: [PhotoError] = []
+    /// Every recommendation of the smart-framing monitor (nil: smart framing off).
+    public var framingRecommendations: [FramingRecommendation]? = nil
+    /// How smart framing's detection ran (nil: off).
+    public var smartFraming: SmartFramingSummary? = nil
 
     /// The `pressure` key.
     public struct PressureTimeline: Encodable, Sendable {
@@ -55,7 +60,7 @@ public struct CameraSummary: Encodable, Sendable {
         }
     }
 
-    enum Keys: String, CodingKey { case hardwareCost, adjusted, pressure, photos, locks }
+    enum Keys: String, CodingKey { case hardwareCost, adjusted, pressure, photos, locks, framingRecommendations, smartFraming }
 
     /// The recording's keys, then `hardwareCost`, `adjusted`, `pressure`, `captureEvents`, `markers`,
     /// `controlChanges`, `photos` and `locks`, in one object.
@@ -69,5 +74,7 @@ public struct CameraSummary: Encodable, Sendable {
         try c.encode(pressure, forKey: .pressure)
         try c.encode(photos, forKey: .photos)
         try c.encode(locks, forKey: .locks)
+        if let framingRecommendations { try c.encode(framingRecommendations, forKey: .framingRecommendations) }
+        if let smartFraming { try c.encode(smartFraming, forKey: .smartFraming) }
     }
 }

@@ -71,6 +71,13 @@ public final class CaptureSession: SourceDelegate, Sendable {
     private let runGroup = DispatchGroup()
     /// Zoom, brightness and the picture effect, applied to each frame before the outputs get it.
     public let adjustments = ImageAdjustments()
+    /// Sees each sensor frame before zoom and the effect (face detection: the whole sensor).
+    private let sensorTap = Mutex<(@Sendable (SourceFrame) -> Void)?>(nil)
+
+    /// Calls `tap` with every sensor frame as the source delivers it, before zoom, the effect
+    /// and the ratio's crop, on the capture thread: it must not wait (keep a reference to the
+    /// frame and return). nil removes it.
+    public func setSensorTap(_ tap: (@Sendable (SourceFrame) -> Void)?) { sensorTap.withLock { $0 = tap } }
 
     /// - Throws: `CaptureError.unsupportedRatio` when the source's format lacks `ratio`.
     public init(source: any VideoSource, ratio: AspectRatio? = nil) throws {
@@ -472,6 +479,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// Hands the source's frame to every output at the current ratio (applying a due ratio change
     /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
+        if let tap = sensorTap.withLock({ $0 }) { tap(frame) }
         // Zoom, brightness and the effect, before any output sees the frame (ImageAdjustments).
         guard let frame = adjustments.process(frame, format: self.source.format) else {
             self.source(didDrop: 1, reason: .outOfBuffers, at: frame.index)

@@ -19,17 +19,20 @@ struct RealisticScene: Sendable {
     let pattern: TestPattern
     /// The moving discs.
     let objects: SceneObjects
+    /// The people drawn over the texture (`SyntheticScene.people`), or nil.
+    let people: PeopleScene?
     /// The pan, in luma pixels a frame (even: the chroma planes move by whole samples).
     static let pan = (x: 4, y: 2)
     /// The margin of flat ground around the barcode, in pixels.
     static let quietMargin = 16
 
-    init(sensor: Size, temporalNoise: Bool) {
+    init(sensor: Size, temporalNoise: Bool, people: Bool = false) {
         precondition(sensor.width <= SceneNoise.longestRow && sensor.width % 2 == 0 && sensor.height % 2 == 0)
         self.sensor = sensor
         self.temporalNoise = temporalNoise
         pattern = TestPattern(sensor: sensor)
         objects = SceneObjects(sensor: sensor)
+        self.people = people ? PeopleScene(sensor: sensor) : nil
     }
 
     /// The texture this sensor pans across (built on the first call in the process).
@@ -56,7 +59,14 @@ struct RealisticScene: Sendable {
     /// Draws frame `index` into `buffer` (4:2:0 planar, the sensor's size): every sample.
     func draw(_ buffer: PixelBuffer, index: Int) {
         drawScene(buffer, index: index)
-        drawParts(buffer, index: index)
+        if let people {
+            // The people stand in front of the LED ring, behind the barcode and the digits.
+            pattern.drawLEDs(buffer, index: index)
+            people.draw(buffer, index: index)
+            drawParts(buffer, index: index, leds: false)
+        } else {
+            drawParts(buffer, index: index)
+        }
     }
 
     /// Draws frame `index` for a sensor mounted turned (`turns` × 90° clockwise: its
@@ -115,10 +125,10 @@ struct RealisticScene: Sendable {
 
     /// The barcode on flat ground (so that lossy codecs leave its cells clean), then the
     /// digits (on their own panel) and the LEDs.
-    private func drawParts(_ buffer: PixelBuffer, index: Int) {
+    private func drawParts(_ buffer: PixelBuffer, index: Int, leds: Bool = true) {
         let q = quietZone
         pattern.fill(buffer, x: q.x, y: q.y, width: q.width, height: q.height, luma: 110, u: 128, v: 128)
-        pattern.drawFrame(buffer, index: index)
+        pattern.drawFrame(buffer, index: index, leds: leds)
     }
 }
 

@@ -30,7 +30,7 @@ public struct SceneDrawingCost: Sendable, CustomStringConvertible {
     /// One line: the scene, the size, the costs and the share of a core at 30 fps.
     public var description: String {
         let share = shareOfOneCore(at: FrameRate(frames: 30)!) * 100
-        let noise = scene == .realistic && !temporalNoise ? " (noise off)" : ""
+        let noise = scene.isRealistic && !temporalNoise ? " (noise off)" : ""
         return String(format: "%@%@ %dx%d: %.2f ms CPU a frame (%.2f ms wall), %.1f %% of a core at 30 fps; preparation %.0f ms",
                       scene.rawValue, noise, sensorSide, sensorSide, cpuSecondsPerFrame * 1e3, wallSecondsPerFrame * 1e3, share,
                       preparationSeconds * 1e3)
@@ -54,7 +54,7 @@ extension SyntheticScene {
         // Four buffers in turn, as a sensor's pool goes round: one buffer drawn over and over
         // would stay in the cache and look cheaper than capture is.
         let buffers = try (0..<4).map { _ in try PixelBuffer(size: size, format: .yuv420p) }
-        let realistic = self == .realistic ? RealisticScene(sensor: size, temporalNoise: temporalNoise) : nil
+        let realistic = isRealistic ? RealisticScene(sensor: size, temporalNoise: temporalNoise, people: self == .people) : nil
         let pattern = TestPattern(sensor: size)
         let prepareStart = threadCPUSeconds()
         if let realistic { realistic.prepare() } else { pattern.drawBackground(buffers[0]) }

@@ -13,4 +13,13 @@ public enum SyntheticScene: String, Sendable, CaseIterable {
     /// The flat test pattern: a gradient, the ratios' crop outlines and a dark centre panel,
     /// drawn once per buffer, cheap to draw and to encode (ProRes 422 HQ about 43 Mbit/s).
     case pattern
+    /// The realistic scene with people in it (`PeopleScene`): up to three head-and-shoulders
+    /// portraits (two frontal faces, one in profile) that enter, walk, stand and leave on a
+    /// 24-second timeline, drawn over the texture. The scene knows every face's box in every
+    /// frame (`PeopleScene.faces(index:)`): the ground truth of face detection and framing.
+    /// The sensor must be mounted upright (`landscape`).
+    case people
+
+    /// Whether the scene is drawn whole every frame (the realistic scene, with or without people).
+    public var isRealistic: Bool { self != .pattern }
 }

@@ -35,6 +35,8 @@ public final class SyntheticSource: VideoSource {
     private let pattern: TestPattern
     /// What the sensor shows.
     public let scene: SyntheticScene
+    /// The people scene's ground truth (where every face is in each frame), nil for the other scenes.
+    public var people: PeopleScene? { realistic?.people }
     /// Whether the realistic scene carries its temporal noise (the pattern has none).
     public let temporalNoise: Bool
     /// The realistic scene, drawn whole every frame; nil for the pattern.
@@ -98,9 +100,12 @@ public final class SyntheticSource: VideoSource {
         self.scene = scene
         self.temporalNoise = temporalNoise
         self.mounting = mounting
-        if scene == .realistic {
+        if scene == .people && mounting != .landscape {
+            throw CaptureError.notConfigurable("the people scene needs an upright sensor (--sensor-orientation landscape)")
+        }
+        if scene.isRealistic {
             // Drawn whole every frame: no background; its texture is built by `warmUp`.
-            realistic = RealisticScene(sensor: sensor, temporalNoise: temporalNoise)
+            realistic = RealisticScene(sensor: sensor, temporalNoise: temporalNoise, people: scene == .people)
             model = nil
             upright = mounting == .landscape ? nil : try PixelBuffer(size: sensor, format: .yuv420p)
         } else {
@@ -189,6 +194,20 @@ public final class SyntheticSource: VideoSource {
             } else {
                 for r in 0..<planeRows { (to + r * toStride).update(from: from + r * fromStride, count: min(toStride, fromStride)) }
             }
+        }
+    }
+
+    /// Draws frame `index` into `buffer` (the sensor's size, 4:2:0 planar) as an upright
+    /// sensor captures it, without running the sensor: for tests and benchmarks that need a
+    /// given frame (the people scene's frames to score detection against its ground truth).
+    public func render(frame index: Int, into buffer: PixelBuffer) {
+        precondition(buffer.size == format.size && buffer.format == .yuv420p)
+        if let realistic {
+            realistic.prepare()
+            realistic.draw(buffer, index: index)
+        } else {
+            pattern.drawBackground(buffer)
+            pattern.drawFrame(buffer, index: index)
         }
     }
 

@@ -53,12 +53,15 @@ struct TestPattern {
     }
 
     /// The per-frame parts.
-    func drawFrame(_ buffer: PixelBuffer, index: Int) {
+    func drawFrame(_ buffer: PixelBuffer, index: Int, leds: Bool = true) {
         let (y, ys) = buffer.plane(0)
         FrameBarcode.draw(index: index, luma: y, stride: ys, centerX: cx, centerY: cy)
         drawDigits(buffer, index: index)
-        drawLEDs(buffer, lit: index % Self.ledCount)
+        if leds { drawLEDs(buffer, index: index) }
     }
+
+    /// The LED ring alone, frame `index`'s LED lit.
+    func drawLEDs(_ buffer: PixelBuffer, index: Int) { drawLEDs(buffer, lit: index % Self.ledCount) }
 
     /// Every rectangle `drawFrame` paints, each painted whole (the barcode, the digits'
     /// panel, the LEDs; even corners and sizes): copying them copies every per-frame part.

@@ -10,6 +10,8 @@ import Synchronization
 ///     {"set": "zoom", "value": 2}                 → {"ok": true, "control": "zoom", "value": 2, "clamped": false}
 ///     {"record": "start"}  (start, stop, toggle)  → {"ok": true, "recording": true, "take": N, ...}
 ///     {"status": true}                            → {"ok": true, "controls": [...], "events": N}
+///     {"watch": true}                             → {"ok": true, "watching": true}, then one line per
+///                                                   event the camera publishes (`{"framing": {...}}`)
 ///     not JSON / unknown request                  → {"ok": false, "error": "..."}  (the connection stays open)
 ///
 /// Several clients may be connected at once (up to 8; more are closed at once). A client of
@@ -33,6 +35,29 @@ public final class ControlSocket: Sendable {
     private let dispatcher: CaptureEventDispatcher
     private let controls: ControlSet
     private let recordHandler = Mutex<RecordHandler?>(nil)
+    /// Published event lines (the newest `feedLimit`) and the number of lines ever published.
+    private let feed = Mutex<(lines: [String], total: Int)>(([], 0))
+    /// Event lines a watching client can still catch up on.
+    static let feedLimit = 256
+
+    /// Publishes an event: every client that sent `{"watch": true}` gets it as one JSON line
+    /// (within 100 ms). A client too slow to read it holds up only its own connection.
+    public func publish(_ object: [String: Any]) {
+        let line = Self.reply(object)
+        feed.withLock { f in
+            f.lines.append(line)
+            f.total += 1
+            if f.lines.count > Self.feedLimit { f.lines.removeFirst(f.lines.count - Self.feedLimit) }
+        }
+    }
+
+    /// Lines published after the first `seen`, and the new total.
+    private func published(after seen: Int) -> ([String], Int) {
+        feed.withLock { f in
+            let first = f.total - f.lines.count
+            return (Array(f.lines[max(0, seen - first)...]), f.total)
+        }
+    }
 
     /// What `{"record": ACTION}` calls with ACTION `start`, `stop`, `toggle` or `status`
     /// (the state alone, for `{"status": true}`).
@@ -170,8 +195,14 @@ public final class ControlSocket: Sendable {
         var buffer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
         var lastLine = DispatchTime.now().uptimeNanoseconds
+        // A watching client gets the published lines after `seen`; it may stay silent.
+        var watching = false, seen = 0
         while !stopped.load(ordering: .acquiring) {
-            if Double(DispatchTime.now().uptimeNanoseconds - lastLine) / 1e9 >= idleTimeout { return }
+            if watching {
+                let (lines, total) = published(after: seen)
+                seen = total
+                for l in lines where !send(c, l) { return }
+            } else if Double(DispatchTime.now().uptimeNanoseconds - lastLine) / 1e9 >= idleTimeout { return }
             var pfd = pollfd(fd: c, events: Int16(POLLIN), revents: 0)
             let r = poll(&pfd, 1, 100)
             if r < 0 && errno != EINTR { return }
@@ -183,6 +214,10 @@ public final class ControlSocket: Sendable {
             while let nl = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(buffer[..<nl])
                 buffer.removeSubrange(...nl)
+                if !watching, Self.isWatch(line) {
+                    watching = true
+                    seen = feed.withLock { $0.total }
+                }
                 guard send(c, answer(line)) else { return }
                 lastLine = DispatchTime.now().uptimeNanoseconds
             }
@@ -240,6 +275,9 @@ public final class ControlSocket: Sendable {
             }
             return Self.reply(handler(a).object)
         }
+        if request["watch"] != nil {
+            return Self.reply(["ok": true, "watching": true])
+        }
         if request["status"] != nil {
             // Every event sent so far has been handled, every control change applied.
             dispatcher.drain()
@@ -251,7 +289,12 @@ public final class ControlSocket: Sendable {
             if let handler = recordHandler.withLock({ $0 }) { out["recording"] = handler("status").recording }
             return Self.reply(out)
         }
-        return Self.reply(["ok": false, "error": "unknown request: use event, set, record or status"])
+        return Self.reply(["ok": false, "error": "unknown request: use event, set, record, status or watch"])
+    }
+
+    /// Whether `line` is a `{"watch": …}` request.
+    private static func isWatch(_ line: [UInt8]) -> Bool {
+        ((try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any])?["watch"] != nil
     }
 
     private static func reply(_ object: [String: Any]) -> String {

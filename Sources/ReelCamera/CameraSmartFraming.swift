@@ -1,0 +1,126 @@
+import Foundation
+import ReelCapture
+import ReelControl
+import ReelCore
+import ReelFraming
+import ReelWriter
+
+/// What `--smart-framing` asks for: which recommendations are applied, and how detection runs.
+public struct SmartFramingRequest: Sendable, Hashable {
+    /// What the monitor may change.
+    public enum Part: String, Sendable, Hashable, CaseIterable {
+        /// Auto Zoom: the zoom steps of the ratio in force are enabled and applied.
+        case zoom
+        /// Auto Rotate: both orientations (4x3, 3x4) are enabled and applied.
+        case rotate
+        /// Every supported framing is enabled; recommendations are recorded, none applied.
+        case recommend
+    }
+    /// The parts asked for (`zoom,rotate`).
+    public var parts: Set<Part>
+    /// Detect every this many frames (nil: half the frame rate's frames, 2 Hz).
+    public var every: Int? = nil
+    /// Detect on the capture thread, every `every`th frame without fail (tests, `--no-realtime`).
+    public var stepped = false
+    /// The frontal cascade.
+    public var cascade = FaceDetector.defaultCascade
+
+    /// A request for `parts`.
+    public init(parts: Set<Part>) { self.parts = parts }
+
+    /// Whether recommendations are applied.
+    public var applies: Bool { !parts.contains(.recommend) }
+
+    /// The framings to enable among `supported`, the session starting at `ratio`.
+    func enabled(from supported: [Framing], startingAt ratio: AspectRatio) -> [Framing] {
+        if parts.contains(.recommend) || (parts.contains(.zoom) && parts.contains(.rotate)) { return supported }
+        if parts.contains(.zoom) { return supported.filter { $0.ratio == ratio } }
+        return supported.filter { $0.zoom == 1 }
+    }
+}
+
+/// The camera's smart framing: faces found on the sensor frames (`FaceTracking`), the
+/// monitor's recommendations, and — with `zoom` or `rotate` — each applied through the
+/// controls, the ratio first (the session's live ratio change: a recording gets its seam),
+/// then the zoom, in the order recommended. Every recommendation is a `CameraEvent` and a
+/// line on the control socket's `watch` stream.
+final class CameraSmartFraming: Sendable {
+    let monitor: SmartFramingMonitor
+    let tracking: FaceTracking
+    private let session: CaptureSession
+    private let cascade: String
+
+    private init(monitor: SmartFramingMonitor, tracking: FaceTracking, session: CaptureSession, cascade: String) {
+        self.monitor = monitor; self.tracking = tracking; self.session = session; self.cascade = cascade
+    }
+
+    /// Checks the request against the recording before anything runs: the 4032 photo format
+    /// (64) and the detector's cascades (69).
+    static func attach(_ request: SmartFramingRequest, to recording: Recording, controls: CameraControls,
+                       emit: @escaping @Sendable (CameraEvent) -> Void) throws -> CameraSmartFraming {
+        let session = recording.session
+        let format = session.source.format
+        let monitor = SmartFramingMonitor(sensor: format.size, photoFormat: (format.size, format.supportedRatios))
+        try monitor.startMonitoring()
+        try monitor.setEnabledFramings(request.enabled(from: monitor.supportedFramings, startingAt: session.ratio))
+        let detector = try FaceDetector(cascade: request.cascade)
+        let every = request.every ?? max(1, Int((format.rate.perSecond / 2).rounded()))
+        let tracking = FaceTracking(detector: detector, sensorSide: format.size.width, every: every, stepped: request.stepped) {
+            [monitor, session] faces, frame, time in
+            let current = Framing(ratio: session.ratio, zoom: session.adjustments.settings.zoom)
+            monitor.update(faces: faces, frame: frame, time: time, current: current)
+        }
+        let framing = CameraSmartFraming(monitor: monitor, tracking: tracking, session: session, cascade: request.cascade.rawValue)
+        let applies = request.applies
+        monitor.observe { [controls] r in
+            emit(.framing(r))
+            controls.publish(["framing": ["time": r.time, "frame": r.frame, "ratio": r.ratio, "zoom": r.zoom, "faces": r.faces, "applied": applies]])
+            guard applies else { return }
+            framing.apply(r, controls: controls)
+        }
+        session.setSensorTap { [tracking] frame in tracking.offer(frame) }
+        return framing
+    }
+
+    /// Applies `r` through the controls (their queue, in order): the ratio picker, then the
+    /// zoom slider; then marks it applied from the first frame showing the zoom.
+    private func apply(_ r: FramingRecommendation, controls: CameraControls) {
+        let set = controls.controls
+        if r.ratio != session.ratio.rawValue { _ = set.set("ratio", r.ratio) }
+        if r.zoom != session.adjustments.settings.zoom { _ = set.set("zoom", String(r.zoom)) }
+        set.queue.async { [monitor, session] in
+            let newest = session.stats.framesCaptured - 1
+            monitor.markApplied(frame: r.frame, appliedFrame: controls.lastChangeFrame ?? (newest >= 0 ? newest : nil))
+        }
+    }
+
+    /// Stops detection (the frame in progress is finished) and takes the tap away.
+    func stop() {
+        session.setSensorTap(nil)
+        tracking.stop()
+    }
+
+    /// The summary's `smartFraming`.
+    var summary: SmartFramingSummary {
+        let s = tracking.stats
+        return SmartFramingSummary(enabledFramings: monitor.enabledFramings.map(\.description), cascade: cascade,
+                                   detections: s.detections, skipped: s.skipped, detectionCpuMs: s.cpuMs, detectionWallMs: s.wallMs,
+                                   every: tracking.every, stepped: tracking.stepped)
+    }
+}
+
+/// How smart framing ran: the summary's `smartFraming` key (the recommendations are
+/// `framingRecommendations`).
+public struct SmartFramingSummary: Sendable, Encodable {
+    /// The framings enabled (`3x4@1.5`).
+    public var enabledFramings: [String]
+    /// The frontal cascade.
+    public var cascade: String
+    /// Detections run, and frames skipped because the detector was busy.
+    public var detections: Int, skipped: Int
+    /// Mean CPU and wall time of one detection, ms.
+    public var detectionCpuMs: Double, detectionWallMs: Double
+    /// Detection ran every this many frames; `stepped`: on the capture thread.
+    public var every: Int
+    public var stepped: Bool
+}
