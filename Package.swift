@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(name: "ReelWriterTests", dependencies: ["ReelWriter", "ReelCapture", "ReelMedia", "ReelCore", "ReelAudio"]),
         .testTarget(name: "ReelPreviewTests", dependencies: ["ReelPreview", "ReelCapture", "ReelMedia", "ReelCore"]),
         .testTarget(name: "ReelControlTests", dependencies: ["ReelControl", "ReelCore"]),
-        .testTarget(name: "ReelCLITests", dependencies: ["ReelAudio", "ReelCLI", "ReelCamera", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"], swiftSettings: [.unsafeFlags(["-Onone"])]),
+        .testTarget(name: "ReelCLITests", dependencies: ["ReelAudio", "ReelFraming", "ReelCLI", "ReelCamera", "ReelWriter", "ReelCore", "ReelStorage", "ReelBench", "ReelCapacity"], swiftSettings: [.unsafeFlags(["-Onone"])]),
         .testTarget(name: "ReelCapacityTests", dependencies: ["ReelCapacity", "ReelCore", "ReelMedia"]),
         .testTarget(name: "ReelCameraTests", dependencies: ["ReelCamera", "ReelFraming", "ReelCapacity", "ReelCapture", "ReelControl", "ReelCore", "ReelPhoto", "ReelPreview", "ReelWriter"]),
         .testTarget(name: "ReelFramingTests", dependencies: ["ReelFraming", "ReelCapture", "ReelCore", "ReelMedia"]),

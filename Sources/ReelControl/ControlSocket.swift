@@ -41,7 +41,9 @@ public final class ControlSocket: Sendable {
     static let feedLimit = 256
 
     /// Publishes an event: every client that sent `{"watch": true}` gets it as one JSON line
-    /// (within 100 ms). A client too slow to read it holds up only its own connection.
+    /// (within 100 ms; a client that watches from later gets the newest 256 first, and every
+    /// line published before `stop` is sent before its connection closes). A client too slow
+    /// to read it holds up only its own connection.
     public func publish(_ object: [String: Any]) {
         let line = Self.reply(object)
         feed.withLock { f in
@@ -197,6 +199,10 @@ public final class ControlSocket: Sendable {
         var lastLine = DispatchTime.now().uptimeNanoseconds
         // A watching client gets the published lines after `seen`; it may stay silent.
         var watching = false, seen = 0
+        defer {
+            // The lines published before the stop go out before the connection closes.
+            if watching { for l in published(after: seen).0 where !send(c, l) { break } }
+        }
         while !stopped.load(ordering: .acquiring) {
             if watching {
                 let (lines, total) = published(after: seen)
@@ -215,8 +221,9 @@ public final class ControlSocket: Sendable {
                 let line = Array(buffer[..<nl])
                 buffer.removeSubrange(...nl)
                 if !watching, Self.isWatch(line) {
+                    // From the oldest line kept: a client that comes late catches up.
                     watching = true
-                    seen = feed.withLock { $0.total }
+                    seen = feed.withLock { $0.total - $0.lines.count }
                 }
                 guard send(c, answer(line)) else { return }
                 lastLine = DispatchTime.now().uptimeNanoseconds
