@@ -88,7 +88,7 @@ let package = Package(
         // admission, pressure handler). The one place the camera's behaviour lives.
         .target(name: "ReelCamera", dependencies: ["ReelAudio", "ReelFraming", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelMedia", "ReelCapacity"]),
         // Smart framing: faces found (CFaceDetect), framings recommended and applied, Center Stage.
-        .target(name: "ReelFraming", dependencies: ["CFaceDetect", "ReelCore", "ReelMedia", "ReelCapture"]),
+        .target(name: "ReelFraming", dependencies: ["CFaceDetect", "CLinux", "ReelCore", "ReelMedia", "ReelCapture"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
         .target(name: "ReelCLI", dependencies: ["ReelAudio", "ReelFraming", "ReelCamera", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
         // `reel` itself: a thin entry into ReelCLI.

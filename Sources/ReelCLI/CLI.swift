@@ -37,6 +37,8 @@ public enum ParsedCommand: Sendable {
     /// `reel _docs man|bash-completion`: the man page or the bash completion, made from the
     /// option tables (`scripts/make-docs` writes them to `docs/`).
     case docs(String)
+    /// `reel _faces`: face detection scored on the people scene (`scripts/bench framing`).
+    case faces(FacesCommand.Invocation)
 }
 
 /// `reel jitter …` as parsed: the options and where the report goes.
@@ -98,6 +100,7 @@ public enum ReelCLI {
                 throw UsageError("help: unknown command '\(printable(name))' (use record, preview, photo, cost, calibrate, probe, verify, pool, jitter, devices or control)")
             }
             return .help(name)
+        case "_faces": return .faces(try FacesCommand.parse(rest))
         case "_docs":
             guard rest.count == 1, ["man", "bash-completion"].contains(rest[0]) else { throw UsageError("_docs takes man or bash-completion") }
             return .docs(rest[0])
@@ -117,6 +120,7 @@ public enum ReelCLI {
         case .probe(let files, let frames, let json): return try ProbeCommand.run(files: files, frames: frames, json: json)
         case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)
         case .devices(let json): return DevicesCommand.run(json: json)
+        case .faces(let f): return try FacesCommand.run(f)
         case .control(let socket, let lines, let timeout): return try ControlCommand.run(socket: socket, lines: lines, timeout: timeout)
         case .cost(let o, let json, let preview): return try CostCommand.run(o, json: json, preview: preview)
         case .calibrate(let json, let refresh): return try CalibrateCommand.run(json: json, refresh: refresh)

@@ -85,7 +85,7 @@ public enum CommandTable {
         .value("--shutter", "zsl|next-frame", "which frame a press takes: the nearest in the ring (default) or the next one", sample: "zsl"),
         .value("--sensor-noise", "SIGMA", "synthetic sensor read-out noise, 0.1–50 luma levels; quality photos then merge the ring's frames", sample: "8"),
         .value("--sensor-orientation", "landscape|portrait|landscapeLeft", "how the synthetic sensor is mounted (default landscape)", sample: "portrait"),
-        .value("--scene", "pattern|realistic", "what the synthetic sensor shows: the realistic scene (default) or the flat test pattern", sample: "realistic"),
+        .value("--scene", "pattern|realistic|people", "what the synthetic sensor shows: the realistic scene (default), the same with people in it, or the flat test pattern", sample: "realistic"),
         .flag("--no-compensation", "store pixels as the sensor reads them out, with the EXIF Orientation a viewer needs"),
         .flag("--eager", "initialise the photo output before capture starts (default: after the first frame)"),
         .flag("--unprepared", "prepare nothing ahead: encoders and copy buffers made at the first press (to measure prepared settings)"),
