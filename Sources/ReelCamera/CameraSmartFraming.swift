@@ -120,7 +120,8 @@ public struct SmartFramingSummary: Sendable, Encodable {
     public var detections: Int, skipped: Int
     /// Mean CPU and wall time of one detection, ms.
     public var detectionCpuMs: Double, detectionWallMs: Double
-    /// Detection ran every this many frames; `stepped`: on the capture thread.
+    /// Detection ran every this many frames.
     public var every: Int
+    /// Whether it ran on the capture thread (frame-stepped: `--no-realtime`).
     public var stepped: Bool
 }
