@@ -96,7 +96,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--strict", "--no-adjust", "--pressure-handler", "--mode", "--burst-rate", "--secondary"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--strict", "--no-adjust", "--pressure-handler", "--mode", "--burst-rate", "--secondary", "--smart-framing"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

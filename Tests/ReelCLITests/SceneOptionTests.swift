@@ -49,7 +49,7 @@ import ReelWriter
             #expect(e.description.hasPrefix("--scene: only the synthetic sensor draws a scene"))
         }
         let bad = try reel(["record", "--scene", "forest"])
-        #expect(bad.status == 64 && bad.stderr == "reel: --scene: unknown scene 'forest' (use pattern or realistic)\n")
+        #expect(bad.status == 64 && bad.stderr == "reel: --scene: unknown scene 'forest' (use pattern, realistic or people)\n")
     }
 
     /// `reel preview` and `reel photo` take `--scene` too (a V4L2 source refuses it).
