@@ -7,6 +7,7 @@ import ReelAudio
 import ReelCapture
 import ReelControl
 import ReelCore
+import ReelFraming
 import ReelMedia
 import ReelPhoto
 import ReelPreview
@@ -29,6 +30,7 @@ enum RecordCommand {
         var mode: CaptureMode? = nil, burstRate = 5   // issue 14
         var strict = false, noAdjust = false, sawScene = false   // issue 24
         var smartFraming: SmartFramingRequest? = nil   // issue 29
+        var centerStage: CenterStage.Mode? = nil
         for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
@@ -121,6 +123,9 @@ enum RecordCommand {
                 }
                 o.audioCodec = c
             case "--smart-framing": smartFraming = try parseSmartFraming(v)
+            case "--center-stage":
+                guard let m = CenterStage.Mode(rawValue: v.lowercased()) else { throw UsageError("--center-stage: '\(printable(v))' is not cooperative or app") }
+                centerStage = m
             case "--strict": strict = true
             case "--no-adjust": noAdjust = true
             case "--pressure-handler":
@@ -172,6 +177,8 @@ enum RecordCommand {
         configuration.pressureDirectory = environment["REEL_PRESSURE_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.sysfsRoot = environment["REEL_SYSFS_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/sys"
         configuration.validation = strict ? .strict : noAdjust ? .asAsked : .adjust
+        if centerStage != nil && smartFraming != nil { throw UsageError("use either --center-stage or --smart-framing, not both") }
+        configuration.centerStage = centerStage
         if var framing = smartFraming {
             // Not in real time the detection is frame-stepped: on the capture thread, every 15th frame at 30 fps.
             framing.stepped = !o.realtime

@@ -50,6 +50,7 @@ public final class Camera: Sendable {
 
     private let secondary: SecondaryPresses?
     private let framing: CameraSmartFraming?
+    private let centerStage: CameraCenterStage?
     private let clipWatcher: ClipWatcher?
     private let pending: PendingRecording
     private let monitor: PressureMonitor
@@ -144,6 +145,13 @@ public final class Camera: Sendable {
             // Smart framing refuses here without the 4032 photo format (64) or OpenCV's cascades (69).
             let framing = try configuration.smartFraming.map { try CameraSmartFraming.attach($0, to: recording, controls: controls, emit: emit) }
             undo.append { framing?.stop() }
+            if configuration.centerStage != nil && configuration.smartFraming != nil {
+                throw FramingError("use either Center Stage or smart framing, not both", status: ExitStatus.usage)
+            }
+            let centerStage = try configuration.centerStage.map {
+                try CameraCenterStage.attach($0, stepped: !options.realtime, to: recording, controls: controls)
+            }
+            undo.append { centerStage?.stop() }
             let secondary = try SecondaryPresses.attach(configuration.controls.secondary, recording: recording,
                                                         dispatcher: controls.dispatcher, notice: notice)
             undo.append { secondary?.finish() }
@@ -185,6 +193,7 @@ public final class Camera: Sendable {
             self.photos = photos
             self.secondary = secondary
             self.framing = framing
+            self.centerStage = centerStage
             self.pressureHandler = handler
             self.preview = preview
             self.clipWatcher = served?.1 ?? nil
@@ -204,6 +213,7 @@ public final class Camera: Sendable {
         var summary = recording.run(progress: progress)
         monitor.stop()
         framing?.stop()
+        centerStage?.stop()
         // A recording the handler finished at `shutdown` says so.
         if pressureHandler.stoppedForPressure && summary.stopReason == "interrupted" && !stoppedByApp.load(ordering: .acquiring) {
             summary.stopReason = "pressure"
@@ -227,6 +237,7 @@ public final class Camera: Sendable {
         result.adjusted = adjustment
         result.framingRecommendations = framing?.monitor.recommendations
         result.smartFraming = framing?.summary
+        result.centerStage = centerStage?.summary
         finishEvents()
         return result
     }

@@ -1,3 +1,4 @@
+import ReelFraming
 import ReelCapture
 import ReelControl
 import ReelCore
@@ -32,6 +33,9 @@ public struct CameraConfiguration: Sendable {
     public var validation = ValidationPolicy.adjust
     /// Smart framing (`--smart-framing`): faces found, framings recommended and applied; nil: off.
     public var smartFraming: SmartFramingRequest? = nil
+    /// Center Stage (`--center-stage`): the crop window follows the people; nil: off. Not
+    /// with `smartFraming`.
+    public var centerStage: CenterStage.Mode? = nil
 
     /// A camera recording with `recording`'s options, the pressure handler on, and nothing else.
     public init(recording: RecordOptions = RecordOptions(), preview: PreviewRequest? = nil,

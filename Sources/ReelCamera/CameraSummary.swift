@@ -31,6 +31,8 @@ public struct CameraSummary: Encodable, Sendable {
     public var framingRecommendations: [FramingRecommendation]? = nil
     /// How smart framing's detection ran (nil: off).
     public var smartFraming: SmartFramingSummary? = nil
+    /// How Center Stage ran (nil: off).
+    public var centerStage: CenterStageSummary? = nil
 
     /// The `pressure` key.
     public struct PressureTimeline: Encodable, Sendable {
@@ -60,7 +62,7 @@ public struct CameraSummary: Encodable, Sendable {
         }
     }
 
-    enum Keys: String, CodingKey { case hardwareCost, adjusted, pressure, photos, locks, framingRecommendations, smartFraming }
+    enum Keys: String, CodingKey { case hardwareCost, adjusted, pressure, photos, locks, framingRecommendations, smartFraming, centerStage }
 
     /// The recording's keys, then `hardwareCost`, `adjusted`, `pressure`, `captureEvents`, `markers`,
     /// `controlChanges`, `photos` and `locks`, in one object.
@@ -76,5 +78,6 @@ public struct CameraSummary: Encodable, Sendable {
         try c.encode(locks, forKey: .locks)
         if let framingRecommendations { try c.encode(framingRecommendations, forKey: .framingRecommendations) }
         if let smartFraming { try c.encode(smartFraming, forKey: .smartFraming) }
+        if let centerStage { try c.encode(centerStage, forKey: .centerStage) }
     }
 }

@@ -27,8 +27,11 @@ public enum PictureEffect: Sendable, Hashable {
 
 /// What the session does to each frame before its outputs see it.
 public struct PictureSettings: Sendable, Hashable {
-    /// Digital zoom, 1…4: the centre 1/zoom of the sensor picture scaled back to the sensor size.
+    /// Digital zoom, 1…4: 1/zoom of the sensor picture, around `centre`, scaled back to the sensor size.
     public var zoom: Double = 1
+    /// Where the zoomed part is centred, in shares of the sensor's width and height (0.5, 0.5:
+    /// the middle; Center Stage pans it); kept so that the part stays inside the sensor.
+    public var centre = PicturePoint(x: 0.5, y: 0.5)
     /// Brightness in stops of exposure bias (−2…+2): luma moves by `ImageAdjustments.lumaPerStop` per stop.
     public var exposureBias: Double = 0
     /// The effect applied last.
@@ -39,6 +42,16 @@ public struct PictureSettings: Sendable, Hashable {
 
     /// Whether the picture goes out as the sensor drew it.
     public var isIdentity: Bool { zoom == 1 && exposureBias == 0 && effect == .none }
+}
+
+/// A point of a picture in shares of its width and height (0…1).
+public struct PicturePoint: Sendable, Hashable {
+    /// From the left edge.
+    public var x: Double
+    /// From the top edge.
+    public var y: Double
+    /// The point (`x`, `y`).
+    public init(x: Double, y: Double) { self.x = x; self.y = y }
 }
 
 /// Zoom, brightness and an effect applied to frames where the session receives them, after
@@ -75,7 +88,7 @@ public final class ImageAdjustments: Sendable {
         var pool: PixelBufferPool?
         var poolSize = Size(width: 0, height: 0)
         var poolFormat = PixelFormat.yuv420p
-        var mapsFor: (zoom: Double, size: Size)? = nil
+        var mapsFor: (zoom: Double, centre: PicturePoint, size: Size)? = nil
         var columns: [Int] = []
         var rows: [Int] = []
         var chromaColumns: [Int] = []
@@ -149,30 +162,39 @@ public final class ImageAdjustments: Sendable {
         return work.withLock { w -> SourceFrame? in
             guard let pool = w.pool, w.poolSize == format.size, w.poolFormat == format.pixelFormat else { return frame }
             guard let out = pool.lease() else { return nil }
-            prepareMaps(&w, zoom: settings.zoom, size: format.size)
+            prepareMaps(&w, zoom: settings.zoom, centre: settings.centre, size: format.size)
             render(frame.lease.buffer, into: out.buffer, settings: settings, work: w)
             if case .lut(let lut) = settings.effect { lut.yuvTable.apply(to: out.buffer) }
             return SourceFrame(lease: out, index: frame.index, pts: frame.pts, rate: frame.rate)
         }
     }
 
-    /// The crop digital zoom `zoom` keeps of a picture of `size`: centred, even-aligned.
-    public static func zoomCrop(_ zoom: Double, in size: Size) -> CropRect {
+    /// The crop digital zoom `zoom` keeps of a picture of `size`: around `centre` (the middle
+    /// by default), moved inside the picture where it would leave it, even-aligned.
+    public static func zoomCrop(_ zoom: Double, centre: PicturePoint = PicturePoint(x: 0.5, y: 0.5), in size: Size) -> CropRect {
         let z = min(max(zoom, 1), 4)
         let w = max(2, Int((Double(size.width) / z).rounded()) & ~1)
         let h = max(2, Int((Double(size.height) / z).rounded()) & ~1)
-        return CropRect(x: ((size.width - w) / 2) & ~1, y: ((size.height - h) / 2) & ~1, width: w, height: h)
+        let x = Int((centre.x * Double(size.width) - Double(w) / 2).rounded()), y = Int((centre.y * Double(size.height) - Double(h) / 2).rounded())
+        return CropRect(x: min(max(0, x), size.width - w) & ~1, y: min(max(0, y), size.height - h) & ~1, width: w, height: h)
     }
 
-    private func prepareMaps(_ w: inout Work, zoom: Double, size: Size) {
-        if let m = w.mapsFor, m.zoom == zoom, m.size == size { return }
-        let c = Self.zoomCrop(zoom, in: size)
+    /// Changes the settings from the next frame on without waiting (Center Stage, on the
+    /// capture thread, before the frame it steers). The adjustments' buffers must exist: a
+    /// `change` made them (the first change allocates them off the capture thread).
+    public func set(_ edit: (inout PictureSettings) -> Void) {
+        state.withLock { edit(&$0.wanted) }
+    }
+
+    private func prepareMaps(_ w: inout Work, zoom: Double, centre: PicturePoint, size: Size) {
+        if let m = w.mapsFor, m.zoom == zoom, m.centre == centre, m.size == size { return }
+        let c = Self.zoomCrop(zoom, centre: centre, in: size)
         w.columns = (0..<size.width).map { c.x + $0 * c.width / size.width }
         w.rows = (0..<size.height).map { c.y + $0 * c.height / size.height }
         let cw = size.width / 2, ch = size.height / 2
         w.chromaColumns = (0..<cw).map { c.x / 2 + $0 * (c.width / 2) / cw }
         w.chromaRows = (0..<ch).map { c.y / 2 + $0 * (c.height / 2) / ch }
-        w.mapsFor = (zoom, size)
+        w.mapsFor = (zoom, centre, size)
     }
 
     /// The luma table for a bias of `stops`: video range kept (16…235), identity at 0.

@@ -55,7 +55,9 @@ public final class FaceDetector: @unchecked Sendable {
     ///   (Debian's `opencv-data` is not installed).
     public init(cascade: Cascade = FaceDetector.defaultCascade, profiles: Bool = false) throws {
         let frontal = "\(Self.cascadeDirectory)/\(cascade.file)"
-        let profile = profiles ? "\(Self.cascadeDirectory)/haarcascades/haarcascade_profileface.xml" : nil
+        // The profile cascade of the frontal one's kind (LBP's is the cheaper).
+        let profile = !profiles ? nil : cascade == .lbp ? "\(Self.cascadeDirectory)/lbpcascades/lbpcascade_profileface.xml"
+            : "\(Self.cascadeDirectory)/haarcascades/haarcascade_profileface.xml"
         for path in [frontal, profile].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: path) {
             throw FramingError("face detection needs OpenCV's cascades: cannot read \(path) (install Debian's opencv-data)",
                                status: ExitStatus.unavailable)

@@ -1,0 +1,75 @@
+import Foundation
+import ReelCapture
+import ReelControl
+import ReelCore
+import ReelFraming
+import ReelWriter
+
+/// The camera's Center Stage (`--center-stage`): faces found on the sensor's frames
+/// (`FaceTracking`, every 15th frame), and every frame the crop window (`CenterStage`: pan
+/// and zoom within the square sensor) set on the session's adjustments before the frame is
+/// processed — so the movie, the preview and photos all show it. In `cooperative` mode the
+/// user's zoom takes precedence: while the zoom control is not 1, Center Stage holds still; in
+/// `app` mode the zoom control is disabled.
+final class CameraCenterStage: Sendable {
+    let stage: CenterStage
+    let tracking: FaceTracking
+    let mode: CenterStage.Mode
+    private let session: CaptureSession
+
+    private init(stage: CenterStage, tracking: FaceTracking, mode: CenterStage.Mode, session: CaptureSession) {
+        self.stage = stage; self.tracking = tracking; self.mode = mode; self.session = session
+    }
+
+    /// Starts Center Stage on `recording`'s session.
+    /// - Throws: `FramingError` (64) for a sensor that is not square, (69) without OpenCV's
+    ///   cascades; `MediaError` when the adjustments' buffers cannot be allocated.
+    static func attach(_ mode: CenterStage.Mode, stepped: Bool, to recording: Recording, controls: CameraControls) throws -> CameraCenterStage {
+        let session = recording.session
+        let format = session.source.format
+        guard format.size.width == format.size.height else {
+            throw FramingError("Center Stage needs a square sensor (the synthetic sensor); this one is \(format.size)", status: ExitStatus.usage)
+        }
+        // The adjustments' buffers, allocated here, off the capture thread.
+        try session.adjustments.change(format: format, timeout: 0) { _ in }
+        let stage = CenterStage(sensor: format.size)
+        let detector = try FaceDetector()
+        let every = max(1, Int((format.rate.perSecond / 2).rounded()))
+        let tracking = FaceTracking(detector: detector, sensorSide: format.size.width, every: every, stepped: stepped) {
+            [stage, session] faces, frame, _ in stage.update(faces: faces, frame: frame, ratio: session.ratio)
+        }
+        let zoom = controls.controls.control("zoom") as? SystemSlider
+        if mode == .app { zoom?.disable("Center Stage (app mode) controls the zoom") }
+        session.setSensorTap { [stage, tracking, session] frame in
+            let userZoom = mode == .cooperative ? (zoom?.value.value ?? 1) : 1
+            if userZoom == 1 {
+                let w = stage.step()
+                session.adjustments.set { $0.zoom = w.zoom; $0.centre = w.centre }
+            }
+            tracking.offer(frame)
+        }
+        return CameraCenterStage(stage: stage, tracking: tracking, mode: mode, session: session)
+    }
+
+    /// Stops detection and takes the tap away (the window in force stays).
+    func stop() {
+        session.setSensorTap(nil)
+        tracking.stop()
+    }
+
+    /// The summary's `centerStage`.
+    var summary: CenterStageSummary {
+        let s = tracking.stats
+        return CenterStageSummary(mode: mode.rawValue, moves: stage.moves, detections: s.detections, detectionCpuMs: s.cpuMs)
+    }
+}
+
+/// How Center Stage ran: the summary's `centerStage` key.
+public struct CenterStageSummary: Sendable, Encodable {
+    /// `cooperative` or `app`.
+    public var mode: String
+    /// Every change of the window's target (`frame`, `zoom`, `x`, `y`: the centre in shares of the sensor).
+    public var moves: [CenterStage.Move]
+    /// Detections run, and the mean CPU time of one (ms).
+    public var detections: Int, detectionCpuMs: Double
+}
