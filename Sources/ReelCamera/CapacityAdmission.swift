@@ -32,7 +32,9 @@ public enum CapacityGate {
         let first = o.ratio ?? (supported.contains(.landscape16x9) ? .landscape16x9 : supported[0])
         let ratios = ([first] + o.ratioChanges.map(\.1)).filter { supported.contains($0) }
         let largest = ratios.map { $0.crop(in: sensor).size }.max { $0.width * $0.height < $1.width * $1.height } ?? sensor
-        return SessionDemand(outputs: [OutputDemand(codec: o.codec, size: largest, framesPerSecond: framesPerSecond ?? fps, pattern: pattern)], preview: preview)
+        let faces = o.faceDetectionsPerSecond > 0 ? FaceDetectionDemand(sensorSide: max(sensor.width, sensor.height), perSecond: o.faceDetectionsPerSecond) : nil
+        return SessionDemand(outputs: [OutputDemand(codec: o.codec, size: largest, framesPerSecond: framesPerSecond ?? fps, pattern: pattern)],
+                             preview: preview, faceDetection: faces)
     }
 
     /// The figures costs are counted with: the cached `reel calibrate` measurement when it is

@@ -75,6 +75,13 @@ public struct Calibration: Codable, Sendable, Equatable {
 
     /// CPU seconds a second this machine has.
     public var capacity: Double { Double(max(cores, 1)) }
+    /// This machine's CPU against the shipped table's reference (its CPU probe's time ÷ the
+    /// reference's, 0.8–8×; 1 when either probe is unknown): scales figures measured only
+    /// on the reference machine (face detection's).
+    public var cpuScale: Double {
+        guard let mine = cpuProbeMilliseconds, let reference = CostTable.reference?.cpuProbeMilliseconds, mine > 0, reference > 0 else { return 1 }
+        return min(max(mine / reference, CostTable.fastestScale), 8)
+    }
 
     /// `CLOCK_PROCESS_CPUTIME_ID` in seconds: CPU time of every thread of this process.
     public static func processCPUSeconds() -> Double {

@@ -34,12 +34,16 @@ public struct SessionDemand: Sendable, Equatable {
     public var outputs: [OutputDemand]
     /// The live preview runs (it encodes at most one JPEG per captured frame, newest only).
     public var preview: Bool
-    /// A demand of `outputs`, with or without the live preview.
-    public init(outputs: [OutputDemand], preview: Bool) { self.outputs = outputs; self.preview = preview }
+    /// Face detection on the sensor's frames (smart framing, Center Stage), nil: none.
+    public var faceDetection: FaceDetectionDemand? = nil
+    /// A demand of `outputs`, with or without the live preview and face detection.
+    public init(outputs: [OutputDemand], preview: Bool, faceDetection: FaceDetectionDemand? = nil) {
+        self.outputs = outputs; self.preview = preview; self.faceDetection = faceDetection
+    }
 
     /// The same demand with every output at `fps` (a frame-rate override).
     public func at(framesPerSecond fps: Double) -> SessionDemand {
-        SessionDemand(outputs: outputs.map { $0.with(framesPerSecond: fps) }, preview: preview)
+        SessionDemand(outputs: outputs.map { $0.with(framesPerSecond: fps) }, preview: preview, faceDetection: faceDetection)
     }
 }
 
@@ -146,8 +150,13 @@ public struct CostModel: Sendable {
             // One thread: at most one core's worth, of `cores`.
             preview = min(fps * calibration.previewMillisecondsPerPicture / 1000, 1) / calibration.capacity
         }
+        if let d = demand.faceDetection {
+            // One thread (OpenCV's set to one): at most one core's worth.
+            encoder += min(d.perSecond * d.cpuSecondsPerDetection(scale: calibration.cpuScale), 1) / calibration.capacity
+        }
         var text = demand.outputs.map(\.description).joined(separator: ", ")
         if demand.preview { text += " + preview" }
+        if let d = demand.faceDetection { text += " + face detection \(CostFormat.fps(d.perSecond))/s" }
         return SessionShares(encoder: encoder, preview: preview, diskBytesPerSecond: disk, description: text)
     }
 

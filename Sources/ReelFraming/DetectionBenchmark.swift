@@ -1,4 +1,3 @@
-import CLinux
 import Foundation
 import ReelCapture
 import ReelCore
@@ -32,9 +31,9 @@ public struct DetectionBenchmark: Sendable, Encodable {
         for index in stride(from: 0, to: PeopleScene.period, by: max(1, step)) {
             source.render(frame: index, into: buffer)
             let (luma, stride) = buffer.plane(0)
-            let t0 = threadCPU()
+            let t0 = threadCPUSeconds()
             let found = try detector.detect(gray: luma, size: buffer.size, stride: stride, search: search)
-            cpu += threadCPU() - t0
+            cpu += threadCPUSeconds() - t0
             n += 1
             score.add(found: found, truth: people.faces(index: index))
         }
@@ -42,11 +41,4 @@ public struct DetectionBenchmark: Sendable, Encodable {
                                   score: score, recall: score.recall, precision: score.precision,
                                   cpuMsPerDetection: cpu * 1000 / Double(max(1, n)))
     }
-}
-
-/// The calling thread's CPU time, in seconds.
-private func threadCPU() -> Double {
-    var t = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
 }

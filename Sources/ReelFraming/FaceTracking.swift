@@ -80,9 +80,9 @@ public final class FaceTracking: Sendable {
     private func detect(_ frame: SourceFrame) {
         let buffer = frame.lease.buffer
         let (luma, stride) = buffer.plane(0)
-        let cpu0 = threadCPUTime(), wall0 = MonotonicClock.now()
+        let cpu0 = threadCPUSeconds(), wall0 = MonotonicClock.now()
         let found = (try? detector.withLock { try $0.detect(gray: luma, size: buffer.size, stride: stride, search: search) }) ?? []
-        let cpu = threadCPUTime() - cpu0, wall = MonotonicClock.seconds(since: wall0)
+        let cpu = threadCPUSeconds() - cpu0, wall = MonotonicClock.seconds(since: wall0)
         state.withLock { $0.detections += 1; $0.cpuSeconds += cpu; $0.wallSeconds += wall }
         handler(found, frame.index, frame.pts.seconds)
     }
@@ -108,8 +108,8 @@ public final class FaceTracking: Sendable {
     }
 }
 
-/// The calling thread's CPU time, in seconds.
-private func threadCPUTime() -> Double {
+/// The calling thread's CPU time, in seconds (`CLOCK_THREAD_CPUTIME_ID`).
+func threadCPUSeconds() -> Double {
     var t = timespec()
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
     return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9

@@ -98,6 +98,9 @@ public struct RecordOptions: Sendable {
     /// hold ring keeps all its buffers and nothing is dropped as `outOfBuffers` (the synthetic
     /// sensor's buffers, or a V4L2 camera's pool of copies).
     public var extraSensorBuffers = 0
+    /// Face detections a second on the sensor's frames (smart framing, Center Stage: the
+    /// camera sets it), charged in the hardware-cost model; 0: none.
+    public var faceDetectionsPerSecond = 0.0
     /// How the synthetic sensor is mounted (`--sensor-orientation`): the clips hold its
     /// read-out as it comes (turned against the scene) and carry the display matrix that
     /// shows it upright (MOV and MP4). `.landscape` (upright) by default.

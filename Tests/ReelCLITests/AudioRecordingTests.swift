@@ -250,8 +250,8 @@ import ReelWriter
     }
 }
 
-/// Sync with a device whose clock runs fast (issue 28 item 5): 3 minutes at 1,000 ppm is a
-/// skew of 180 ms. The emulated device logs when each click's mark was made (CLOCK_MONOTONIC);
+/// Sync with a device whose clock runs fast (issue 28 item 5): 90 s at 2,000 ppm is a skew of
+/// 180 ms (3 minutes at 1,000 ppm until the suite had to stay under 30 minutes). The emulated device logs when each click's mark was made (CLOCK_MONOTONIC);
 /// the clip's sound must hold each click at that time of the session clock — the picture's —
 /// within 1 ms, at the start and at the end.
 @Suite struct RealtimeAudioDriftTests {
@@ -279,23 +279,23 @@ import ReelWriter
     }
 
     @Test(.enabled(if: RealtimeALSARecordingTests.alsa != nil, "FAKE_ALSA_CONF is not set"), .timeLimit(.minutes(6)))
-    func aFastDeviceStaysInStepForThreeMinutes() throws {
+    func aFastDeviceStaysInStepFor180msOfSkew() throws {
         let dir = temporaryDirectory("reel-drift")
         defer { removeTree(dir) }
         let log = dir + "/clicks.log"
         let run = try reel(["record", "--json", "--plain", "--out", dir + "/clips", "--audio", "default", "--scene", "pattern",
-                            "--source", "synthetic:1280", "--codec", "h264", "--container", "mov", "--duration", "180"],
-                           environment: RealtimeALSARecordingTests.alsa!.merging(["FAKE_ALSA": "ppm=1000,log=\(log)"]) { $1 })
+                            "--source", "synthetic:1280", "--codec", "h264", "--container", "mov", "--duration", "90"],
+                           environment: RealtimeALSARecordingTests.alsa!.merging(["FAKE_ALSA": "ppm=2000,log=\(log)"]) { $1 })
         #expect(run.status == 0, "\(run.stderr)")
         let s = try run.decode(RecordingSummary.self)
         let a = try #require(s.audio)
-        // The device's rate as measured: 1,000 ppm fast, within 20 ppm.
-        #expect(abs(try #require(a.deviceRatePpm) - 1000) <= 20)
+        // The device's rate as measured: 2,000 ppm fast, within 20 ppm.
+        #expect(abs(try #require(a.deviceRatePpm) - 2000) <= 20)
         let zero = try #require(a.sessionZeroMonotonicNs)
         #expect(s.clips.count == 1)
         let offsets = try Self.offsets(clip: s.clips[0], zero: zero, log: log)
         let numbers = offsets.keys.sorted()
-        #expect(numbers.count >= 170)
+        #expect(numbers.count >= 85)
         let first = try #require(numbers.first), last = try #require(numbers.last)
         #expect(abs(offsets[first]!) <= 1, "at the start: \(offsets[first]!) ms")
         #expect(abs(offsets[last]!) <= 1, "after 180 ms of skew: \(offsets[last]!) ms")

@@ -1,18 +1,24 @@
 import Foundation
 import Testing
 
-/// Connects to the UNIX socket at `path`, sends `text`, and reads until `lines` answer lines came.
-func talk(_ path: String, _ text: String, lines: Int) throws -> [String] {
+/// A stream socket connected to the UNIX socket at `path`, `text` sent on it (the caller closes it).
+func connectAndSend(_ path: String, _ text: String) throws -> Int32 {
     let s = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard s >= 0 else { throw ProbeFailed(message: "socket") }
-    defer { close(s) }
     var addr = sockaddr_un()
     addr.sun_family = sa_family_t(AF_UNIX)
     withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
     let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-    guard r == 0 else { throw ProbeFailed(message: "connect \(path): \(errno)") }
+    guard r == 0 else { close(s); throw ProbeFailed(message: "connect \(path): \(errno)") }
     let bytes = Array(text.utf8)
-    guard bytes.withUnsafeBytes({ send(s, $0.baseAddress, $0.count, 0) }) == bytes.count else { throw ProbeFailed(message: "send") }
+    guard bytes.withUnsafeBytes({ send(s, $0.baseAddress, $0.count, 0) }) == bytes.count else { close(s); throw ProbeFailed(message: "send") }
+    return s
+}
+
+/// Connects to the UNIX socket at `path`, sends `text`, and reads until `lines` answer lines came.
+func talk(_ path: String, _ text: String, lines: Int) throws -> [String] {
+    let s = try connectAndSend(path, text)
+    defer { close(s) }
     var got = [UInt8]()
     var chunk = [UInt8](repeating: 0, count: 4096)
     var tv = timeval(tv_sec: 5, tv_usec: 0)

@@ -21,16 +21,8 @@ import ReelFraming
 
     /// Connects to `path`, asks to watch, and reads lines until the camera closes the socket.
     static func watch(_ path: String) throws -> [String] {
-        let s = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard s >= 0 else { throw ProbeFailed(message: "socket") }
+        let s = try connectAndSend(path, "{\"watch\": true}\n")
         defer { close(s) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let r = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
-        guard r == 0 else { throw ProbeFailed(message: "connect \(path): \(errno)") }
-        let bytes = Array("{\"watch\": true}\n".utf8)
-        guard bytes.withUnsafeBytes({ send(s, $0.baseAddress, $0.count, 0) }) == bytes.count else { throw ProbeFailed(message: "send") }
         var tv = timeval(tv_sec: 300, tv_usec: 0)
         guard setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size)) == 0 else { throw ProbeFailed(message: "setsockopt") }
         var got = [UInt8](), chunk = [UInt8](repeating: 0, count: 4096)

@@ -18,6 +18,7 @@ runs=${RUNS:-2}
 work=$(mktemp -d /tmp/reel-framing-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+load_before=$(cat /proc/loadavg)
 echo "scripts/bench framing — scene: people, commit $commit"
 echo
 echo "1. Face detection on the ground truth (1920² sensor, every 12th frame of 720)"
@@ -47,8 +48,10 @@ echo
 echo "2. The framing loop: --smart-framing zoom,rotate, 4032² sensor, 720 frames, not in real time"
 "$reel" record --source synthetic:4032 --scene people --smart-framing zoom,rotate --no-realtime --frames 720 \
     --codec h264 --container mp4 --plain --out "$work/rec" --name framing --json >"$work/rec.json"
-python3 - "$work/rec.json" <<'PY'
-import json, sys
+LOAD_BEFORE="$load_before" python3 - "$work/rec.json" "$work/detect.jsonl" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "bench.d"))
+import results as R
 d = json.load(open(sys.argv[1]))
 recs = d["framingRecommendations"]
 sf = d["smartFraming"]
@@ -65,4 +68,16 @@ print(f"  settling after a movement ended: " + ", ".join(f"frame {e}: {n / 30:.1
 print(f"  recommendations after 45 still frames: {len(still)} in {720 / 30 / 60:.1f} min (target 0)")
 print(f"  detection: {sf['detections']} runs, {sf['detectionCpuMs']:.0f} ms CPU each (4032² shrunk by 4), every {sf['every']} frames")
 print(f"  clips: " + ", ".join(f"{c['width']}x{c['height']} {c['frames']} frames" for c in d["clips"]))
+detect = [json.loads(l) for l in open(sys.argv[2])]
+default = [x for x in detect if x["cascade"] == "lbp" and x["shrink"] == 2]
+cols = ["cascade", "searchedAt", "recall", "precision", "cpuMsPerDetection"]
+rows = [{"cascade": x["cascade"], "searchedAt": 1920 // x["shrink"], "recall": x["recall"], "precision": x["precision"],
+         "cpuMsPerDetection": x["cpuMsPerDetection"]} for x in detect]
+heads = [R.headline("face detection recall, frontal faces of 60 px or more (people scene)", [x["recall"] for x in default], target=(">=", 0.9, "reel")),
+         R.headline("face detection precision (people scene)", [x["precision"] for x in default], target=(">=", 0.9, "reel")),
+         R.headline("smart-framing recommendations after 45 still frames (people scene)", len(still), target=("==", 0, "reel")),
+         R.headline("CPU of one face detection at 1920 (people scene)", [x["cpuMsPerDetection"] for x in default], unit="ms", key=False)]
+R.write("framing", "Smart framing on the people scene: face detection against the ground truth, the framing loop",
+        columns=cols, rows=rows, headlines=heads, load_before=os.environ["LOAD_BEFORE"],
+        parameters={"scene": "people", "sensor": 4032, "frames": 720})
 PY
