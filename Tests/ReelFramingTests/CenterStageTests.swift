@@ -36,16 +36,12 @@ import ReelFraming
                 score.frontalFrames += 1
                 if frontal.allSatisfy({ picture.contains($0.box) }) { score.frontalInside += 1 }
             }
-            if visible.allSatisfy({ picture.contains($0.box) }) { score.allInside += 1 } else if ProcessInfo.processInfo.environment["REEL_DEBUG_STAGE"] != nil {
-                print("frame \(index): out: \(visible.filter { !picture.contains($0.box) }.map { "\($0.person) \($0.box)" }) picture \(picture)")
-            }
+            if visible.allSatisfy({ picture.contains($0.box) }) { score.allInside += 1 }
             if let main = visible.filter({ $0.facing == .frontal }).max(by: { $0.area < $1.area }) {
                 score.withMain += 1
                 let cx = main.box.x + main.box.width / 2, cy = main.box.y + main.box.height / 2
                 if cx >= picture.x + picture.width / 3 && cx <= picture.x + 2 * picture.width / 3
-                    && cy >= picture.y + picture.height / 3 && cy <= picture.y + 2 * picture.height / 3 { score.mainCentred += 1 } else if ProcessInfo.processInfo.environment["REEL_DEBUG_STAGE"] == "centre" {
-                    print("frame \(index): main \(main.person) at \(cx),\(cy) picture \(picture)")
-                }
+                    && cy >= picture.y + picture.height / 3 && cy <= picture.y + 2 * picture.height / 3 { score.mainCentred += 1 }
             }
         }
         // Moves made after 45 still frames (the timeline's movements: docs/framing.md).
@@ -55,7 +51,8 @@ import ReelFraming
     }
 
     static func search(_ side: Int) -> FaceDetector.Search { .forSensor(side: side) }
-    static let every = Int(ProcessInfo.processInfo.environment["REEL_STAGE_EVERY"] ?? "") ?? 15
+    /// Detect every this many frames, as `--center-stage` at 30 fps.
+    static let every = 15
 
     /// The bars are every visible face inside the picture in at least 95 % of frames,
     /// the main face in the centre third, no move while the scene is still (no breathing).

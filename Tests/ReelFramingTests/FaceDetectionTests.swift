@@ -29,9 +29,7 @@ import ReelFraming
     /// on every 24th frame of the 24-second timeline (one to three people, walking and still;
     /// `scripts/bench framing` scores every 12th).
     @Test func defaultDetectorMeetsTheBarOnThePeopleScene() throws {
-        let t0 = Date()
         let s = try Self.score(step: 24)
-        print("default detector: recall \(s.recall) (\(s.frontalFound)/\(s.frontalFaces)), precision \(s.precision), \(Date().timeIntervalSince(t0) / 60 * 1000) ms a frame")
         #expect(s.frontalFaces >= 30, "the timeline shows frontal faces in most frames")
         #expect(s.recall >= 0.9, "recall \(s.recall): \(s.frontalFound) of \(s.frontalFaces)")
         #expect(s.precision >= 0.9, "precision \(s.precision): \(s.falseDetections) false of \(s.detections)")
