@@ -117,14 +117,15 @@ public final class CameraControls: Sendable {
 
     /// Events and control changes now carry the index of the newest frame `currentFrame`
     /// names; the ratio picker offers `ratios` (the sensor's) and calls `setRatio` (on the
-    /// controls' queue, one change at a time).
+    /// controls' queue, one change at a time), which returns the frame the ratio applied from
+    /// (nil: none came, and the change is recorded at the newest frame).
     func attach(currentFrame: @escaping @Sendable () -> Int?, ratios: [String], selected: String,
-                setRatio: @escaping @Sendable (String) -> Void) {
+                setRatio: @escaping @Sendable (String) -> Int?) {
         dispatcher.setCurrentFrame(currentFrame)
         frame.withLock { $0 = currentFrame }
         let picker = IndexPicker(identifier: "ratio", titles: ratios, selectedIndex: ratios.firstIndex(of: selected) ?? 0) { [weak self] i in
-            setRatio(ratios[i])
-            self?.record("ratio", Double(i), title: ratios[i])
+            let applied = setRatio(ratios[i])
+            self?.record("ratio", Double(i), title: ratios[i], at: applied)
         }
         controls.beginConfiguration()
         if controls.canAddControl(picker) { try? controls.addControl(picker) }
@@ -274,13 +275,27 @@ public struct ControlSummary: Encodable, Sendable {
 }
 
 /// The ratio picker's action: asks `session` for the ratio and waits (at most 2 s) until the
-/// first frame at it, so picks apply one at a time in the order made. A refusal is told to `notice`.
-func setRatioAndWait(_ session: CaptureSession, _ text: String, notice: @Sendable (String) -> Void) {
-    guard let ratio = AspectRatio(parsing: text) else { return }
+/// first frame at it, so picks apply one at a time in the order made. Returns that frame's
+/// index — the seam's, read on the capture thread as the frame arrives, not the newest frame
+/// once the wait ends (capture may be frames further on by then) — or nil when no frame came.
+/// A refusal is told to `notice`.
+func setRatioAndWait(_ session: CaptureSession, _ text: String, notice: @Sendable (String) -> Void) -> Int? {
+    guard let ratio = AspectRatio(parsing: text) else { return nil }
     let done = DispatchSemaphore(value: 0)
-    do { try session.setDynamicAspectRatio(ratio) { _ in done.signal() } } catch {
+    let seamFrame = Mutex<Int?>(nil)
+    do {
+        try session.setDynamicAspectRatio(ratio) { pts in
+            // Called before the next frame is counted: the seam at `pts` is this frame's, and
+            // without a seam (the ratio in force asked again) the frame is the newest counted.
+            let stats = session.stats
+            let seam = stats.seams.last { $0.pts == pts.seconds }?.frameIndex
+            seamFrame.withLock { $0 = seam ?? (stats.framesCaptured > 0 ? stats.framesCaptured - 1 : nil) }
+            done.signal()
+        }
+    } catch {
         notice((error as? any UserFacingError)?.description ?? "\(error)")
-        return
+        return nil
     }
-    if done.wait(timeout: .now() + 2) == .timedOut { /* the recording ended first: nothing to wait for */ }
+    if done.wait(timeout: .now() + 2) == .timedOut { return nil /* the recording ended first: nothing to wait for */ }
+    return seamFrame.withLock { $0 }
 }
