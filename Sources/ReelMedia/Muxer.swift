@@ -7,6 +7,8 @@ private final class SinkBox {
     var error: (any Error)?
     /// A fragment began in the current call (a marked write): it is complete when the call returns.
     var fragmentStarted = false
+    /// The media time (µs) the newest marked fragment starts at, as libavformat marks it.
+    var fragmentTime: Int64 = 0
     /// Bytes handed to the sink so far.
     var bytesWritten: Int64 = 0
     init(_ sink: ByteSink) { self.sink = sink }
@@ -36,7 +38,9 @@ private func sinkWrite(_ opaque: UnsafeMutableRawPointer?, _ buf: UnsafeMutableP
 private func sinkWriteMarked(_ opaque: UnsafeMutableRawPointer?, _ buf: UnsafeMutablePointer<UInt8>?, _ size: Int32,
                              _ type: AVIODataMarkerType, _ time: Int64) -> Int32 {
     if type == AVIO_DATA_MARKER_SYNC_POINT || type == AVIO_DATA_MARKER_BOUNDARY_POINT {
-        Unmanaged<SinkBox>.fromOpaque(opaque!).takeUnretainedValue().fragmentStarted = true
+        let box = Unmanaged<SinkBox>.fromOpaque(opaque!).takeUnretainedValue()
+        box.fragmentStarted = true
+        box.fragmentTime = time
     }
     return sinkWrite(opaque, buf, size)
 }
@@ -81,8 +85,24 @@ public final class Muxer: @unchecked Sendable {
     public let container: Container
     /// Video packets written so far.
     public private(set) var packetsWritten = 0
+    /// The sink is told of the next complete fragment that starts at this media time (µs) or later.
+    private var nextFragmentSignal = Int64.min
+    /// 99 % of the fragment interval, µs (a fragment of exactly the interval is always told).
+    private let fragmentSignalSpacing: Int64
     /// Bytes of packet payload written so far (without the container's own bytes).
     public private(set) var bytesOfPackets = 0
+
+    /// The most bytes of packets a fragment of an intra-only codec holds in MOV/MP4 (movenc's
+    /// `frag_size`): a fragment ends at `fragmentInterval` seconds or at this size, whichever
+    /// comes first. movenc keeps a whole fragment's samples in memory until it writes the
+    /// fragment, in a buffer it grows as the fragment fills and frees once it is written; at
+    /// the default second of ProRes 422 that was 12 MB mapped and unmapped every second — a
+    /// sawtooth of the process's memory that hours of recording measure as growth (issue 25's
+    /// soak). Under 1.3 MiB the buffer stays under glibc's 2 MiB mmap threshold
+    /// (`ProcessMemory`) however movenc grows it (by half again each time), so it is reused
+    /// from the heap, not paged in afresh. Long-GOP codecs fragment at keyframes only, so that
+    /// a fragment never ends between a B-frame and the frame it refers to.
+    public static let fragmentByteLimit = 1 << 20
 
     /// Whether `container` wants codec extradata in its header (`AVFMT_GLOBALHEADER`).
     public static func wantsGlobalHeader(_ container: Container) -> Bool {
@@ -102,6 +122,7 @@ public final class Muxer: @unchecked Sendable {
                 fragmentInterval: Double = 1.0, metadata: [String: String] = [:], displayQuarterTurns: Int = 0,
                 audio: AudioEncoder? = nil) throws {
         self.container = container
+        fragmentSignalSpacing = Int64(saturating: fragmentInterval * 990_000)
         audioTimeBase = AVRational(num: 1, den: Int32(audio?.sampleRate ?? 1))
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(avformat_alloc_output_context2(&ctx, nil, container.formatName, nil), "avformat_alloc_output_context2(\(container.formatName))")
@@ -164,6 +185,7 @@ public final class Muxer: @unchecked Sendable {
                 if encoder.settings.codec.isIntraOnly {
                     av_dict_set(&options, "movflags", "delay_moov+default_base_moof+use_metadata_tags", 0)
                     av_dict_set(&options, "frag_duration", micros, 0)
+                    av_dict_set(&options, "frag_size", String(Muxer.fragmentByteLimit), 0)
                 } else {
                     av_dict_set(&options, "movflags", "delay_moov+default_base_moof+use_metadata_tags+frag_keyframe", 0)
                 }
@@ -240,9 +262,15 @@ public final class Muxer: @unchecked Sendable {
         // libavformat 5.1's Matroska muxer marks no cluster (its marker's condition never
         // holds), but it keeps each cluster in memory until it closes: a call that wrote
         // anything wrote a whole cluster.
-        if box.fragmentStarted || (container == .mkv && box.bytesWritten > before) {
+        if container == .mkv ? box.bytesWritten > before : box.fragmentStarted {
             box.fragmentStarted = false
-            box.sink.fragmentCompleted()
+            // Fragments cut at `fragmentByteLimit` come several a second: the sink (which
+            // fdatasyncs at a complete fragment) hears of the first to start a fragment
+            // interval after the last it heard of, as it did when fragments were that long.
+            if container == .mkv || box.fragmentTime >= nextFragmentSignal {
+                nextFragmentSignal = box.fragmentTime + fragmentSignalSpacing
+                box.sink.fragmentCompleted()
+            }
         }
         if index == 0 { packetsWritten += 1 }
         bytesOfPackets += size

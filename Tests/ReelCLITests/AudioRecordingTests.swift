@@ -316,7 +316,7 @@ import ReelWriter
         #expect(try createPool(pool, "256M", slot: "64M").status == 0)
         let p = try launch(["record", "--pool", pool, "--no-realtime", "--codec", "prores:proxy", "--scene", "pattern", "--audio", "synthetic",
                             "--out", dir + "/out", "--name", "k"] + untilSIGINT)
-        #expect(waitForFragments(2, of: p.process.processIdentifier, in: pool), "no two complete fragments within 60 s")
+        #expect(waitForCompleteFrames(60, of: p.process.processIdentifier, in: pool), "no 60 frames in complete fragments within 60 s")
         p.signal(SIGKILL)
         _ = p.wait()
         #expect(try poolStatus(pool).slotsActive == 0, "opening the pool recovers the dead recorder's slot")

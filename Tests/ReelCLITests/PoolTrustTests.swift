@@ -366,9 +366,11 @@ struct PoolFaultTests {
 /// Recovery never publishes a clip without a complete, decodable frame. Real-time recorders
 /// killed at a chosen moment: the real-time pass of `scripts/test`.
 @Suite(.serialized) struct RealtimeRecoveryTests {
-    /// MOV writes its header with the first fragment (delay_moov): a slow disk (each slot
-    /// write 40 ms late, injected) stretches the writing of that ~9 MiB fragment over ~0.4 s,
-    /// and the kill comes once its first block (header and the fragment's start) is on disk.
+    /// MOV writes its header with the first fragment (delay_moov). Fragments end at
+    /// `Muxer.fragmentByteLimit` bytes or at one frame larger than that: a frame of ProRes HQ
+    /// of the realistic scene at 4032×3024 (several MiB) is a fragment of several blocks,
+    /// and a slow disk (each slot write 40 ms late, injected) stretches its writing over
+    /// ~0.2 s; the kill comes once its first block (header and the fragment's start) is on disk.
     /// Matroska writes its header at once and each cluster whole when it closes.
     @Test(.enabled(if: faultsLibrary != nil, "the fault library is not built: scripts/faults --build"),
           arguments: [("prores:hq", "mov"), ("ffv1", "mkv")])
@@ -378,13 +380,14 @@ struct PoolFaultTests {
         let pool = dir + "/pool"
         #expect(try createPool(pool, "256M", slot: "64M").status == 0)
         let slow = container == "mov" ? faultEnvironment("pwrite:SLOW40:1+", under: pool + "/slots", log: dir + "/faults.log") : [:]
+        let picture = container == "mov" ? ["--source", "synthetic:4032", "--scene", "realistic", "--no-adjust"] : []
         let p = try launch(["record", "--pool", pool, "--duration", "30", "--codec", codec,
-                            "--container", container, "--out", dir + "/out", "--name", "k"], environment: slow)
+                            "--container", container, "--out", dir + "/out", "--name", "k"] + picture, environment: slow)
         let slot = try firstBytesWritten(pool)
         p.signal(SIGKILL)
         _ = p.wait()
         try #require(slot != nil, "the recorder never wrote its header")
-        let dest = dir + "/out/k-0001-16x9.\(container)"
+        let dest = dir + "/out/k-0001-\(container == "mov" ? "4x3" : "16x9").\(container)"
         if container == "mkv" {
             // The text report.
             let run = try reel(["pool", "recover", pool])

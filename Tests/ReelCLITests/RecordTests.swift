@@ -70,9 +70,9 @@ let validPairs: [(String, String, String)] = [
     @Test func sigintFinishesTheClipAndKeepsIt() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }
-        // In the test pool; interrupted once two fragments (2 s, 60 frames) are in its slot.
+        // In the test pool; interrupted once complete fragments of 60 frames are in its slot.
         let p = try launch(["record", "--codec", "prores:proxy", "--out", dir, "--name", "int", "--json"] + untilSIGINT)
-        #expect(waitForFragments(2, of: p.process.processIdentifier, in: testPool), "no two fragments within 60 s")
+        #expect(waitForCompleteFrames(60, of: p.process.processIdentifier, in: testPool), "no 60 frames in complete fragments within 60 s")
         p.signal(SIGINT)
         let run = p.wait()
         #expect(run.status == 0, "\(run.stderr)")

@@ -341,6 +341,28 @@ func waitForFragments(_ count: Int, of pid: Int32, in pool: String, container: S
         return (found?.count ?? 0) >= count + 1
     }
 }
+/// Waits (at most 60 s) until the active slot of `pid` in `pool` holds complete fragments
+/// with at least `frames` frames: the slot cut at its last complete fragment, copied aside
+/// and decoded (`Inspector.probe`). Fragments are cut at a second or at
+/// `Muxer.fragmentByteLimit` bytes, so their count says little of how many frames are safe.
+func waitForCompleteFrames(_ frames: Int, of pid: Int32, in pool: String) -> Bool {
+    let copy = temporaryDirectory("reel-slot-prefix") + "/prefix.mov"
+    defer { removeTree((copy as NSString).deletingLastPathComponent) }
+    return waitUntil(60, every: 0.1) {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: pool + "/manifest.json")),
+              let m = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let slot = (m["slots"] as? [[String: Any]])?.first(where: { ($0["owner"] as? Int).map { Int32($0) } == pid && $0["state"] as? String == "active" }),
+              let id = slot["id"] as? Int else { return false }
+        let path = pool + "/slots/" + String(format: "slot-%06d.bin", id)
+        guard let found = FragmentScanner.completeFragments(of: path), found.count > 0,
+              let h = FileHandle(forReadingAtPath: path) else { return false }
+        let prefix = h.readData(ofLength: Int(found.length))
+        try? h.close()
+        guard (try? prefix.write(to: URL(fileURLWithPath: copy))) != nil else { return false }
+        return ((try? Inspector.probe(copy, frames: true))?.frameIndices?.count ?? 0) >= frames
+    }
+}
+
 /// PSI files (`cpu`, `io`, `memory`) at nominal figures that the tests' `reel` processes read
 /// (`REEL_PRESSURE_DIR`) unless a test gives its own: the pressure handler is on by default,
 /// and on the loaded CI machine the kernel's figures would lower the frame rate and pause the
