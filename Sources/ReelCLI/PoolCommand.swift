@@ -239,9 +239,16 @@ enum PoolCommand {
         "busy: " + (s.busyReasons.isEmpty ? "no" : s.busyReasons.map { r in s.progress[r].map { "\(r) \(Int(saturating: $0 * 100))%" } ?? r }.joined(separator: ", "))
     }
 
+    /// The slot sizes in `reel pool status`'s first line: `256.0 MiB each`, or, once a loop
+    /// recording's deleted clips came back as larger free slots, `256.0 MiB each, free ones up to 768.0 MiB`.
+    static func slotSizesText(_ s: PoolStatus) -> String {
+        guard let largest = s.largestFreeSlot, largest > s.slotSize else { return "\(formatBytes(s.slotSize)) each" }
+        return "\(formatBytes(s.slotSize)) each, free ones up to \(formatBytes(largest))"
+    }
+
     static func report(_ s: PoolStatus, json: Bool) throws {
         if json { printJSON(s); return }
-        print("pool \(s.path): \(formatBytes(s.remainingCapacity)) of \(formatBytes(s.capacity)) free (\(clock(s.remainingSeconds)) at \(Int((s.bitrate / 1e6).rounded())) Mbit/s), slots \(s.slotsFree) free / \(s.slotsActive) active / \(s.slotsPreparing) preparing (\(formatBytes(s.slotSize)) each)")
+        print("pool \(s.path): \(formatBytes(s.remainingCapacity)) of \(formatBytes(s.capacity)) free (\(clock(s.remainingSeconds)) at \(Int((s.bitrate / 1e6).rounded())) Mbit/s), slots \(s.slotsFree) free / \(s.slotsActive) active / \(s.slotsPreparing) preparing (\(slotSizesText(s)))")
         print("  filesystem \(s.filesystem), direct I/O \(s.directIOAlignment.map { "aligned to \($0) bytes" } ?? "not available"), prefill \(s.prefill)")
         switch (s.writeModeSource, s.writeModeMeasurement) {
         case ("measured", let m?):

@@ -17,6 +17,10 @@ public struct PoolStatus: Sendable, Codable {
     public var bitrate: Double
     /// Bytes each slot is preallocated with.
     public var slotSize: Int64
+    /// Bytes of the largest free slot (nil with none free). More than `slotSize` when a loop
+    /// recording's deleted clip came back as one free slot covering several slot sizes
+    /// (`reclaim`).
+    public var largestFreeSlot: Int64?
     /// Slots ready, recording, and being prepared.
     public var slotsFree: Int
     /// Slots a recorder is writing.
@@ -79,9 +83,11 @@ extension StoragePool {
         let active = m.slots.filter { $0.state == .active }
         if !active.isEmpty { busy.append("capturing") }
         let bitrate = m.lastBitrate ?? DefaultPoolSize.defaultBitrate
+        let free = m.slots.filter { $0.state == .free }
         return PoolStatus(path: path, capacity: m.capacity, remainingCapacity: m.freeBytes,
                           remainingSeconds: Double(m.freeBytes) * 8 / bitrate, bitrate: bitrate, slotSize: m.slotSize,
-                          slotsFree: m.slots.filter { $0.state == .free }.count, slotsActive: active.count,
+                          largestFreeSlot: free.map(\.allocated).max(),
+                          slotsFree: free.count, slotsActive: active.count,
                           slotsPreparing: m.slots.filter { $0.state == .preparing }.count,
                           busyReasons: busy, progress: progress, operations: operations, filesystem: Sys.filesystemName(path),
                           directIOAlignment: directIOAlignment(), writeMode: m.writeMode,

@@ -172,6 +172,35 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
 }
 
 /// A real-time recording killed with SIGKILL; runs in the real-time pass of `scripts/test`.
+/// `reel pool status` once a loop recording's deleted clip came back as one free slot larger
+/// than the slot size (`StoragePool.reclaim`): the text says the slots are 4 MiB each and the
+/// free ones up to 12 MiB; `--json` has `largestFreeSlot`. A pool of equal slots says only
+/// `4.0 MiB each`.
+@Suite struct PoolStatusSlotSizeTests {
+    @Test func aReclaimedSlotIsNamedInTheStatus() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let path = dir + "/pool"
+        let pool = try StoragePool.create(at: path, capacity: 32 << 20, slotSize: 4 << 20, writeMode: .buffered, prefill: .zero)
+        let plain = try reel(["pool", "status", path])
+        #expect(plain.status == 0 && plain.stdout.contains("slots 8 free / 0 active / 0 preparing (4.0 MiB each)\n"), "\(plain.stdout)")
+        #expect(try poolStatus(path).largestFreeSlot == 4 << 20)
+        // Three slots taken out (as published clips take them), then a 9 MiB clip deleted back in.
+        let url = URL(fileURLWithPath: path + "/manifest.json")
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        var slots = try #require(object["slots"] as? [[String: Any]])
+        for _ in 0..<3 { unlink(path + "/slots/" + String(format: "slot-%06d.bin", slots.removeLast()["id"] as! Int)) }
+        object["slots"] = slots
+        try JSONSerialization.data(withJSONObject: object).write(to: url)
+        try Data(repeating: 0xAB, count: 9 << 20).write(to: URL(fileURLWithPath: dir + "/seg-0001.mov"))
+        #expect(pool.reclaim(dir + "/seg-0001.mov") == .reclaimed(12 << 20))
+        let run = try reel(["pool", "status", path])
+        #expect(run.status == 0 && run.stdout.contains("slots 6 free / 0 active / 0 preparing (4.0 MiB each, free ones up to 12.0 MiB)\n"), "\(run.stdout)")
+        let s = try poolStatus(path)
+        #expect(s.largestFreeSlot == 12 << 20 && s.slotSize == 4 << 20 && s.remainingCapacity == 32 << 20)
+    }
+}
+
 @Suite(.serialized) struct RealtimePoolTests {
     @Test func killNineThenRecoverGivesAPlayablePrefix() throws {
         let dir = temporaryDirectory()
