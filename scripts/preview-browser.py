@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives the preview page in Debian's headless Chromium through Playwright (tests use it).
 
-    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record|zoom|marker|mode|gallery | --follow FILE]
+    scripts/preview-browser.py URL OUTDIR [--click RATIO|shutter|record|zoom|marker|mode|gallery|sound | --follow FILE]
 
 Opens URL (the page's address with its token, as the `preview:` line prints it: the page
 sets its cookie), waits until the live picture shows (the <img> has decoded a JPEG), saves the
@@ -34,8 +34,11 @@ thumbnail, plays the first <video> (muted) and waits until it has played 0.5 s o
 end (`video`: readyState, currentTime, duration, error, src, poster, ended), then lists the items as shown
 (`galleryItems`: id, kind, the meta line, the download link, whether it has a <video>, the
 thumbnail's natural size) and saves OUTDIR/gallery.png, then at 390x844 (`galleryPhoneWidths`:
-the page's scroll width and the gallery's width; OUTDIR/gallery-phone.png). Exit 0, or 1
-with the reason on stderr.
+the page's scroll width and the gallery's width; OUTDIR/gallery-phone.png).
+--click sound waits until the level meter shows, then reads it 20 times, 250 ms apart
+(`levels`: each [the meter's value, its text, the state line]) and saves OUTDIR/sound.png.
+Every mode says whether the level meter is hidden (`levelHidden`, as the page first showed).
+Exit 0, or 1 with the reason on stderr.
 """
 import json
 import sys
@@ -73,6 +76,7 @@ def main(argv):
             page.wait_for_function("() => document.getElementById('s').textContent.includes('frames')", timeout=15000)
             result["natural"] = page.evaluate("() => { const i = document.getElementById('p'); return [i.naturalWidth, i.naturalHeight]; }")
             result["stateBefore"] = page.inner_text("#s")
+            result["levelHidden"] = page.evaluate("() => document.getElementById('f-level').hidden")
             result["picture"] = f"{out}/picture.png"
             page.locator("#p").screenshot(path=result["picture"])
             result["page"] = f"{out}/page.png"
@@ -176,6 +180,17 @@ def main(argv):
                     "() => [document.documentElement.scrollWidth, document.getElementById('gallery').getBoundingClientRect().width]")
                 result["galleryPhone"] = f"{out}/gallery-phone.png"
                 page.screenshot(path=result["galleryPhone"], full_page=True)
+            elif ratio == "sound":
+                # The level meter: it shows once the status stream brings a level; then 20
+                # readings a quarter second apart (the stream refreshes the counters at 4 Hz).
+                page.wait_for_function("() => !document.getElementById('f-level').hidden", timeout=15000)
+                result["levels"] = []
+                for _ in range(20):
+                    result["levels"].append(page.evaluate(
+                        "() => [document.getElementById('level').value, document.getElementById('level-v').textContent, document.getElementById('s').textContent]"))
+                    page.wait_for_timeout(250)
+                result["sound"] = f"{out}/sound.png"
+                page.screenshot(path=result["sound"])
             elif ratio == "shutter":
                 page.click("#shutter")
                 result["shutterStatus"], result["shutterAnswer"] = answered(page, 30000)

@@ -53,6 +53,7 @@ public enum CameraPreview {
                 status.seams = stats.seams.count
                 controls.fillPicture(&status)   // zoom, exposure, effect as last applied
                 status.secondary = secondary()
+                status.audioLevelDb = recording.audioLevelDecibels
                 if status.recording != pushed.recording(status.recording) { pushed.changed() }
                 if let photo = photos?.output.photos.last { pushed.photo(photo.path) }
                 pushed.photosToGallery(photos)

@@ -60,6 +60,10 @@ public struct PreviewStatus: Codable, Sendable {
     /// camera that can lock focus and exposure, unlocked), `unlock` (locked), `none`; null for
     /// `reel preview`.
     @EncodedNull public var secondary: String? = nil
+    /// The sound's level: the largest sample of the last 300–400 ms in dBFS (0: full scale;
+    /// −96: silence), shown as the page's level meter; null without sound (`--audio none`,
+    /// `reel preview`) or before its first samples.
+    @EncodedNull public var audioLevelDb: Double? = nil
 
     /// The session's part of the status; the server fills in the preview's own counters.
     public init(recording: Bool, elapsed: Double, frames: Int, fps: Double, drops: Int, ratio: String,

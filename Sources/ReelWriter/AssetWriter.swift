@@ -51,6 +51,8 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
     let audioFeed = AudioFeed()
     /// The largest sample since the level meter last read it (−1: none since).
     let audioPeak = Atomic<Int>(-1)
+    /// The sound's level over the last few tenths of a second, for any number of readers (the page).
+    public let audioLevel = AudioLevelMeter()
     var audioWaiting = false
     /// Where the last frame taken ends on the session clock (ns): how far the video has got.
     var _videoReachedNs: Int64?

@@ -36,6 +36,7 @@ extension AssetWriter: AudioSourceDelegate {
     public func audio(didCapture chunk: AudioChunk) {
         var peak = 0
         for s in chunk.samples { peak = max(peak, abs(Int(s))) }
+        audioLevel.record(peak: peak)
         var seen = audioPeak.load(ordering: .relaxed)
         while peak > seen {
             let (done, now) = audioPeak.compareExchange(expected: seen, desired: peak, ordering: .acquiringAndReleasing)

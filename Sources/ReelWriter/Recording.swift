@@ -18,6 +18,9 @@ public final class Recording: Sendable {
     /// The microphone, when the recording has sound (`options.audio`).
     public var audioSource: (any AudioSource)? { audio?.source }
     private let audio: AudioCapture?
+    /// The sound's level now (`AudioLevelMeter.decibels`: the peak of the last 300–400 ms,
+    /// dBFS); nil without sound or before its first samples.
+    public var audioLevelDecibels: Double? { audio == nil ? nil : writer.audioLevel.decibels() }
     /// Frames the source can hold at once (its pool's buffers, the photo ring's included):
     /// what an output that processes frames (the picture adjustments) needs as many of.
     public let sourceBuffers: Int

@@ -44,6 +44,7 @@ extension RealtimePreviewTests {
         #expect(status == 0, "\(String(decoding: why, as: UTF8.self))")
         let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
         #expect(result["natural"] as? [Int] == [1280, 720])
+        #expect(result["levelHidden"] as? Bool == true, "no sound, no level meter")
         #expect(result["naturalAfter"] as? [Int] == [720, 1280], "the picture follows the ratio")
         #expect((result["stateBefore"] as? String ?? "").hasPrefix("● recording") && (result["stateBefore"] as? String ?? "").contains("dropped 16x9"), "\(result)")
         #expect((result["stateAfter"] as? String ?? "").contains("dropped 9x16"), "the state line follows: \(result)")
@@ -64,6 +65,40 @@ extension RealtimePreviewTests {
         #expect(summary.clips.last?.firstFrameIndex == seamFrame)
         let verify = try reel(["verify", dir])
         #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+}
+
+extension RealtimePreviewTests {
+    /// The page's level meter with `--audio synthetic` (issue 28 item 7), in a real browser:
+    /// the synthetic signal is a 1 kHz tone at a tenth of full scale (−20 dBFS) with a click
+    /// near full scale (0.99: −0.1 dBFS) at every whole second, so over 5 s of readings a
+    /// quarter second apart the meter reads −20 dB between clicks and 0 dB on one, never
+    /// anything else, and the state line says the same. In real time: the sound arrives as
+    /// it is captured. The screenshot is kept in .build/test-artifacts/preview-sound.
+    @Test(.enabled(if: havePlaywright, "needs Playwright for Python and /usr/bin/chromium (scripts/test installs them)"))
+    func theLevelMeterShowsTheSound() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let shots = try artifactDirectory("preview-sound")
+        let rec = try serve(["record", "--source", "synthetic:1280", "--codec", "prores:proxy", "--audio", "synthetic",
+                             "--plain", "--json", "--out", dir] + untilSIGINT)
+        let (status, text, why) = try runPreviewBrowser(rec.page, shots: shots, click: "sound")
+        rec.process.signal(SIGINT)
+        #expect(status == 0, "\(String(decoding: why, as: UTF8.self))")
+        let result = try #require(try JSONSerialization.jsonObject(with: text) as? [String: Any])
+        let levels = try #require(result["levels"] as? [[Any]])
+        #expect(levels.count == 20)
+        let values = levels.compactMap { $0.first as? Double }
+        #expect(values.count == 20 && values.allSatisfy { (-20.5...0).contains($0) }, "\(levels)")
+        #expect(values.contains { $0 <= -19.5 }, "the tone between clicks: \(values)")
+        #expect(values.contains { $0 >= -1 }, "a click: \(values)")
+        for l in levels {
+            let shown = l.count == 3 ? (l[1] as? String ?? "") : ""
+            #expect(["-20 dB", "0 dB"].contains(shown), "\(l)")
+            #expect((l.count == 3 ? (l[2] as? String ?? "") : "").contains("sound "), "the state line: \(l)")
+        }
+        let run = rec.process.wait()
+        #expect(run.status == 0, "\(run.stderr)")
     }
 }
 

@@ -27,8 +27,12 @@ function line(j) {
   if (j.zoom != null) t += '  zoom ' + (+j.zoom.toFixed(2)) + '×';
   if (j.exposure != null) t += '  exposure ' + (j.exposure > 0 ? '+' : '') + (+j.exposure.toFixed(2));
   if (j.effect != null) t += '  effect ' + j.effect;
+  if (j.audioLevelDb != null) t += '  sound ' + decibels(j.audioLevelDb);
   return t;
 }
+
+// The sound's level as the page says it: `-20 dB`, or `silent` at the 16-bit floor.
+function decibels(db) { return db <= -96 ? 'silent' : Math.round(db) + ' dB'; }
 
 function slider(name, c, unit) {
   const row = $(name + '-row'), input = $(name), out = $(name + '-v');
@@ -72,6 +76,12 @@ function show(j) {
   pool.hidden = j.poolRemainingSeconds == null && j.poolRemainingCapacity == null;
   if (j.poolRemainingSeconds != null) pool.textContent = clock(j.poolRemainingSeconds) + ' left';
   else if (j.poolRemainingCapacity != null) pool.textContent = (j.poolRemainingCapacity / 1e9).toFixed(2) + ' GB left';
+  // The level meter (with sound only): the loudest sample of the last few tenths of a second.
+  $('f-level').hidden = j.audioLevelDb == null;
+  if (j.audioLevelDb != null) {
+    $('level').value = Math.max(-60, j.audioLevelDb);
+    $('level-v').textContent = decibels(j.audioLevelDb);
+  }
   for (const x of document.querySelectorAll('button[data-r]')) x.setAttribute('aria-pressed', String(x.dataset.r === j.ratio));
   // The secondary button says what a press does now: marker, lock, unlock (none: hidden).
   const m = $('marker');
