@@ -6,6 +6,8 @@
 
 // Values Swift cannot take from the headers' enums and macros in the C spelling.
 static const snd_pcm_stream_t CALSA_streamCapture = SND_PCM_STREAM_CAPTURE;
+static const snd_pcm_stream_t CALSA_streamPlayback = SND_PCM_STREAM_PLAYBACK;
+static const int CALSA_openNonblock = SND_PCM_NONBLOCK;
 static const snd_pcm_access_t CALSA_accessRWInterleaved = SND_PCM_ACCESS_RW_INTERLEAVED;
 static const snd_pcm_format_t CALSA_formatS16LE = SND_PCM_FORMAT_S16_LE;
 static const snd_pcm_tstamp_type_t CALSA_tstampMonotonic = SND_PCM_TSTAMP_TYPE_MONOTONIC;

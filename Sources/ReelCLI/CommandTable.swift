@@ -41,6 +41,8 @@ public enum CommandTable {
         .value("--control-socket", "PATH", "accept capture events and control changes as JSON lines on a UNIX socket at PATH (mode 0600)", sample: "/tmp/reel.sock"),
         // Colour LUTs for the effect picker (issue 14).
         .value("--lut", "FILE.cube", "add a 3D colour LUT (.cube) to the effect picker, titled by the file's name; repeatable", sample: "film.cube"),
+        // Issue 28 item 6: remote presses heard.
+        .value("--shutter-sound", "default|FILE|none", "a remote press (control socket, a headset's or remote's key; not KEY_CAMERA) plays a confirmation sound on ALSA's default playback device when it captures: the built-in tone, a sound file, or nothing (default none)", sample: "default"),
         // Photos during the recording (issue 12).
         .value("--photos", "DIR", "attach a photo output: the preview's shutter and primary presses take photos into DIR (synthetic sensor or V4L2 camera)", sample: "photos"),
         .value("--photo-format", "jpeg|heic|png", "the photos' format with --photos (default heic)", sample: "jpeg"),
@@ -97,7 +99,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--strict", "--no-adjust", "--pressure-handler", "--mode", "--burst-rate", "--secondary", "--smart-framing", "--center-stage"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--strict", "--no-adjust", "--pressure-handler", "--mode", "--burst-rate", "--secondary", "--smart-framing", "--center-stage", "--shutter-sound"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

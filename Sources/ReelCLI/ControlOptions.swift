@@ -3,7 +3,7 @@ import ReelControl
 import ReelCore
 
 /// `reel record`'s capture-event options (`--input`, `--grab`, `--keys`, `--control-socket`,
-/// `--lut`), parsed into the camera's `ControlRequest`.
+/// `--lut`, `--shutter-sound`), parsed into the camera's `ControlRequest`.
 extension ControlRequest {
     /// Takes one of the options above; false when `name` is not one of them.
     mutating func take(_ name: String, _ value: String) throws -> Bool {
@@ -19,6 +19,7 @@ extension ControlRequest {
         case "--lut":
             guard !value.isEmpty else { throw UsageError("--lut needs a .cube file") }
             luts.append(value)
+        case "--shutter-sound": shutterSound = try ShutterSoundRequest(parsing: value)
         default: return false
         }
         return true

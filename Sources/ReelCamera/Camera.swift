@@ -3,6 +3,7 @@ import Synchronization
 import ReelCapacity
 import ReelCapture
 import ReelControl
+import ReelAudio
 import ReelCore
 import ReelFraming
 import ReelPhoto
@@ -51,6 +52,7 @@ public final class Camera: Sendable {
     private let secondary: SecondaryPresses?
     private let framing: CameraSmartFraming?
     private let centerStage: CameraCenterStage?
+    private let shutterSound: ShutterSoundPlayer?
     private let clipWatcher: ClipWatcher?
     private let pending: PendingRecording
     private let monitor: PressureMonitor
@@ -97,6 +99,10 @@ public final class Camera: Sendable {
             // Input devices open before anything is made.
             let controls = try CameraControls.open(configuration.controls, notice: notice, opened: { emit(.controlSocket($0)) })
             undo.append { controls.stop() }
+            // The shutter sound of remote presses: its file and playback device checked now.
+            let shutterSound = try configuration.controls.shutterSound.map {
+                try CameraShutterSound.attach($0, to: controls.dispatcher, notice: notice)
+            }
             // Video mode: a primary press stops and starts recording; one that comes before the
             // recording exists waits for it (and is dropped if it never comes).
             let pending = PendingRecording()
@@ -196,6 +202,7 @@ public final class Camera: Sendable {
             self.secondary = secondary
             self.framing = framing
             self.centerStage = centerStage
+            self.shutterSound = shutterSound
             self.pressureHandler = handler
             self.preview = preview
             self.clipWatcher = served?.1 ?? nil
@@ -222,6 +229,7 @@ public final class Camera: Sendable {
         }
         ended.store(true, ordering: .releasing)
         controls.stop()   // the event log is final
+        shutterSound?.drain(timeout: 2)   // the last press's sound has played (a hung device: not waited for)
         secondary?.finish()   // a lock still held: the camera's auto modes back
         let taken = photos?.finish() ?? (photos: [], errors: [])   // the photos still encoding are saved
         clipWatcher?.stop()
@@ -240,6 +248,11 @@ public final class Camera: Sendable {
         result.framingRecommendations = framing?.monitor.recommendations
         result.smartFraming = framing?.summary
         result.centerStage = centerStage?.summary
+        if let shutterSound {
+            let p = shutterSound.played
+            result.shutterSound = ShutterSoundSummary(device: shutterSound.device, sound: shutterSound.sound.name,
+                                                      played: p.count, failed: p.failed, lastError: p.lastError)
+        }
         finishEvents()
         return result
     }

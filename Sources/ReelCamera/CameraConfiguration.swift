@@ -75,6 +75,8 @@ public struct ControlRequest: Sendable, Hashable {
     public var secondary: SecondaryAction? = nil
     /// `.cube` LUT files: the effect picker offers them after the built-in effects.
     public var luts: [String] = []
+    /// The confirmation sound a remote press plays when it captures (nil: none, the default).
+    public var shutterSound: ShutterSoundRequest? = nil
     /// No devices, no socket, the default key map.
     public init() {}
 }

@@ -28,6 +28,22 @@ public struct CaptureEvent: Sendable, Hashable, Codable {
     /// kernel's own timestamp of the key event.
     public var time: Double
 
+    /// Whether a confirmation sound should play when this press fires
+    /// (`AVCaptureEventInteraction`'s `shouldPlaySound`): the user may not see the camera. True
+    /// for a primary press from the control socket and from an input device key that is not the
+    /// machine's own camera button — a headset's or a remote's (`KEY_VOLUMEDOWN`,
+    /// `KEY_PLAYPAUSE`, …, and any key `--keys` maps); false for `KEY_CAMERA` and
+    /// `KEY_CAMERA_FOCUS`, the terminal's keys and the page's button, pressed by someone at
+    /// the camera or watching its picture, and for secondary presses (they capture nothing).
+    public var shouldPlaySound: Bool { action == .primary && Self.isRemote(source) }
+
+    /// Whether `source` (as `CaptureEvent.source` spells it) is a remote one (`shouldPlaySound`).
+    public static func isRemote(_ source: String) -> Bool {
+        if source == "socket" { return true }
+        guard source.hasPrefix("evdev:") else { return false }
+        return !(source.hasSuffix("(KEY_CAMERA)") || source.hasSuffix("(KEY_CAMERA_FOCUS)"))
+    }
+
     /// An event stamped now on CLOCK_MONOTONIC unless `time` is given.
     public init(phase: Phase, action: Action, source: String, time: Double = Double(MonotonicClock.now()) / 1e9) {
         self.phase = phase

@@ -18,6 +18,9 @@ public struct CaptureEventRecord: Sendable, Hashable, Codable {
     /// `began` once the burst has started, and on the `ended` or `cancelled` that closed it;
     /// nil for every other event.
     public var burst: Int? = nil
+    /// Whether a confirmation sound should play when it captures (`CaptureEvent.shouldPlaySound`:
+    /// a remote press), whether or not a shutter sound is set.
+    public var shouldPlaySound: Bool = false
 
     /// Every key written, `frameIndex` and `burst` as `null` when there is none.
     /// - Throws: what `encoder` throws.
@@ -29,6 +32,7 @@ public struct CaptureEventRecord: Sendable, Hashable, Codable {
         try c.encode(time, forKey: .time)
         try c.encode(frameIndex, forKey: .frameIndex)
         try c.encode(burst, forKey: .burst)
+        try c.encode(shouldPlaySound, forKey: .shouldPlaySound)
     }
 }
 
@@ -69,6 +73,8 @@ public final class CaptureEventDispatcher: Sendable {
         /// The handler each open primary press (by source) began with: its `ended` or
         /// `cancelled` goes there too, whatever handler was set since (a mode switched mid-press).
         var pressHandlers: [String: Handler] = [:]
+        /// Plays a remote press's confirmation sound (`setShutterSound`).
+        var shutterSound: (@Sendable (CaptureEvent) -> Void)? = nil
     }
     private let state: Mutex<State>
     private let queue = DispatchQueue(label: "reel.capture-events")
@@ -126,7 +132,8 @@ public final class CaptureEventDispatcher: Sendable {
     public func send(_ event: CaptureEvent) {
         let frame = currentFrame()
         let handler = state.withLock { s -> Handler in
-            s.log.append(CaptureEventRecord(phase: event.phase, action: event.action, source: event.source, time: event.time, frameIndex: frame))
+            s.log.append(CaptureEventRecord(phase: event.phase, action: event.action, source: event.source, time: event.time, frameIndex: frame,
+                                            shouldPlaySound: event.shouldPlaySound))
             if event.action == .secondary && event.phase == .ended && s.secondaryMarkers {
                 s.markers.append(MarkerRecord(frameIndex: frame, time: event.time, source: event.source))
             }
@@ -139,7 +146,20 @@ public final class CaptureEventDispatcher: Sendable {
             }
             return s.handler
         }
-        queue.async { handler(event, frame) }
+        let sound = event.action == .primary && event.phase == .ended && event.shouldPlaySound ? state.withLock { $0.shutterSound } : nil
+        queue.async {
+            handler(event, frame)
+            // The press has captured (a photo taken, a recording started or stopped): a remote
+            // press hears so.
+            sound?(event)
+        }
+    }
+
+    /// What plays the confirmation sound of a remote press (`CaptureEvent.shouldPlaySound`):
+    /// called on the dispatcher's queue once the primary press's `ended` was handled; nil:
+    /// no sound (the default). It must return at once (`ShutterSoundPlayer.play`).
+    public func setShutterSound(_ play: (@Sendable (CaptureEvent) -> Void)?) {
+        state.withLock { $0.shutterSound = play }
     }
 
     /// Waits until every event sent so far has been handled.

@@ -89,6 +89,10 @@ public final class Muxer: @unchecked Sendable {
     private var nextFragmentSignal = Int64.min
     /// 99 % of the fragment interval, µs (a fragment of exactly the interval is always told).
     private let fragmentSignalSpacing: Int64
+    /// An intra-only codec in MOV/MP4: fragments also end at `fragmentByteLimit`, and the sink
+    /// is told of one a fragment interval. Otherwise (MKV's clusters, a long-GOP codec's
+    /// fragments of a keyframe interval each) it is told of every one.
+    private let fragmentsBySize: Bool
     /// Bytes of packet payload written so far (without the container's own bytes).
     public private(set) var bytesOfPackets = 0
 
@@ -123,6 +127,7 @@ public final class Muxer: @unchecked Sendable {
                 audio: AudioEncoder? = nil) throws {
         self.container = container
         fragmentSignalSpacing = Int64(saturating: fragmentInterval * 990_000)
+        fragmentsBySize = container != .mkv && encoder.settings.codec.isIntraOnly
         audioTimeBase = AVRational(num: 1, den: Int32(audio?.sampleRate ?? 1))
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
         try check(avformat_alloc_output_context2(&ctx, nil, container.formatName, nil), "avformat_alloc_output_context2(\(container.formatName))")
@@ -267,7 +272,7 @@ public final class Muxer: @unchecked Sendable {
             // Fragments cut at `fragmentByteLimit` come several a second: the sink (which
             // fdatasyncs at a complete fragment) hears of the first to start a fragment
             // interval after the last it heard of, as it did when fragments were that long.
-            if container == .mkv || box.fragmentTime >= nextFragmentSignal {
+            if !fragmentsBySize || box.fragmentTime >= nextFragmentSignal {
                 nextFragmentSignal = box.fragmentTime + fragmentSignalSpacing
                 box.sink.fragmentCompleted()
             }

@@ -15,7 +15,8 @@
  *   start + n / (rate * (1 + ppm / 1e6)).
  *
  * Options, in FAKE_ALSA (comma-separated): ppm=N (the device clock's error, default 0),
- * click=SECONDS (default 1), busy (opening fails with EBUSY), eio=FRAMES (a read past FRAMES
+ * click=SECONDS (default 1), busy (opening fails with EBUSY), denied (opening fails with
+ * EACCES, as for a user outside the `audio` group), eio=FRAMES (a read past FRAMES
  * frames fails with EIO), log=PATH (each click's number and the CLOCK_MONOTONIC time its mark
  * was made at, `K NS` a line, appended as it is read: the ground truth an A/V sync check
  * compares a recording with).
@@ -232,11 +233,13 @@ static int wants(const char *option) {
 
 SND_PCM_PLUGIN_DEFINE_FUNC(reelfake) {
     (void)root; (void)conf;
+    /* Refusals first, for either stream, as a kernel device's open refuses. */
+    if (wants("busy")) return -EBUSY;
+    if (wants("denied")) return -EACCES;
     if (stream != SND_PCM_STREAM_CAPTURE) {
         SNDERR("reelfake: capture only");
         return -EINVAL;
     }
-    if (wants("busy")) return -EBUSY;
     fake_t *f = calloc(1, sizeof *f);
     if (!f) return -ENOMEM;
     parse_options(f);
