@@ -16,12 +16,15 @@ public enum ShutterSoundError: Error, Sendable, Equatable, UserFacingError, Cust
     case unsupported(String, detail: String)
 
     /// The one-line message (the CLI adds `reel: `).
-    public var description: String {
+    public var description: String { "--shutter-sound: " + reason }
+
+    /// What went wrong, without the option's name.
+    public var reason: String {
         switch self {
-        case .noDevice(let n, let d): return "--shutter-sound: audio device '\(n)': no such playback device (\(d)); `--shutter-sound none` plays nothing"
-        case .busy(let n): return "--shutter-sound: audio device '\(n)' is busy: another program is playing on it"
-        case .permission(let n): return "--shutter-sound: audio device '\(n)': permission denied (is the user in the 'audio' group?)"
-        case .unsupported(let n, let d): return "--shutter-sound: audio device '\(n)' cannot play the sound (\(d))"
+        case .noDevice(let n, let d): return "audio device '\(n)': no such playback device (\(d)); `--shutter-sound none` plays nothing"
+        case .busy(let n): return "audio device '\(n)' is busy: another program is playing on it"
+        case .permission(let n): return "audio device '\(n)': permission denied (is the user in the 'audio' group?)"
+        case .unsupported(let n, let d): return "audio device '\(n)' cannot play the sound (\(d))"
         }
     }
 
@@ -125,7 +128,7 @@ public final class ShutterSoundPlayer: Sendable {
                 failure = Self.write(pcm, sound)
                 snd_pcm_close(pcm)
             } catch {
-                failure = error.description
+                failure = error.reason
             }
             let first = counts.withLock { c -> Bool in
                 if let failure { c.failed += 1; c.lastError = failure; return c.failed == 1 }

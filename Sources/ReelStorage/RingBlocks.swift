@@ -8,9 +8,13 @@ import Foundation
 /// A block is a private anonymous mapping (page-aligned, as O_DIRECT needs), never glibc's
 /// heap: from the heap (1 MiB is under the 2 MiB mmap threshold `ProcessMemory` sets) every
 /// clip's freed ring stayed resident between clips, fragmented (issue 25's soak). A closed
-/// clip's blocks go to a cache the next clip's ring takes from (zeroed again), up to two rings'
-/// worth (a clip recording and the one closing); the rest are unmapped. So the memory of a
-/// recording of many clips stays flat: not mapped and unmapped clip by clip.
+/// clip's blocks go to a cache the next clip's ring takes from, up to two rings' worth (a clip
+/// recording and the one closing); the rest are unmapped. A cached block's pages go back to
+/// the kernel as it is cached (`madvise(MADV_DONTNEED)`): it reads as zeros when next used,
+/// as a fresh mapping does, and holds no memory meanwhile. So the memory of a recording of
+/// many clips stays flat — not mapped and unmapped clip by clip — and each clip holds only the
+/// blocks its own ring went deep enough to use: a disk stall in one clip does not keep its
+/// ring's depth resident for the rest of the recording.
 final class RingBlocks: @unchecked Sendable {
     private let pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     let count: Int
@@ -31,8 +35,7 @@ final class RingBlocks: @unchecked Sendable {
     func allocate(_ i: Int) {
         guard pointers[i] == nil else { return }
         if size == StoragePool.blockSize, let p = RingBlocks.cache.take() {
-            memset(p, 0, size)   // as a fresh mapping: no byte of an earlier clip reaches this one's slot
-            pointers[i] = p
+            pointers[i] = p   // its pages were discarded when cached: zeros, as a fresh mapping
         } else {
             pointers[i] = Sys.mapAnonymous(size)
         }
@@ -43,7 +46,11 @@ final class RingBlocks: @unchecked Sendable {
     func freeAll() {
         for i in 0..<count {
             guard let p = pointers[i] else { continue }
-            if !(size == StoragePool.blockSize && RingBlocks.cache.give(p, limit: RingBlocks.cacheLimit)) { Sys.unmapAnonymous(p, size) }
+            // Cached only once its pages are discarded (no byte of this clip reaches the next
+            // one's slot, and it holds no memory meanwhile); else unmapped.
+            if !(size == StoragePool.blockSize && Sys.discardPages(p, size) && RingBlocks.cache.give(p, limit: RingBlocks.cacheLimit)) {
+                Sys.unmapAnonymous(p, size)
+            }
         }
         pointers.deallocate()
     }

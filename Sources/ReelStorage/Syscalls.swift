@@ -119,6 +119,13 @@ enum Sys {
         return p!
     }
 
+    /// Gives the pages of `size` bytes at `p` (from `mapAnonymous`) back to the kernel, keeping
+    /// the mapping (`madvise(MADV_DONTNEED)`): they read as zeros when next touched, and cost
+    /// no memory until then. False when madvise failed.
+    static func discardPages(_ p: UnsafeMutableRawPointer, _ size: Int) -> Bool {
+        madvise(p, size, MADV_DONTNEED) == 0
+    }
+
     /// Unmaps what `mapAnonymous(size)` returned.
     static func unmapAnonymous(_ p: UnsafeMutableRawPointer, _ size: Int) {
         precondition(munmap(p, size) == 0, "munmap of an I/O buffer failed: \(String(cString: strerror(errno)))")

@@ -133,6 +133,36 @@ enum ToneCheck {
         #expect(given.count == 8_820 && Array(got.prefix(given.count)) == given, "\(got.count) samples played for \(given.count)")
     }
 
+    /// A device that fails after the start — here ALSA's `file` plugin cannot make its file, as
+    /// its directory is missing, which the start's check (committing nothing) cannot see — is
+    /// said once on stderr; both presses still take their photos, the recording ends 0, and
+    /// the summary counts two failed, none played, with the reason.
+    @Test(.enabled(if: alsa != nil, "FAKE_ALSA_CONF is not set"))
+    func aDeviceThatFailsLaterIsSaidOnceAndTheCameraGoesOn() throws {
+        let dir = temporaryDirectory("reel-shutter-fails")
+        defer { removeTree(dir) }
+        let socket = dir + "/control.sock"
+        let rec = try launch(["record", "--source", "synthetic:1280", "--codec", "prores:proxy", "--plain", "--json", "--out", dir + "/out",
+                              "--photos", dir + "/photos", "--photo-format", "jpeg", "--shutter-sound", "default", "--control-socket", socket] + untilSIGINT,
+                             environment: Self.alsa!.merging(["REEL_FAKE_ALSA_PLAYBACK": dir + "/missing/played.wav", "REEL_FAKE_ALSA_PLAYBACK_TRUNCATE": "false"]) { $1 })
+        defer { if rec.process.isRunning { rec.signal(SIGINT); _ = rec.wait() } }
+        #expect(waitForFile(socket), "no control socket")
+        #expect(try reel(["control", "--socket", socket, "shutter"]).status == 0)
+        #expect(try reel(["control", "--socket", socket, "shutter"]).status == 0)
+        #expect(try waitForEvents(4, socket: socket))
+        rec.signal(SIGINT)
+        let run = rec.wait()
+        #expect(run.status == 0, "\(run.stderr)")
+        let said = run.stderr.split(separator: "\n").filter { $0.hasPrefix("reel: shutter sound: audio device 'default' cannot play the sound (") }
+        #expect(said.count == 1 && said.first?.hasSuffix("; the camera goes on without it") == true, "\(run.stderr)")
+        struct Sound: Decodable { var played: Int; var failed: Int; var lastError: String? }
+        struct Photo: Decodable {}
+        struct Summary: Decodable { var shutterSound: Sound; var photos: [Photo] }
+        let s = try run.decode(Summary.self)
+        #expect(s.photos.count == 2 && s.shutterSound.played == 0 && s.shutterSound.failed == 2)
+        #expect(s.shutterSound.lastError?.hasPrefix("audio device 'default' cannot play the sound") == true, "\(s.shutterSound)")
+    }
+
     /// Refused before anything is recorded, one line each: a missing file (66), a file without
     /// sound (65), a playback device that cannot play (69), a busy one (75), one the user may
     /// not open (77) — the emulated capture-only device as `default` for the last three.
