@@ -55,7 +55,7 @@ let package = Package(
                 cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
                 linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
         // Shared vocabulary: timestamps, ratios, the frame-index barcode, byte sinks, drop reasons.
-        .target(name: "ReelCore", linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "ReelCore", dependencies: ["CLinux"], linkerSettings: [.linkedLibrary("m")]),
         // The only Swift code that touches libav*.
         .target(name: "ReelMedia", dependencies: ["CFFmpeg", "ReelCore"]),
         // Latency histograms: the storage layer's write times, the jitter report's figures.

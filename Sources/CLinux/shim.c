@@ -13,6 +13,7 @@
 #include <linux/magic.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include "CLinux.h"
 
 const int CLinux_O_DIRECT = O_DIRECT;
@@ -139,4 +140,50 @@ int CLinux_tune_malloc(int threshold, int arenas) {
     if (mallopt(M_MMAP_THRESHOLD, threshold) != 1) return 0;
     if (mallopt(M_ARENA_MAX, arenas) != 1) return -1;
     return 1;
+}
+
+/* Starts `path` with `argv` as a detached process: a child starts a new session, forks the
+ * worker and exits at once, so the worker is re-parented (to init or a subreaper) and this
+ * process keeps no child, no descriptor and no thread for it. Between fork and exec only
+ * async-signal-safe calls are made (this process has threads). The worker's stdin, stdout
+ * and stderr are /dev/null, and no other descriptor is inherited. Returns the worker's pid,
+ * or -1 with errno set (fork, pipe or waitpid failed; ECHILD when the child failed before
+ * the worker existed). An exec failure shows as a worker that exits at once with 127. */
+pid_t CLinux_spawn_detached(const char *path, char *const argv[]) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return -1;
+    pid_t child = fork();
+    if (child < 0) { int e = errno; close(report[0]); close(report[1]); errno = e; return -1; }
+    if (child == 0) {
+        close(report[0]);
+        if (setsid() < 0) _exit(1);
+        pid_t worker = fork();
+        if (worker < 0) _exit(1);
+        if (worker == 0) {
+            int null = open("/dev/null", O_RDWR);
+            if (null < 0) _exit(127);
+            if (dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0) _exit(127);
+            /* Every other descriptor (the report pipe too) is closed. */
+            if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
+                for (int fd = 3; fd < 65536; fd++) close(fd);
+            }
+            execv(path, argv);
+            _exit(127);
+        }
+        ssize_t n = write(report[1], &worker, sizeof worker);
+        _exit(n == (ssize_t)sizeof worker ? 0 : 1);
+    }
+    close(report[1]);
+    pid_t worker = -1;
+    ssize_t n;
+    do { n = read(report[0], &worker, sizeof worker); } while (n < 0 && errno == EINTR);
+    int readErrno = errno;
+    close(report[0]);
+    int status = 0;
+    pid_t waited;
+    do { waited = waitpid(child, &status, 0); } while (waited < 0 && errno == EINTR);
+    if (waited < 0) return -1;
+    if (n != (ssize_t)sizeof worker) { errno = n < 0 ? readErrno : ECHILD; return -1; }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) { errno = ECHILD; return -1; }
+    return worker;
 }

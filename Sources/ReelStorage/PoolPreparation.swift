@@ -101,24 +101,19 @@ extension StoragePool {
     public func prepareInBackground(command: [String]) throws -> Int32? {
         let me = getpid()
         guard holdsPreparation(me), let exe = command.first else { return nil }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = Array(command.dropFirst())
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        do { try p.run() } catch {
-            throw PoolError.io(SystemError("posix_spawn", path: exe, errno: ENOENT))
-        }
+        // Detached (a session of its own, re-parented at once): this process keeps no child,
+        // descriptor or thread for it, so an hours-long recording's counts stay as they were.
+        let worker = try Sys.spawnDetached(exe, arguments: Array(command.dropFirst()))
         let deadline = MonotonicClock.now() + 10_000_000_000
         while holdsPreparation(me) {
-            if !p.isRunning || MonotonicClock.now() > deadline {
-                if p.isRunning { p.terminate() }
+            // kill(pid, 0): ESRCH once the worker is gone (its exit is reaped by its new parent).
+            if kill(worker, 0) != 0 || MonotonicClock.now() > deadline {
+                _ = kill(worker, SIGTERM)
                 throw PoolError.busy("the background preparation (\(exe)) did not start; the slots stay reserved until this process ends")
             }
             usleep(5_000)
         }
-        return p.processIdentifier
+        return worker
     }
 
     /// Whether process `pid` still holds reserved work (it has not been adopted yet).

@@ -25,6 +25,8 @@ public protocol PoolWriteObserver: AnyObject, Sendable {
 /// Thread safety: the muxer side (`write`, `seek`, `publish`) runs on one thread at a time;
 /// the state shared with the writer thread is guarded by `lock`.
 public final class PoolSlotFile: ClipFile, @unchecked Sendable {
+    /// Every clip's writer runs on one of these: parked between clips, not made anew.
+    private static let writers = ThreadReuse(name: "reel.storage")
     /// Where the clip is published: the name asked for, or — when another program took that
     /// name meanwhile — the next free one (`NAME-2.EXT`, …).
     public private(set) var path: String
@@ -129,9 +131,7 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         current = 0
         blocks.allocate(0)
         freeBlocks = Array(1..<count)
-        let t = Thread { [self] in writerLoop() }
-        t.name = "reel.storage"
-        t.start()
+        PoolSlotFile.writers.run { [self] in writerLoop() }
     }
 
     deinit {

@@ -22,6 +22,8 @@ final class Syncer: @unchecked Sendable {
     private var running = true
     private var finished = false
     private var failure: SystemError?
+    /// Every clip's syncer runs on one of these: parked between clips, not made anew.
+    private static let threads = ThreadReuse(name: "reel.sync")
     private var durable: Int64 = 0
     private var requested = false
     let fd: FileDescriptor
@@ -34,9 +36,7 @@ final class Syncer: @unchecked Sendable {
     init(fd: FileDescriptor, syncDirectory: Bool = false) {
         self.fd = fd
         directoryToSync = syncDirectory
-        let t = Thread { [self] in run() }
-        t.name = "reel.sync"
-        t.start()
+        Syncer.threads.run { [self] in run() }
     }
 
     func written(_ offset: Int64, _ length: Int64) {

@@ -16,6 +16,18 @@ enum Sys {
         try fd.sync()
     }
 
+    /// Starts `path` with `arguments` detached (`CLinux_spawn_detached`): a session of its
+    /// own, /dev/null for its standard streams, no other descriptor, and no child of this
+    /// process left behind. Returns the worker's pid.
+    /// - Throws: `PoolError.io` with the failed call (fork, pipe2, waitpid).
+    static func spawnDetached(_ path: String, arguments: [String]) throws -> pid_t {
+        let argv = ([path] + arguments).map { strdup($0) }
+        defer { for a in argv { free(a) } }
+        let pid = (argv + [nil]).withUnsafeBufferPointer { CLinux_spawn_detached(path, $0.baseAddress) }
+        guard pid > 0 else { throw PoolError.io(SystemError.last("fork", path: path)) }
+        return pid
+    }
+
     /// unlink(2); a file already gone is fine.
     static func unlinkIfPresent(_ path: String) throws {
         if Glibc.unlink(path) != 0 && errno != ENOENT { throw SystemError.last("unlink", path: path) }

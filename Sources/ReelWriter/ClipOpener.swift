@@ -19,6 +19,9 @@ import ReelMedia
 /// holding the writer's lock; it never calls the writer, and it never holds its lock while it
 /// calls the finaliser.
 final class ClipOpener: @unchecked Sendable {
+    /// The threads that open clips ahead and throw unused ones away: parked between clips.
+    private static let openers = ThreadReuse(name: "reel.open", stackSize: 4 << 20)
+    private static let discarders = ThreadReuse(name: "reel.discard")
     private let settings: WriterSettings
     private let rate: FrameRate
     private let finaliser: Finaliser
@@ -119,7 +122,7 @@ final class ClipOpener: @unchecked Sendable {
         preparing = true
         preparingFor = (number, ratio, size)
         lock.unlock()
-        let t = Thread { [self] in
+        ClipOpener.openers.run { [self] in
             // The clip's storage (a pool slot claim: a locked manifest update with its syncs,
             // or a wait for a slot) is claimed here too, ahead of the seam, so that the encode
             // thread only opens the muxer there. Should the claim fail, the encoder alone is
@@ -152,9 +155,6 @@ final class ClipOpener: @unchecked Sendable {
                 prepareAhead()
             }
         }
-        t.name = "reel.open"
-        t.stackSize = 4 << 20
-        t.start()
     }
 
     /// The clip opened ahead for clip `number` starting at `frame`, if there is one that fits
@@ -244,13 +244,11 @@ final class ClipOpener: @unchecked Sendable {
         guard !clips.isEmpty else { return }
         for c in clips where c.encoder.canRestart { recycle(c.encoder) }
         lock.lock(); discarding += 1; lock.unlock()
-        let t = Thread { [self] in
+        ClipOpener.discarders.run { [self] in
             // The storage goes here; the other encoders' memory when `clips` is released.
             for c in clips { c.discard() }
             lock.lock(); discarding -= 1; lock.broadcast(); lock.unlock()
         }
-        t.name = "reel.discard"
-        t.start()
     }
 
     /// The writer takes no more frames (finishing or failed): nothing more is opened ahead.

@@ -264,6 +264,30 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(try probeFrames(try #require(summary?.clips.first).path).frameIndices == Array(0..<30))
     }
 
+    /// The default pool's first use hands its slots to a detached worker: an hours-long
+    /// recording keeps no child, descriptor or thread for it (its counts stay constant).
+    @Test func theBackgroundWorkerIsDetachedFromTheProcessThatStartedIt() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let pool = try StoragePool.create(at: dir + "/pool", capacity: 128 << 20, slotSize: 32 << 20, preallocate: false)
+        // At the idle pace (as a recording starts it), held still while the test looks at it.
+        let worker = try #require(try pool.prepareInBackground(command: [reelBinary, "pool", "_prepare", "--idle", pool.path, "--from", String(getpid())]))
+        #expect(kill(worker, SIGSTOP) == 0, "the worker ended before it was looked at")
+        // Not a child of this process: nothing to reap, no zombie left when it ends.
+        #expect(waitpid(worker, nil, WNOHANG) == -1 && errno == ECHILD, "the worker \(worker) is a child of this process")
+        let stat = try String(contentsOfFile: "/proc/\(worker)/stat", encoding: .utf8)
+        let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+        #expect(Int32(fields[1]) != getpid(), "re-parented: \(stat)")
+        #expect(getsid(worker) != getsid(0), "a session of its own, so a terminal's ^C does not stop it")
+        let streams = try (0...2).map { try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(worker)/fd/\($0)") }
+        #expect(streams == ["/dev/null", "/dev/null", "/dev/null"], "\(streams)")
+        kill(worker, SIGCONT)
+        let ready = try reel(["pool", "wait", pool.path, "--json"])
+        #expect(ready.status == 0, "\(ready.stderr)")
+        let s = try ready.decode(PoolStatus.self)
+        #expect(s.slotsFree == 4 && s.slotsPreparing == 0 && s.operations.isEmpty, "\(s)")
+    }
+
     @Test func aBackgroundWorkerThatDiesIsFinishedByWait() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }

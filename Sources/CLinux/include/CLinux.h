@@ -3,6 +3,7 @@
 #define REEL_CLINUX_H
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <linux/videodev2.h>
 
 extern const int CLinux_O_DIRECT;
@@ -66,6 +67,10 @@ extern const int32_t CLinux_V4L2_EXPOSURE_MANUAL;
 /// Names the calling thread (pthread_setname_np; at most 15 bytes, as /proc/PID/task/*/comm
 /// shows it). Returns 0 or an errno value.
 int CLinux_name_this_thread(const char *name);
+/// Starts `path` with `argv` (NULL-terminated) as a detached process in a session of its own,
+/// its stdin, stdout and stderr /dev/null and no other descriptor inherited; this process keeps
+/// no child for it (an intermediate child forks it and exits). Returns its pid, or -1 and errno.
+pid_t CLinux_spawn_detached(const char *path, char *const argv[]);
 
 /// The uid of the process at the other end of the UNIX socket `fd` (getsockopt SO_PEERCRED:
 /// `struct ucred` needs _GNU_SOURCE, which Swift's Glibc lacks). Returns 0, or -1 with errno.
