@@ -32,6 +32,10 @@ enum RecordSummaryText {
         Swift.print(line)
         if let a = s.audio {
             Swift.print("  sound: \(a.device) \(a.sampleRate) Hz \(a.channels) ch \(a.codec), \(a.samplesWritten) of \(a.samplesCaptured) samples written, \(a.samplesDropped) lost")
+            if let o = a.avOffset {
+                Swift.print(String(format: "  A/V offset, read back from the clips: %+.2f ms at the first click, %+.2f ms at the last, at most %.2f ms (%d clicks)",
+                                   o.firstMs, o.lastMs, o.largestMs, o.clicks))
+            }
         }
         for seam in s.seams {
             Swift.print("  seam at frame \(seam.frameIndex) (\(fixed(seam.pts, 3)) s): \(seam.from) -> \(seam.to)")

@@ -177,10 +177,20 @@ public final class MediaReader {
     /// Decodes every frame of the video stream in presentation order and calls `body` with
     /// each (`avcodec_send_packet`, `avcodec_receive_frame`). Packets that fail to decode are
     /// counted, not fatal; returns that count. A read error ends the loop (``stoppedEarly``).
+    /// With `from` (seconds of the stream's time), decoding starts at the keyframe at or before
+    /// it (`av_seek_frame`, backward), so frames a little before it may come too; with `until`,
+    /// no packet whose time is past it is read.
     /// - Throws: ``MediaError`` when the decoder cannot be found or opened; whatever `body` throws.
     @discardableResult
-    public func forEachFrame(_ body: (borrowing DecodedPicture) throws -> Void) throws -> Int {
-        rewind()
+    public func forEachFrame(from: Double? = nil, until: Double? = nil, _ body: (borrowing DecodedPicture) throws -> Void) throws -> Int {
+        let tb = Double(info.timeBase.num) / Double(max(1, info.timeBase.den))
+        if let from, from > 0 {
+            if av_seek_frame(format, streamIndex, Int64(from / tb), AVSEEK_FLAG_BACKWARD) < 0 { rewind() }
+            stoppedEarly = nil
+        } else {
+            rewind()
+        }
+        let lastPTS = until.map { Int64(($0 / tb).rounded(.up)) }
         let st = format!.pointee.streams[Int(streamIndex)]!
         guard let decoder = avcodec_find_decoder(st.pointee.codecpar.pointee.codec_id) else {
             throw MediaError("avcodec_find_decoder", message: "no decoder for \(info.codecName)")
@@ -228,6 +238,7 @@ public final class MediaReader {
             if r == averrorEOF { break }
             if r < 0 { stoppedEarly = MediaError("av_read_frame", code: r); break }
             if pkt.pointee.stream_index != streamIndex { av_packet_unref(pkt); continue }
+            if let lastPTS, pkt.pointee.pts != nopts, pkt.pointee.pts > lastPTS { av_packet_unref(pkt); break }
             let s = avcodec_send_packet(ctx, pkt)
             av_packet_unref(pkt)
             if s < 0 && s != averrorEAGAIN { failures += 1 }

@@ -420,6 +420,11 @@ public final class Recording: Sendable {
             summary.audio = AudioSummary(device: a.source.name, sampleRate: track.format.sampleRate, channels: track.format.channels,
                                          codec: track.codec.rawValue, counts: counts,
                                          sessionZeroMonotonicNs: a.sessionZeroNs.map { Int64($0) })
+            // Read back from the files: the first clip still there (loop recording deletes) and the last.
+            let kept = clips.map(\.path).filter { FileManager.default.fileExists(atPath: $0) }
+            if writer.settings.audio?.onSessionClock == true, let first = kept.first, let last = kept.last {
+                summary.audio?.avOffset = MeasuredAVOffset.measure(first: first, last: last, frameRate: session.source.format.rate.perSecond)
+            }
         }
         return summary
     }

@@ -188,6 +188,10 @@ public struct AudioSummary: Sendable, Codable, Equatable {
     @EncodedNull public var sessionZeroMonotonicNs: Int64?
     /// The device's failure while recording (the video went on), else null.
     @EncodedNull public var error: String?
+    /// The A/V offset read back from the clips when the recording ended (the synthetic sound's
+    /// clicks against their frames' barcodes, at the start of the first clip and the end of the
+    /// last); null for a microphone's sound, which has no marks to measure by.
+    @EncodedNull public var avOffset: MeasuredAVOffset?
 
     /// The summary of sound from `device` as the writer counted it (`counts`).
     public init(device: String, sampleRate: Int, channels: Int, codec: String, counts: AudioCounts, sessionZeroMonotonicNs: Int64? = nil) {

@@ -63,6 +63,10 @@ import ReelWriter
         let sound = try #require(report.audio)
         #expect(sound.samples == 480_000 && sound.clicks == 10)
         #expect(try #require(sound.largestOffsetMs) <= 1)
+        // The summary's A/V offset, read back from the files: the first clip (0–2 s) holds
+        // clicks 0 and 1, the last (9–10 s) click 9, each at its frame's time.
+        let measured = try #require(a.avOffset, "the summary has no A/V offset")
+        #expect(measured.clicks == 3 && measured.largestMs <= 1 && abs(measured.firstMs) <= 1 && abs(measured.lastMs) <= 1, "\(measured)")
     }
 
     /// AAC (MOV, MP4): the clips are stamped with their priming and their track ends where the
@@ -189,6 +193,9 @@ import ReelWriter
         let s = try run.decode(RecordingSummary.self)
         let a = try #require(s.audio)
         #expect(a.device == "default" && a.sampleRate == 48_000 && a.channels == 2)
+        // A device's sound is on its own clock (the emulated device's clicks mark its seconds,
+        // not the session's): the summary measures no offset for it.
+        #expect(a.avOffset == nil)
         let joined = try AudioRecordingTests.joined(s)
         #expect(Int64(joined.count / 2) == a.samplesWritten)
         // Clicks a device second apart, numbered one after another, across every seam: the
