@@ -20,6 +20,10 @@ public struct MeasuredAVOffset: Sendable, Codable, Equatable {
     /// Seconds read at each end (of the first clip's start and of the last clip's end).
     public var windowSeconds: Double
 
+    /// The longest clip read back at the end of a recording, in seconds: its sound is decoded
+    /// whole (its video only at the ends), so longer clips are left to `reel verify`.
+    public static let longestClipRead: Double = 120
+
     /// Reads the clicks within `window` seconds of the start of `first` and of the end of
     /// `last` (both ends of one clip for a one-clip recording), each against its frame. Nil when
     /// no click could be matched (no synthetic sound, too short a recording, an unreadable clip).

@@ -91,6 +91,23 @@ import ReelWriter
         }
     }
 
+    /// The summary reads clips of at most 2 minutes back at exit (their sound is decoded whole):
+    /// at 1 fps, 121 frames make one such clip cheaply; 119 frames are read (clicks 0–3 in the
+    /// first 3 s, both ends counted, and 116–118 in the last).
+    @Test(arguments: [119, 121])
+    func theSummaryReadsTheOffsetBackOnlyFromClipsOfTwoMinutesAtMost(_ frames: Int) throws {
+        let (run, s, dir) = try recordSound(["--scene", "pattern", "--source", "synthetic:1280", "--codec", "h264", "--no-realtime",
+                                             "--fps", "1", "--frames", String(frames), "--audio", "synthetic"])
+        defer { removeTree(dir) }
+        let a = try #require(s.audio)
+        if frames <= 120 {
+            let o = try #require(a.avOffset, "\(run.stderr)")
+            #expect(o.clicks == 7 && o.largestMs <= 1, "\(o)")
+        } else {
+            #expect(a.avOffset == nil)
+        }
+    }
+
     @Test func aacInMOVWhenAsked() throws {
         let (_, s, dir) = try recordSound(["--scene", "pattern", "--source", "synthetic:1280", "--codec", "h264", "--no-realtime",
                                            "--duration", "3", "--container", "mov", "--audio", "synthetic", "--audio-codec", "aac"])
