@@ -70,6 +70,10 @@ enum VerifyCommand {
             } else if report.ok {
                 print("ok: \(report.framesChecked) frames in \(report.clips.count) clips, indices 0-\(report.framesChecked - 1) once each, in order")
             }
+            if report.ok, let a = report.audio {
+                let offset = a.largestOffsetMs.map { ", A/V offset at most " + fixed($0, 2) + " ms" } ?? " (on the device's clock: no A/V offset)"
+                print("ok: sound: \(a.samples) samples in \(a.clips.count) clip\(a.clips.count == 1 ? "" : "s"), \(a.clicks) clicks in order, none missing or repeated\(offset)")
+            }
         }
         if let v = report.violation {
             printError("verify: " + v)

@@ -29,6 +29,8 @@ public final class ThreadReuse: Sendable {
     private let keepIdle: Int
     private let stackSize: Int?
     private let idle = Mutex<[Worker]>([])
+    /// Threads of this kind alive: at work or parked.
+    private let alive = Mutex(0)
 
     /// Threads named `name`, with a stack of `stackSize` bytes (nil: Foundation's default); at
     /// most `keepIdle` wait for work, more end when their job does.
@@ -41,6 +43,17 @@ public final class ThreadReuse: Sendable {
     /// How many threads of this kind wait for work now.
     public var idleCount: Int { idle.withLock { $0.count } }
 
+    /// Makes parked threads until `count` of this kind are alive (at most `keepIdle` wait), so
+    /// that work that starts later — a recording's first clips — starts none.
+    public func prestart(_ count: Int) {
+        let more = alive.withLock { n -> Int in
+            let k = max(0, min(count, keepIdle) - n)
+            n += k
+            return k
+        }
+        for _ in 0..<more { startThread(Worker()) }
+    }
+
     /// Runs `job` on an idle thread of this kind, or on a new one.
     public func run(_ job: @escaping @Sendable () -> Void) {
         if let worker = idle.withLock({ $0.popLast() }) {
@@ -50,6 +63,11 @@ public final class ThreadReuse: Sendable {
         }
         let worker = Worker()
         worker.job.withLock { $0 = job }
+        alive.withLock { $0 += 1 }
+        startThread(worker)
+    }
+
+    private func startThread(_ worker: Worker) {
         // The thread holds only the worker: a finished job's captures go with it.
         let t = Thread { [self, worker, name] in
             // The kind's name shows in /proc/PID/task/*/comm (at most 15 bytes).
@@ -69,7 +87,7 @@ public final class ThreadReuse: Sendable {
             list.append(worker)
             return true
         }
-        if kept { worker.wake.wait() }
+        if kept { worker.wake.wait() } else { alive.withLock { $0 -= 1 } }
         return kept
     }
 }

@@ -100,6 +100,8 @@ public struct FileStorage: ClipStorage {
     public init(directory: String) throws {
         destination = directory
         try FileStorage.makeWritableDirectory(directory)
+        // The syncers of a clip being written, the one opened ahead and one being closed.
+        Syncer.prestartThreads(clips: 3)
     }
 
     /// Creates `path` (and its parents) if needed and checks that files can be made in it.

@@ -27,6 +27,14 @@ public protocol PoolWriteObserver: AnyObject, Sendable {
 public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     /// Every clip's writer runs on one of these: parked between clips, not made anew.
     private static let writers = ThreadReuse(name: "reel.storage")
+
+    /// Makes the writer and syncer threads of `clips` clips at once now, before the first
+    /// frame (as the sensor's buffers are): the clip being written, the one opened ahead, and
+    /// one being closed.
+    static func prestartThreads(clips: Int) {
+        writers.prestart(clips)
+        Syncer.prestartThreads(clips: clips)
+    }
     /// Where the clip is published: the name asked for, or — when another program took that
     /// name meanwhile — the next free one (`NAME-2.EXT`, …).
     public private(set) var path: String

@@ -35,6 +35,9 @@ public struct PoolStorage: ClipStorage {
         self.claimWhileAdjusting = claimWhileAdjusting
         self.reclaimsDeletedClips = reclaimsDeletedClips
         plain = try FileStorage(directory: directory)
+        // A clip being written, the one opened ahead, one being closed: their threads are made
+        // now, not when the pool's first slot is ready minutes into a newcomer's recording.
+        PoolSlotFile.prestartThreads(clips: 3)
     }
 
     /// Claims a free slot for `destination/name` and opens it; with no slot free, creates

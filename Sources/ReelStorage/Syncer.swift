@@ -24,6 +24,9 @@ final class Syncer: @unchecked Sendable {
     private var failure: SystemError?
     /// Every clip's syncer runs on one of these: parked between clips, not made anew.
     private static let threads = ThreadReuse(name: "reel.sync")
+
+    /// Makes the syncer threads of `clips` clips at once now, before the first frame.
+    static func prestartThreads(clips: Int) { threads.prestart(clips) }
     private var durable: Int64 = 0
     private var requested = false
     let fd: FileDescriptor

@@ -51,6 +51,7 @@ final class ClipOpener: @unchecked Sendable {
         self.settings = settings
         self.rate = rate
         self.finaliser = finaliser
+        ClipOpener.openers.prestart(1)
     }
 
     /// Clips started from a clip opened ahead, and clips started on a kept encoder.

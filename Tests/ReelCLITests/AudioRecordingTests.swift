@@ -65,6 +65,10 @@ import ReelWriter
         #expect(try #require(sound.largestOffsetMs) <= 1)
         // The summary's A/V offset, read back from the files: the first clip (0–2 s) holds
         // clicks 0 and 1, the last (9–10 s) click 9, each at its frame's time.
+        // The text output says so too.
+        let text = try reel(["verify", dir])
+        #expect(text.status == 0 && text.stdout.contains("ok: sound: 480000 samples in 5 clips, 10 clicks in order, none missing or repeated, A/V offset at most "),
+                "\(text.stdout)")
         let measured = try #require(a.avOffset, "the summary has no A/V offset")
         #expect(measured.clicks == 3 && measured.largestMs <= 1 && abs(measured.firstMs) <= 1 && abs(measured.lastMs) <= 1, "\(measured)")
     }

@@ -67,6 +67,23 @@ import ReelCore
         #expect(waitFor { ids.withLock { $0 }.filter { FileManager.default.fileExists(atPath: "/proc/self/task/\($0)") }.count == 2 })
     }
 
+    @Test func prestartedThreadsWaitAndTakeTheFirstJobs() {
+        let threads = ThreadReuse(name: "test.pre", keepIdle: 3)
+        threads.prestart(2)
+        #expect(waitFor { threads.idleCount == 2 }, "idle: \(threads.idleCount)")
+        // Asking again for as many makes none.
+        threads.prestart(2)
+        #expect(threads.idleCount == 2)
+        let done = DispatchSemaphore(value: 0)
+        threads.run { done.signal() }
+        done.wait()
+        // The job ran on one of them, which parked again: still two alive, none made.
+        #expect(waitFor { threads.idleCount == 2 })
+        // More than keepIdle is capped at keepIdle.
+        threads.prestart(10)
+        #expect(waitFor { threads.idleCount == 3 } && threads.idleCount == 3)
+    }
+
     /// Polls `condition` (a parked thread shows up a moment after its job returns).
     private func waitFor(_ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(30)
