@@ -24,6 +24,15 @@ public struct MeasuredAVOffset: Sendable, Codable, Equatable {
     /// whole (its video only at the ends), so longer clips are left to `reel verify`.
     public static let longestClipRead: Double = 120
 
+    /// `measure` on a finished recording's `clips`: the first still on disk (loop recording
+    /// deletes) and the last, when each is at most `longestClipRead` seconds long.
+    static func readBack(_ clips: [ClipSummary], frameRate: Double) -> MeasuredAVOffset? {
+        let kept = clips.filter { FileManager.default.fileExists(atPath: $0.path) }
+        guard let first = kept.first, let last = kept.last,
+              first.durationSeconds <= longestClipRead, last.durationSeconds <= longestClipRead else { return nil }
+        return measure(first: first.path, last: last.path, frameRate: frameRate)
+    }
+
     /// Reads the clicks within `window` seconds of the start of `first` and of the end of
     /// `last` (both ends of one clip for a one-clip recording), each against its frame. Nil when
     /// no click could be matched (no synthetic sound, too short a recording, an unreadable clip).

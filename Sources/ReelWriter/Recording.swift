@@ -420,12 +420,8 @@ public final class Recording: Sendable {
             summary.audio = AudioSummary(device: a.source.name, sampleRate: track.format.sampleRate, channels: track.format.channels,
                                          codec: track.codec.rawValue, counts: counts,
                                          sessionZeroMonotonicNs: a.sessionZeroNs.map { Int64($0) })
-            // Read back from the files: the first clip still there (loop recording deletes) and
-            // the last, each if it is short enough to read at exit (its sound is decoded whole).
-            let kept = clips.filter { FileManager.default.fileExists(atPath: $0.path) }
-            if writer.settings.audio?.onSessionClock == true, let first = kept.first, let last = kept.last,
-               first.durationSeconds <= MeasuredAVOffset.longestClipRead, last.durationSeconds <= MeasuredAVOffset.longestClipRead {
-                summary.audio?.avOffset = MeasuredAVOffset.measure(first: first.path, last: last.path, frameRate: session.source.format.rate.perSecond)
+            if writer.settings.audio?.onSessionClock == true {
+                summary.audio?.avOffset = MeasuredAVOffset.readBack(clips, frameRate: session.source.format.rate.perSecond)
             }
         }
         return summary
