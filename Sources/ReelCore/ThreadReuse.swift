@@ -71,7 +71,7 @@ public final class ThreadReuse: Sendable {
         // The thread holds only the worker: a finished job's captures go with it.
         let t = Thread { [self, worker, name] in
             // The kind's name shows in /proc/PID/task/*/comm (at most 15 bytes).
-            _ = CLinux_name_this_thread(String(name.utf8.prefix(15))!)
+            _ = CLinux_name_this_thread(String(decoding: name.utf8.prefix(15), as: UTF8.self))
             repeat { worker.runPending() } while park(worker)
         }
         t.name = name
