@@ -54,6 +54,10 @@ let package = Package(
         .target(name: "CFaceDetect",
                 cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
                 linkerSettings: [.linkedLibrary("opencv_objdetect"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
+        // Global motion between frames (stabilisation): OpenCV's phase correlation behind a small C API.
+        .target(name: "CMotion",
+                cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
+                linkerSettings: [.linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
         // Shared vocabulary: timestamps, ratios, the frame-index barcode, byte sinks, drop reasons.
         .target(name: "ReelCore", dependencies: ["CLinux"], linkerSettings: [.linkedLibrary("m")]),
         // The only Swift code that touches libav*.
@@ -87,8 +91,9 @@ let package = Package(
         // around it (preview, photos, capture events, picture controls, secondary action, cost
         // admission, pressure handler). The one place the camera's behaviour lives.
         .target(name: "ReelCamera", dependencies: ["ReelAudio", "ReelFraming", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelMedia", "ReelCapacity"]),
-        // Smart framing: faces found (CFaceDetect), framings recommended and applied, Center Stage.
-        .target(name: "ReelFraming", dependencies: ["CFaceDetect", "CLinux", "ReelCore", "ReelMedia", "ReelCapture"]),
+        // Smart framing: faces found (CFaceDetect), framings recommended and applied, Center Stage;
+        // stabilisation (global motion from CMotion).
+        .target(name: "ReelFraming", dependencies: ["CFaceDetect", "CMotion", "CLinux", "ReelCore", "ReelMedia", "ReelCapture"]),
         // The command line: the option tables, parsing (no side effects), the commands, printing.
         .target(name: "ReelCLI", dependencies: ["ReelAudio", "ReelFraming", "ReelCamera", "ReelControl", "ReelPreview", "ReelPhoto", "ReelWriter", "ReelCapture", "ReelCore", "ReelStorage", "ReelBench", "ReelMedia", "ReelCapacity"]),
         // `reel` itself: a thin entry into ReelCLI.

@@ -39,6 +39,8 @@ public enum ParsedCommand: Sendable {
     case docs(String)
     /// `reel _faces`: face detection scored on the people scene (`scripts/bench framing`).
     case faces(FacesCommand.Invocation)
+    /// `reel _shake`: how much a video shakes (`scripts/bench stabilization`).
+    case shake(ShakeCommand.Invocation)
 }
 
 /// `reel jitter …` as parsed: the options and where the report goes.
@@ -101,6 +103,7 @@ public enum ReelCLI {
             }
             return .help(name)
         case "_faces": return .faces(try FacesCommand.parse(rest))
+        case "_shake": return .shake(try ShakeCommand.parse(rest))
         case "_docs":
             guard rest.count == 1, ["man", "bash-completion"].contains(rest[0]) else { throw UsageError("_docs takes man or bash-completion") }
             return .docs(rest[0])
@@ -121,6 +124,7 @@ public enum ReelCLI {
         case .verify(let paths, let json): return try VerifyCommand.run(paths: paths, json: json)
         case .devices(let json): return DevicesCommand.run(json: json)
         case .faces(let f): return try FacesCommand.run(f)
+        case .shake(let s): return try ShakeCommand.run(s)
         case .control(let socket, let lines, let timeout): return try ControlCommand.run(socket: socket, lines: lines, timeout: timeout)
         case .cost(let o, let json, let preview): return try CostCommand.run(o, json: json, preview: preview)
         case .calibrate(let json, let refresh): return try CalibrateCommand.run(json: json, refresh: refresh)

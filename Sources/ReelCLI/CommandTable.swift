@@ -56,6 +56,8 @@ public enum CommandTable {
         .value("--audio", "none|synthetic|DEVICE", "record sound: none (the default), the synthetic test signal (a 1 kHz tone with a numbered click every second), or an ALSA capture device (default, hw:1,0, …); cut with the video to the sample at every seam", sample: "synthetic"),
         .value("--smart-framing", "zoom,rotate|recommend", "find the people and frame them (needs the 4032×4032 photo format: --source synthetic:4032): zoom applies Auto Zoom, rotate Auto Rotate (4x3 or 3x4), recommend records the recommendations and applies none", sample: "zoom,rotate"),
         .value("--center-stage", "cooperative|app", "Center Stage: a crop window (pan and zoom within the square sensor) that follows the people found, applied before every output; cooperative: the user's zoom takes precedence while it is not 1; app: the zoom control is disabled", sample: "cooperative"),
+        .value("--stabilization", "off|lowLatency|baseline", "video stabilisation: lowLatency steadies the picture with no frame of delay (the crop moves within a 1.1× zoom), baseline is the benchmark's plain causal smoother; default off", sample: "lowLatency"),
+        .value("--shake", "PIXELS", "the synthetic sensor's known camera shake, 0–64 pixels (the realistic and people scenes; the ground truth of stabilisation); default 0", sample: "24"),
         .value("--audio-codec", "pcm|aac|opus", "the sound's codec: pcm (16-bit; MOV, MKV), aac (MOV, MP4, MKV) or opus (MKV, MP4); default pcm, aac in MP4", sample: "pcm"),
         // System pressure (issue 13).
         .value("--pressure-handler", "on|off", "act on system pressure: lower the frame rate, thin or pause the preview, stop at shutdown (default on)", sample: "off"),
@@ -99,7 +101,7 @@ public enum CommandTable {
     ])
 
     /// `reel cost`: the options of `reel record` (issue 13).
-    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--strict", "--no-adjust", "--pressure-handler", "--mode", "--burst-rate", "--secondary", "--smart-framing", "--center-stage", "--shutter-sound"].contains($0.name) })
+    public static let cost = CommandSpec("cost", record.options.filter { !["--segment-duration", "--segment-size", "--keep", "--input", "--grab", "--keys", "--control-socket", "--lut", "--report", "--eager-start", "--standby", "--photos", "--photo-format", "--sensor-orientation", "--strict", "--no-adjust", "--pressure-handler", "--mode", "--burst-rate", "--secondary", "--smart-framing", "--center-stage", "--stabilization", "--shake", "--shutter-sound"].contains($0.name) })
     /// `reel calibrate` (issue 13).
     public static let calibrate = CommandSpec("calibrate", [
         .flag("--refresh", "measure again even when this machine's calibration is cached"), json,

@@ -31,6 +31,7 @@ enum RecordCommand {
         var strict = false, noAdjust = false, sawScene = false   // issue 24
         var smartFraming: SmartFramingRequest? = nil   // issue 29
         var centerStage: CenterStage.Mode? = nil
+        var stabilization = StabilizationMode.off
         for (name, value) in try ScannedArguments(argv, spec: spec).options {
             let v = value ?? ""
             if try controls.take(name, v) { continue }  // ReelControl: --input, --grab, --keys
@@ -126,6 +127,14 @@ enum RecordCommand {
             case "--center-stage":
                 guard let m = CenterStage.Mode(rawValue: v.lowercased()) else { throw UsageError("--center-stage: '\(printable(v))' is not cooperative or app") }
                 centerStage = m
+            case "--stabilization":
+                guard let m = StabilizationMode.allCases.first(where: { $0.rawValue.lowercased() == v.lowercased() }) else {
+                    throw UsageError("--stabilization: '\(printable(v))' is not off, lowLatency or baseline")
+                }
+                stabilization = m
+            case "--shake":
+                guard let n = Int(v), (0...64).contains(n) else { throw UsageError("--shake: '\(printable(v))' is not a number of pixels from 0 to 64") }
+                o.shake = n
             case "--strict": strict = true
             case "--no-adjust": noAdjust = true
             case "--pressure-handler":
@@ -146,6 +155,12 @@ enum RecordCommand {
             guard o.container.carriesDisplayMatrix else {
                 throw UsageError("--sensor-orientation \(o.sensorOrientation.rawValue): Matroska keeps no display matrix (libavformat 5.1 writes none); use mov or mp4")
             }
+        }
+        if o.shake > 0, case .v4l2 = o.source {
+            throw UsageError("--shake: only the synthetic sensor can shake its scene (a V4L2 camera shakes as it is held)")
+        }
+        if o.shake > 0 && o.scene == .pattern {
+            throw UsageError("--shake: the test pattern cannot shake; use --scene realistic or --scene people")
         }
         if sawScene, case .v4l2 = o.source {
             throw UsageError("--scene: only the synthetic sensor draws a scene (a V4L2 camera shows what it sees)")
@@ -179,6 +194,10 @@ enum RecordCommand {
         configuration.validation = strict ? .strict : noAdjust ? .asAsked : .adjust
         if centerStage != nil && smartFraming != nil { throw UsageError("use either --center-stage or --smart-framing, not both") }
         configuration.centerStage = centerStage
+        if stabilization != .off && (centerStage != nil || smartFraming != nil) {
+            throw UsageError("--stabilization beside --center-stage or --smart-framing is not built yet: use one of them")
+        }
+        configuration.stabilization = stabilization
         if var framing = smartFraming {
             // Not in real time the detection is frame-stepped: on the capture thread, every 15th frame at 30 fps.
             framing.stepped = !o.realtime

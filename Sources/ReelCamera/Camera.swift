@@ -52,6 +52,7 @@ public final class Camera: Sendable {
     private let secondary: SecondaryPresses?
     private let framing: CameraSmartFraming?
     private let centerStage: CameraCenterStage?
+    private let stabilization: CameraStabilization?
     private let shutterSound: ShutterSoundPlayer?
     private let clipWatcher: ClipWatcher?
     private let pending: PendingRecording
@@ -160,6 +161,12 @@ public final class Camera: Sendable {
                 try CameraCenterStage.attach($0, stepped: !options.realtime, to: recording, controls: controls)
             }
             undo.append { centerStage?.stop() }
+            if configuration.stabilization != .off && (configuration.centerStage != nil || configuration.smartFraming != nil) {
+                throw FramingError("--stabilization beside Center Stage or smart framing is not built yet: use one of them", status: ExitStatus.usage)
+            }
+            let stabilization = try configuration.stabilization == .off ? nil
+                : CameraStabilization.attach(configuration.stabilization, to: recording, controls: controls)
+            undo.append { stabilization?.stop() }
             let secondary = try SecondaryPresses.attach(configuration.controls.secondary, recording: recording,
                                                         dispatcher: controls.dispatcher, notice: notice)
             undo.append { secondary?.finish() }
@@ -202,6 +209,7 @@ public final class Camera: Sendable {
             self.secondary = secondary
             self.framing = framing
             self.centerStage = centerStage
+            self.stabilization = stabilization
             self.shutterSound = shutterSound
             self.pressureHandler = handler
             self.preview = preview
@@ -223,6 +231,7 @@ public final class Camera: Sendable {
         monitor.stop()
         framing?.stop()
         centerStage?.stop()
+        stabilization?.stop()
         // A recording the handler finished at `shutdown` says so.
         if pressureHandler.stoppedForPressure && summary.stopReason == "interrupted" && !stoppedByApp.load(ordering: .acquiring) {
             summary.stopReason = "pressure"
@@ -248,6 +257,7 @@ public final class Camera: Sendable {
         result.framingRecommendations = framing?.monitor.recommendations
         result.smartFraming = framing?.summary
         result.centerStage = centerStage?.summary
+        result.stabilization = stabilization?.summary
         if let shutterSound {
             let p = shutterSound.played
             result.shutterSound = ShutterSoundSummary(device: shutterSound.device, sound: shutterSound.sound.name,

@@ -36,6 +36,9 @@ public struct CameraConfiguration: Sendable {
     /// Center Stage (`--center-stage`): the crop window follows the people; nil: off. Not
     /// with `smartFraming`.
     public var centerStage: CenterStage.Mode? = nil
+    /// Video stabilisation (`--stabilization`): `.off` by default. Not with `centerStage` or
+    /// `smartFraming` (each steers the crop from the sensor frames).
+    public var stabilization = StabilizationMode.off
 
     /// A camera recording with `recording`'s options, the pressure handler on, and nothing else.
     public init(recording: RecordOptions = RecordOptions(), preview: PreviewRequest? = nil,

@@ -33,6 +33,8 @@ public struct CameraSummary: Encodable, Sendable {
     public var smartFraming: SmartFramingSummary? = nil
     /// How Center Stage ran (nil: off).
     public var centerStage: CenterStageSummary? = nil
+    /// How stabilisation ran (nil: off).
+    public var stabilization: StabilizationSummary? = nil
     /// The remote presses' confirmation sounds (nil: no `--shutter-sound`).
     public var shutterSound: ShutterSoundSummary? = nil
 
@@ -64,7 +66,7 @@ public struct CameraSummary: Encodable, Sendable {
         }
     }
 
-    enum Keys: String, CodingKey { case hardwareCost, adjusted, pressure, photos, locks, framingRecommendations, smartFraming, centerStage, shutterSound }
+    enum Keys: String, CodingKey { case hardwareCost, adjusted, pressure, photos, locks, framingRecommendations, smartFraming, centerStage, stabilization, shutterSound }
 
     /// The recording's keys, then `hardwareCost`, `adjusted`, `pressure`, `captureEvents`, `markers`,
     /// `controlChanges`, `photos` and `locks`, in one object.
@@ -81,6 +83,7 @@ public struct CameraSummary: Encodable, Sendable {
         if let framingRecommendations { try c.encode(framingRecommendations, forKey: .framingRecommendations) }
         if let smartFraming { try c.encode(smartFraming, forKey: .smartFraming) }
         if let centerStage { try c.encode(centerStage, forKey: .centerStage) }
+        if let stabilization { try c.encode(stabilization, forKey: .stabilization) }
         if let shutterSound { try c.encode(shutterSound, forKey: .shutterSound) }
     }
 }

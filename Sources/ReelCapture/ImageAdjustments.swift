@@ -32,6 +32,10 @@ public struct PictureSettings: Sendable, Hashable {
     /// Where the zoomed part is centred, in shares of the sensor's width and height (0.5, 0.5:
     /// the middle; Center Stage pans it); kept so that the part stays inside the sensor.
     public var centre = PicturePoint(x: 0.5, y: 0.5)
+    /// A further move of the zoomed part, in sensor pixels and fractions of one (stabilisation's
+    /// correction; 0, 0 by default): sampled from where the part lies moved, kept inside the
+    /// sensor. Only a zoom above 1 leaves room to move.
+    public var shift = PicturePoint(x: 0, y: 0)
     /// Brightness in stops of exposure bias (−2…+2): luma moves by `ImageAdjustments.lumaPerStop` per stop.
     public var exposureBias: Double = 0
     /// The effect applied last.
@@ -88,7 +92,7 @@ public final class ImageAdjustments: Sendable {
         var pool: PixelBufferPool?
         var poolSize = Size(width: 0, height: 0)
         var poolFormat = PixelFormat.yuv420p
-        var mapsFor: (zoom: Double, centre: PicturePoint, size: Size)? = nil
+        var mapsFor: (zoom: Double, centre: PicturePoint, shift: PicturePoint, size: Size)? = nil
         var columns: [Int] = []
         var rows: [Int] = []
         var chromaColumns: [Int] = []
@@ -162,7 +166,7 @@ public final class ImageAdjustments: Sendable {
         return work.withLock { w -> SourceFrame? in
             guard let pool = w.pool, w.poolSize == format.size, w.poolFormat == format.pixelFormat else { return frame }
             guard let out = pool.lease() else { return nil }
-            prepareMaps(&w, zoom: settings.zoom, centre: settings.centre, size: format.size)
+            prepareMaps(&w, zoom: settings.zoom, centre: settings.centre, shift: settings.shift, size: format.size)
             render(frame.lease.buffer, into: out.buffer, settings: settings, work: w)
             if case .lut(let lut) = settings.effect { lut.yuvTable.apply(to: out.buffer) }
             return SourceFrame(lease: out, index: frame.index, pts: frame.pts, rate: frame.rate)
@@ -186,15 +190,30 @@ public final class ImageAdjustments: Sendable {
         state.withLock { edit(&$0.wanted) }
     }
 
-    private func prepareMaps(_ w: inout Work, zoom: Double, centre: PicturePoint, size: Size) {
-        if let m = w.mapsFor, m.zoom == zoom, m.centre == centre, m.size == size { return }
+    private func prepareMaps(_ w: inout Work, zoom: Double, centre: PicturePoint, shift: PicturePoint, size: Size) {
+        if let m = w.mapsFor, m.zoom == zoom, m.centre == centre, m.shift == shift, m.size == size { return }
         let c = Self.zoomCrop(zoom, centre: centre, in: size)
-        w.columns = (0..<size.width).map { c.x + $0 * c.width / size.width }
-        w.rows = (0..<size.height).map { c.y + $0 * c.height / size.height }
         let cw = size.width / 2, ch = size.height / 2
-        w.chromaColumns = (0..<cw).map { c.x / 2 + $0 * (c.width / 2) / cw }
-        w.chromaRows = (0..<ch).map { c.y / 2 + $0 * (c.height / 2) / ch }
-        w.mapsFor = (zoom, centre, size)
+        if shift.x == 0 && shift.y == 0 {
+            w.columns = (0..<size.width).map { c.x + $0 * c.width / size.width }
+            w.rows = (0..<size.height).map { c.y + $0 * c.height / size.height }
+            w.chromaColumns = (0..<cw).map { c.x / 2 + $0 * (c.width / 2) / cw }
+            w.chromaRows = (0..<ch).map { c.y / 2 + $0 * (c.height / 2) / ch }
+        } else {
+            // The part moved by a fraction of a pixel: each output sample takes the nearest
+            // source sample to where it falls, so the picture moves by the fraction on average.
+            let x0 = min(max(0, Double(c.x) + shift.x), Double(size.width - c.width))
+            let y0 = min(max(0, Double(c.y) + shift.y), Double(size.height - c.height))
+            func map(_ count: Int, origin: Double, span: Int, limit: Int) -> [Int] {
+                let step = Double(span) / Double(count)
+                return (0..<count).map { min(limit - 1, Int(origin + (Double($0) + 0.5) * step)) }
+            }
+            w.columns = map(size.width, origin: x0, span: c.width, limit: size.width)
+            w.rows = map(size.height, origin: y0, span: c.height, limit: size.height)
+            w.chromaColumns = map(cw, origin: x0 / 2, span: c.width / 2, limit: cw)
+            w.chromaRows = map(ch, origin: y0 / 2, span: c.height / 2, limit: ch)
+        }
+        w.mapsFor = (zoom, centre, shift, size)
     }
 
     /// The luma table for a bias of `stops`: video range kept (16…235), identity at 0.

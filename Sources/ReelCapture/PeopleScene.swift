@@ -36,11 +36,15 @@ public struct PeopleScene: Sendable {
 
     /// The sensor (square) the scene is drawn on.
     public let sensor: Size
+    /// The camera shake that moves the people with the rest of the world.
+    public let shake: SceneShake
     private let sprites: [PersonSprite]
 
-    /// The scene on a sensor of `sensor` (its portraits scaled to it once per process).
-    public init(sensor: Size) {
+    /// The scene on a sensor of `sensor` (its portraits scaled to it once per process), moved
+    /// by `shake`.
+    public init(sensor: Size, shake: SceneShake = SceneShake(amplitude: 0)) {
         self.sensor = sensor
+        self.shake = shake
         let side = Double(min(sensor.width, sensor.height))
         sprites = Self.cast.map { PersonSprite.shared($0.sprite, height: Int(($0.height * side).rounded()) & ~1) }
     }
@@ -64,9 +68,9 @@ public struct PeopleScene: Sendable {
     /// Where person `p`'s portrait goes in frame `index`: its top-left corner (even pixels).
     private func origin(_ p: Int, index: Int) -> (x: Int, y: Int)? {
         guard let c = faceCentre(p, index: index) else { return nil }
-        let sprite = sprites[p], face = sprite.face
-        return (Int((c.x - Double(face.x) - Double(face.width) / 2).rounded()) & ~1,
-                Int((c.y - Double(face.y) - Double(face.height) / 2).rounded()) & ~1)
+        let sprite = sprites[p], face = sprite.face, s = shake.offset(index: index)
+        return ((Int((c.x - Double(face.x) - Double(face.width) / 2).rounded()) & ~1) + s.x,
+                (Int((c.y - Double(face.y) - Double(face.height) / 2).rounded()) & ~1) + s.y)
     }
 
     /// Every face at least partly in frame `index`, in person order: the ground truth.

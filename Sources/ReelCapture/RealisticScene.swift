@@ -21,18 +21,21 @@ struct RealisticScene: Sendable {
     let objects: SceneObjects
     /// The people drawn over the texture (`SyntheticScene.people`), or nil.
     let people: PeopleScene?
+    /// The camera shake that moves the world (texture, discs, people), none by default.
+    let shake: SceneShake
     /// The pan, in luma pixels a frame (even: the chroma planes move by whole samples).
     static let pan = (x: 4, y: 2)
     /// The margin of flat ground around the barcode, in pixels.
     static let quietMargin = 16
 
-    init(sensor: Size, temporalNoise: Bool, people: Bool = false) {
+    init(sensor: Size, temporalNoise: Bool, people: Bool = false, shake: SceneShake = SceneShake(amplitude: 0)) {
         precondition(sensor.width <= SceneNoise.longestRow && sensor.width % 2 == 0 && sensor.height % 2 == 0)
         self.sensor = sensor
         self.temporalNoise = temporalNoise
         pattern = TestPattern(sensor: sensor)
         objects = SceneObjects(sensor: sensor)
-        self.people = people ? PeopleScene(sensor: sensor) : nil
+        self.people = people ? PeopleScene(sensor: sensor, shake: shake) : nil
+        self.shake = shake
     }
 
     /// The texture this sensor pans across (built on the first call in the process).
@@ -49,11 +52,13 @@ struct RealisticScene: Sendable {
     }
 
     /// Where frame `index` shows the texture: its top-left sample, in luma pixels (even),
-    /// within one period.
+    /// within one period; the shake moves the world by its offset, so the texture is read
+    /// from that much before.
     func panOffset(index: Int) -> (x: Int, y: Int) {
         let p = SceneTexture.period(forSensorSide: max(sensor.width, sensor.height))
         let i = index % p   // the offset repeats every `p` frames at the latest
-        return ((Self.pan.x * i) & (p - 1), (Self.pan.y * i) & (p - 1))
+        let s = shake.offset(index: index)
+        return ((Self.pan.x * i - s.x) & (p - 1), (Self.pan.y * i - s.y) & (p - 1))
     }
 
     /// Draws frame `index` into `buffer` (4:2:0 planar, the sensor's size): every sample.
@@ -84,6 +89,7 @@ struct RealisticScene: Sendable {
         let texture = self.texture
         let noise = SceneNoise.shared
         let offset = panOffset(index: index)
+        let moved = shake.offset(index: index)
         for plane in 0..<3 {
             let shift = plane == 0 ? 0 : 1
             let width = sensor.width >> shift, height = sensor.height >> shift
@@ -99,7 +105,7 @@ struct RealisticScene: Sendable {
             }
             for disc in objects.discs {
                 let centre = disc.position(index: index)
-                let cx = centre.x >> shift, cy = centre.y >> shift
+                let cx = (centre.x + moved.x) >> shift, cy = (centre.y + moved.y) >> shift
                 let spans = plane == 0 ? disc.lumaSpans : disc.chromaSpans
                 let r = spans.count / 2
                 let sx = disc.source.x >> shift, sy = disc.source.y >> shift

@@ -39,6 +39,8 @@ public final class SyntheticSource: VideoSource {
     public var people: PeopleScene? { realistic?.people }
     /// Whether the realistic scene carries its temporal noise (the pattern has none).
     public let temporalNoise: Bool
+    /// The known camera shake the realistic scenes are drawn with (`--shake`; none by default).
+    public let shake: SceneShake
     /// The realistic scene, drawn whole every frame; nil for the pattern.
     private let realistic: RealisticScene?
     /// The pattern's background, copied into each buffer at its first use (`backgrounded`:
@@ -78,11 +80,14 @@ public final class SyntheticSource: VideoSource {
     ///     ready waits for it at its first frame.
     ///   - temporalNoise: the realistic scene's per-frame sensor noise (false: texture and
     ///     motion alone); the pattern ignores it.
+    ///   - shake: a known camera shake that moves the realistic scenes' world (the ground
+    ///     truth of stabilisation); the pattern cannot shake.
     /// - Throws: `CaptureError.invalidSensorSize` for a size out of range or odd; `MediaError` when
     ///   the buffers cannot be allocated.
     public init(size: Int = SyntheticSource.defaultSize, rate: FrameRate, realtime: Bool, buffers: Int = 12,
                 mounting: SensorOrientation = .landscape, liveRates: [FrameRate] = [],
-                scene: SyntheticScene = .pattern, temporalNoise: Bool = true) throws {
+                scene: SyntheticScene = .pattern, temporalNoise: Bool = true,
+                shake: SceneShake = SceneShake(amplitude: 0)) throws {
         guard Self.sizeRange.contains(size) else {
             throw CaptureError.invalidSensorSize("sensor size \(size) is out of range: use an even size from \(Self.sizeRange.lowerBound) to \(Self.sizeRange.upperBound)")
         }
@@ -100,12 +105,16 @@ public final class SyntheticSource: VideoSource {
         self.scene = scene
         self.temporalNoise = temporalNoise
         self.mounting = mounting
+        if shake.amplitude > 0 && !scene.isRealistic {
+            throw CaptureError.notConfigurable("the pattern cannot shake: a shake needs --scene realistic or --scene people")
+        }
+        self.shake = shake
         if scene == .people && mounting != .landscape {
             throw CaptureError.notConfigurable("the people scene needs an upright sensor (--sensor-orientation landscape)")
         }
         if scene.isRealistic {
             // Drawn whole every frame: no background; its texture is built by `warmUp`.
-            realistic = RealisticScene(sensor: sensor, temporalNoise: temporalNoise, people: scene == .people)
+            realistic = RealisticScene(sensor: sensor, temporalNoise: temporalNoise, people: scene == .people, shake: shake)
             model = nil
             upright = mounting == .landscape ? nil : try PixelBuffer(size: sensor, format: .yuv420p)
         } else {

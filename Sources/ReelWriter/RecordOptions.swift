@@ -108,6 +108,9 @@ public struct RecordOptions: Sendable {
     /// What the synthetic sensor shows (`--scene`): the realistic scene (default), about as
     /// hard to encode as a camera's picture, or the flat test pattern.
     public var scene: SyntheticScene = .realistic
+    /// A known camera shake of at most this many pixels that moves the realistic scene's world
+    /// (`--shake`, the ground truth of stabilisation); 0, none, by default.
+    public var shake = 0
     /// Rates the session may switch to while recording (`CaptureSession.setFrameRate` on the
     /// running session: the pressure handler's steps). The synthetic sensor's clock is chosen
     /// so that all fall on whole ticks, and a `.seconds` length is media time whatever the

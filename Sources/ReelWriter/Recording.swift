@@ -66,7 +66,8 @@ public final class Recording: Sendable {
         case .synthetic(let size):
             sourceBuffers = Recording.sensorBuffers(side: size) + options.extraSensorBuffers
             source = try SyntheticSource(size: size, rate: options.rate, realtime: options.realtime, buffers: sourceBuffers,
-                                         mounting: options.sensorOrientation, liveRates: options.liveFrameRates, scene: options.scene)
+                                         mounting: options.sensorOrientation, liveRates: options.liveFrameRates, scene: options.scene,
+                                         shake: SceneShake(amplitude: options.shake))
         case .v4l2(let path, let size, let fps, let fourcc):
             let camera = try V4L2Source(path: path, size: size, fps: fps, fourcc: fourcc, poolBuffers: 12 + options.extraSensorBuffers,
                                         poolBudget: Recording.sensorBudget)
