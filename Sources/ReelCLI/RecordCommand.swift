@@ -129,7 +129,7 @@ enum RecordCommand {
                 centerStage = m
             case "--stabilization":
                 guard let m = StabilizationMode.allCases.first(where: { $0.rawValue.lowercased() == v.lowercased() }) else {
-                    throw UsageError("--stabilization: '\(printable(v))' is not off, lowLatency or baseline")
+                    throw UsageError("--stabilization: '\(printable(v))' is not off, lowLatency, cinematic or baseline")
                 }
                 stabilization = m
             case "--shake":

@@ -78,6 +78,13 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// and the ratio's crop, on the capture thread: it must not wait (keep a reference to the
     /// frame and return). nil removes it.
     public func setSensorTap(_ tap: (@Sendable (SourceFrame) -> Void)?) { sensorTap.withLock { $0 = tap } }
+    /// Holds frames back between the sensor and processing (cinematic stabilisation's look-ahead).
+    private let frameDelay = Mutex<(any FrameDelay)?>(nil)
+
+    /// Puts `delay` between the sensor (after the tap) and processing: each sensor frame goes to
+    /// it, and the frames it gives back go on, in its order; the frames it still holds when
+    /// capture ends go on then. Set it before the run (nil: none).
+    public func setFrameDelay(_ delay: (any FrameDelay)?) { frameDelay.withLock { $0 = delay } }
 
     /// - Throws: `CaptureError.unsupportedRatio` when the source's format lacks `ratio`.
     public init(source: any VideoSource, ratio: AspectRatio? = nil) throws {
@@ -459,6 +466,13 @@ public final class CaptureSession: SourceDelegate, Sendable {
         // (One that comes after this check is caught at the first frame: see `source(didCapture:)`.)
         if state.withLock({ $0.stopRequested }) { return stats }
         try source.capture(frameLimit: frameLimit, delegate: self)
+        // The frames a delay still holds go on now, as capture ended after them.
+        if let delay = frameDelay.withLock({ $0 }) {
+            for d in delay.drain() {
+                d.prepare()
+                guard deliver(d.frame) else { break }
+            }
+        }
         return stats
     }
 
@@ -480,6 +494,19 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
         if let tap = sensorTap.withLock({ $0 }) { tap(frame) }
+        guard let delay = frameDelay.withLock({ $0 }) else { return deliver(frame) }
+        // A frame held back is not late: the source goes on.
+        var taken = true
+        for d in delay.take(frame) {
+            d.prepare()
+            guard deliver(d.frame) else { taken = false; break }
+        }
+        return taken
+    }
+
+    /// Processes `frame` and hands it to every output at the current ratio (applying a due
+    /// ratio change first); false when one could not take it.
+    private func deliver(_ frame: SourceFrame) -> Bool {
         // Zoom, brightness and the effect, before any output sees the frame (ImageAdjustments).
         guard let frame = adjustments.process(frame, format: self.source.format) else {
             self.source(didDrop: 1, reason: .outOfBuffers, at: frame.index)

@@ -11,6 +11,9 @@ public enum StabilizationMode: String, Sendable, Hashable, CaseIterable {
     /// Causal: each frame's correction comes from that frame and the ones before, so the
     /// picture leaves with no frame of delay (Apple's `lowLatency`, for calls and preview).
     case lowLatency
+    /// Looks ahead: each frame leaves `CinematicPath.lookAhead` frames late, its correction
+    /// smoothed over the frames either side (Apple's `cinematic`, for recordings).
+    case cinematic
     /// The benchmark's plain causal baseline: the picture's position smoothed by one
     /// exponential average (no velocity), what a follow-the-path loop does.
     case baseline
@@ -69,7 +72,7 @@ public struct StabilizationPath: Sendable {
         }
         position.x += m.x; position.y += m.y
         switch mode {
-        case .off:
+        case .off, .cinematic:
             path = position
         case .lowLatency:
             let k = 0.1

@@ -1,3 +1,4 @@
+import Foundation
 import ReelCapture
 import ReelCore
 import ReelFraming
@@ -69,5 +70,33 @@ import Testing
         let m = StabilizationPath.margin(zoom: 1.1, sensor: Size(width: 1920, height: 1920))
         #expect(abs(m.x - 87.27) < 0.01 && abs(m.y - 87.27) < 0.01)
         #expect(StabilizationPath.margin(zoom: 1, sensor: Size(width: 1920, height: 1080)) == (0, 0))
+    }
+
+    /// Cinematic's path, used as the delay uses it (each frame's correction asked once
+    /// `lookAhead` frames came after it; the last ones at the end): a steady pan passes whole,
+    /// the last frames included (their window truncated); a sway of 12 frames' period (2.5 Hz
+    /// at 30 fps) and 10 pixels is taken out to under half a pixel where the window is whole.
+    @Test func theCinematicPathKeepsThePanAndTakesOutTheSway() {
+        func corrections(_ motions: [MotionEstimator.Motion]) -> [PicturePoint] {
+            var path = CinematicPath(margin: (87, 87))
+            var out: [PicturePoint] = []
+            for m in motions {
+                path.add(m)
+                if path.count > CinematicPath.lookAhead { out.append(path.correction(frame: path.count - 1 - CinematicPath.lookAhead)) }
+            }
+            for n in out.count..<path.count { out.append(path.correction(frame: n)) }
+            return out
+        }
+        let pan = corrections(Array(repeating: MotionEstimator.Motion(dx: -4, dy: -2, response: 0.9), count: 60))
+        #expect(pan.count == 60)
+        for (n, c) in pan.enumerated() { #expect(abs(c.x) < 1e-6 && abs(c.y) < 1e-6, "frame \(n): \(c)") }
+        func offset(_ i: Int) -> Double { 10 * sin(2 * Double.pi * Double(i) / 12) }
+        let sway = corrections((0..<100).map { i in MotionEstimator.Motion(dx: i == 0 ? 0 : offset(i) - offset(i - 1), dy: 0, response: 0.9) })
+        var worst = 0.0
+        for n in 20..<80 {
+            // The picture less its correction: where the world shows, which should be still.
+            worst = max(worst, abs(offset(n) - sway[n].x - offset(0)))
+        }
+        #expect(worst < 0.5, "the sway of 10 px left \(worst) px")
     }
 }
