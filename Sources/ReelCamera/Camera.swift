@@ -115,6 +115,12 @@ public final class Camera: Sendable {
             SecondaryPresses.prepare(configuration.controls.secondary, source: options.source, dispatcher: controls.dispatcher)
             // Face detection (smart framing, Center Stage) runs 2 times a second: charged in the cost model.
             if configuration.smartFraming != nil || configuration.centerStage != nil { options.faceDetectionsPerSecond = 2 }
+            // Stabilisation measures and resamples every frame: charged too.
+            switch configuration.stabilization {
+            case .off: break
+            case .cinematic: options.stabilizationCost = .lookAhead
+            case .lowLatency, .baseline: options.stabilizationCost = .causal
+            }
             // Validated against the cost model (libcamera's validate()): a real-time recording
             // that would not keep up records the first rung of the ladder that does, and says so
             // once the camera is made; under `.strict` it is refused here (69), before storage,

@@ -34,7 +34,10 @@ public enum CapacityGate {
         let largest = ratios.map { $0.crop(in: sensor).size }.max { $0.width * $0.height < $1.width * $1.height } ?? sensor
         let faces = o.faceDetectionsPerSecond > 0 ? FaceDetectionDemand(sensorSide: max(sensor.width, sensor.height), perSecond: o.faceDetectionsPerSecond) : nil
         return SessionDemand(outputs: [OutputDemand(codec: o.codec, size: largest, framesPerSecond: framesPerSecond ?? fps, pattern: pattern)],
-                             preview: preview, faceDetection: faces)
+                             preview: preview, faceDetection: faces,
+                             stabilization: o.stabilizationCost == .none ? nil
+                                : StabilizationDemand(sensorSide: max(sensor.width, sensor.height), framesPerSecond: framesPerSecond ?? fps,
+                                                      looksAhead: o.stabilizationCost == .lookAhead))
     }
 
     /// The figures costs are counted with: the cached `reel calibrate` measurement when it is

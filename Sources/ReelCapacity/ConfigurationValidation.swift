@@ -93,7 +93,8 @@ extension CostModel {
     public static func ladder(_ demand: SessionDemand, allowed: (VideoCodec) -> Bool = { _ in true }, lowerRates: Bool = true) -> [SessionDemand] {
         guard let first = demand.outputs.first else { return [demand] }
         let codecs = [first.codec] + lighterCodecs(after: first.codec).filter(allowed)
-        var rungs = codecs.map { c in SessionDemand(outputs: demand.outputs.map { $0.with(codec: c) }, preview: demand.preview, faceDetection: demand.faceDetection) }
+        var rungs = codecs.map { c in SessionDemand(outputs: demand.outputs.map { $0.with(codec: c) }, preview: demand.preview, faceDetection: demand.faceDetection,
+                                                          stabilization: demand.stabilization) }
         guard lowerRates else { return rungs }
         let asked = demand.outputs.map(\.framesPerSecond).max() ?? 0
         for fps in steps where fps < asked { rungs.append(rungs[codecs.count - 1].at(framesPerSecond: fps)) }

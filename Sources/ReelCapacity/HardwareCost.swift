@@ -36,14 +36,18 @@ public struct SessionDemand: Sendable, Equatable {
     public var preview: Bool
     /// Face detection on the sensor's frames (smart framing, Center Stage), nil: none.
     public var faceDetection: FaceDetectionDemand? = nil
-    /// A demand of `outputs`, with or without the live preview and face detection.
-    public init(outputs: [OutputDemand], preview: Bool, faceDetection: FaceDetectionDemand? = nil) {
-        self.outputs = outputs; self.preview = preview; self.faceDetection = faceDetection
+    /// Video stabilisation on the sensor's frames, nil: none.
+    public var stabilization: StabilizationDemand? = nil
+    /// A demand of `outputs`, with or without the live preview, face detection and stabilisation.
+    public init(outputs: [OutputDemand], preview: Bool, faceDetection: FaceDetectionDemand? = nil, stabilization: StabilizationDemand? = nil) {
+        self.outputs = outputs; self.preview = preview; self.faceDetection = faceDetection; self.stabilization = stabilization
     }
 
-    /// The same demand with every output at `fps` (a frame-rate override).
+    /// The same demand with every output (and stabilisation) at `fps` (a frame-rate override).
     public func at(framesPerSecond fps: Double) -> SessionDemand {
-        SessionDemand(outputs: outputs.map { $0.with(framesPerSecond: fps) }, preview: preview, faceDetection: faceDetection)
+        var s = stabilization
+        s?.framesPerSecond = fps
+        return SessionDemand(outputs: outputs.map { $0.with(framesPerSecond: fps) }, preview: preview, faceDetection: faceDetection, stabilization: s)
     }
 }
 
@@ -154,9 +158,14 @@ public struct CostModel: Sendable {
             // One thread (OpenCV's set to one): at most one core's worth.
             encoder += min(d.perSecond * d.cpuSecondsPerDetection(scale: calibration.cpuScale), 1) / calibration.capacity
         }
+        if let s = demand.stabilization {
+            // The capture thread: at most one core's worth.
+            encoder += min(s.framesPerSecond * s.cpuSecondsPerFrame(scale: calibration.cpuScale), 1) / calibration.capacity
+        }
         var text = demand.outputs.map(\.description).joined(separator: ", ")
         if demand.preview { text += " + preview" }
         if let d = demand.faceDetection { text += " + face detection \(CostFormat.fps(d.perSecond))/s" }
+        if let s = demand.stabilization { text += s.looksAhead ? " + cinematic stabilisation" : " + stabilisation" }
         return SessionShares(encoder: encoder, preview: preview, diskBytesPerSecond: disk, description: text)
     }
 

@@ -101,6 +101,9 @@ public struct RecordOptions: Sendable {
     /// Face detections a second on the sensor's frames (smart framing, Center Stage: the
     /// camera sets it), charged in the hardware-cost model; 0: none.
     public var faceDetectionsPerSecond = 0.0
+    /// Video stabilisation on the sensor's frames (the camera sets it: `.none`, `.causal` for
+    /// lowLatency and baseline, `.lookAhead` for cinematic), charged in the hardware-cost model.
+    public var stabilizationCost = StabilizationCost.none
     /// How the synthetic sensor is mounted (`--sensor-orientation`): the clips hold its
     /// read-out as it comes (turned against the scene) and carry the display matrix that
     /// shows it upright (MOV and MP4). `.landscape` (upright) by default.
@@ -146,4 +149,14 @@ public enum StorageChoice: Sendable, Equatable {
     case pool(String)
     /// Straight into the output file (`--plain`), for comparison.
     case plain
+}
+
+/// What stabilisation costs a recording, for the hardware-cost model (`RecordOptions.stabilizationCost`).
+public enum StabilizationCost: Sendable, Hashable {
+    /// No stabilisation.
+    case none
+    /// A motion estimate and the crop's resampling every frame (lowLatency, baseline).
+    case causal
+    /// The same and a copy of every frame into the look-ahead (cinematic).
+    case lookAhead
 }
