@@ -17,10 +17,11 @@ public struct StabilizationDemand: Sendable, Equatable {
 
     /// CPU seconds a frame on the reference machine — the upper end of `scripts/bench
     /// stabilization`'s whole cost at 1920² (the recording's CPU less the unstabilised one's:
-    /// 12 ms lowLatency, 14 ms cinematic), in proportion to the sensor's area — times `scale`
+    /// 14 ms lowLatency at e3acbce; cinematic's copy into the look-ahead, 1 ms more), in
+    /// proportion to the sensor's area — times `scale`
     /// (this machine's CPU against the reference's: `Calibration.cpuScale`).
     public func cpuSecondsPerFrame(scale: Double) -> Double {
         let area = Double(sensorSide * sensorSide) / Double(1920 * 1920)
-        return (looksAhead ? 0.014 : 0.012) * area * scale
+        return (looksAhead ? 0.015 : 0.014) * area * scale
     }
 }
