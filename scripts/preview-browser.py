@@ -121,6 +121,10 @@ def main(argv):
                 result["effectStatus"], result["effectAnswer"] = answered(page, 15000)
                 page.wait_for_function("() => document.getElementById('s').textContent.includes('effect grayscale')", timeout=15000)
                 result["stateAfterEffect"] = page.inner_text("#s")
+                # Rows of controls this camera lacks (no photo output: no mode; no smart framing:
+                # no toggles) are not displayed.
+                result["absentRows"] = page.evaluate(
+                    "() => ['mode-row', 'framing-row'].map(id => getComputedStyle(document.getElementById(id)).display)")
                 result["desktop"] = f"{out}/desktop.png"
                 page.screenshot(path=result["desktop"], full_page=True)
                 page.set_viewport_size({"width": 390, "height": 844})
@@ -139,6 +143,22 @@ def main(argv):
                 if result["secondaryBefore"] == "lock":
                     page.wait_for_function("() => document.getElementById('marker').textContent === 'unlock'", timeout=15000)
                 result["secondaryAfter"] = page.inner_text("#marker")
+            elif ratio == "framing":
+                # Smart framing's toggles (with --smart-framing zoom,rotate): both boxes on;
+                # a click turns Auto Zoom off — the answer (the `framing` picker: rotate), then
+                # the boxes as the status stream leaves them.
+                page.wait_for_function("() => !document.getElementById('framing-row').hidden", timeout=30000)
+                result["framingBefore"] = page.evaluate(
+                    "() => [document.getElementById('auto-zoom').checked, document.getElementById('auto-rotate').checked]")
+                page.evaluate("() => { document.getElementById('r').dataset.status = ''; }")
+                page.click("#auto-zoom")
+                result["framingStatus"], result["framingAnswer"] = answered(page, 15000)
+                page.wait_for_function("""() => typeof newest !== 'undefined' && newest !== null &&
+                    (newest.controls || []).some(c => c.identifier === 'framing' && c.title === 'rotate')""", timeout=15000)
+                result["framingAfter"] = page.evaluate(
+                    "() => [document.getElementById('auto-zoom').checked, document.getElementById('auto-rotate').checked]")
+                result["framingShot"] = f"{out}/framing.png"
+                page.screenshot(path=result["framingShot"], full_page=True)
             elif ratio == "mode":
                 # The mode picker (with a photo output): photo. The answer, then the picker as
                 # the status stream sets it (`modeAfter`), and the options it offers.

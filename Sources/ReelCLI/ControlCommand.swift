@@ -25,7 +25,7 @@ enum ControlCommand {
         }
         while let word = words.popFirst() {
             switch word {
-            case "zoom", "exposure", "ratio", "effect", "mode":
+            case "zoom", "exposure", "ratio", "effect", "mode", "framing":
                 guard let value = words.popFirst() else { throw UsageError("control: \(word) needs a value") }
                 lines.append(json(["set": word, "value": value]))
             case "status": lines.append(json(["status": true]))
@@ -46,7 +46,7 @@ enum ControlCommand {
                 if let a = words.first, CaptureEvent.Action(rawValue: a) != nil { action = a; words = words.dropFirst() }
                 lines.append(json(["event": phase, "action": action]))
             default:
-                throw UsageError("control: unknown request '\(printable(word))' (use zoom V, exposure V, ratio R, effect E, mode M, shutter, marker, event PHASE [ACTION], record start|stop|toggle, status)")
+                throw UsageError("control: unknown request '\(printable(word))' (use zoom V, exposure V, ratio R, effect E, mode M, framing F, shutter, marker, event PHASE [ACTION], record start|stop|toggle, status)")
             }
         }
         guard !lines.isEmpty else { throw UsageError("control: nothing to send (use zoom V, exposure V, ratio R, effect E, mode M, shutter, marker, event PHASE [ACTION], record start|stop|toggle, status)") }

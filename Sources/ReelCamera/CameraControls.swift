@@ -149,6 +149,21 @@ public final class CameraControls: Sendable {
         controls.commitConfiguration()
     }
 
+    /// The `framing` picker (`off`, `zoom`, `rotate`, `zoom,rotate`: `SmartFramingRequest`'s
+    /// picker titles), the page's Auto Zoom and Auto Rotate toggles: `change` runs on the
+    /// controls' queue with each new title. Starts at `selected`. Only a camera with smart
+    /// framing has it.
+    func attachFraming(selected: String, change: @escaping @Sendable (String) -> Void) {
+        let titles = SmartFramingRequest.pickerTitles
+        let picker = IndexPicker(identifier: "framing", titles: titles, selectedIndex: titles.firstIndex(of: selected) ?? 0) { [weak self] i in
+            change(titles[i])
+            self?.record("framing", Double(i), title: titles[i])
+        }
+        controls.beginConfiguration()
+        if controls.canAddControl(picker) { try? controls.addControl(picker) }
+        controls.commitConfiguration()
+    }
+
     /// Publishes an event line to the control socket's watching clients (no socket: nothing).
     func publish(_ object: [String: Any]) {
         socket.withLock { $0 }?.publish(object)

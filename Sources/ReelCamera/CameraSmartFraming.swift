@@ -4,6 +4,7 @@ import ReelControl
 import ReelCore
 import ReelFraming
 import ReelWriter
+import Synchronization
 
 /// What `--smart-framing` asks for: which recommendations are applied, and how detection runs.
 public struct SmartFramingRequest: Sendable, Hashable {
@@ -30,6 +31,25 @@ public struct SmartFramingRequest: Sendable, Hashable {
 
     /// Whether recommendations are applied.
     public var applies: Bool { !parts.contains(.recommend) }
+
+    /// The `framing` picker's titles, as the page's Auto Zoom and Auto Rotate toggles set it:
+    /// `off` (recommend only), `zoom`, `rotate`, `zoom,rotate`.
+    public static let pickerTitles = ["off", "zoom", "rotate", "zoom,rotate"]
+
+    /// The picker's title for these parts.
+    var pickerTitle: String {
+        parts.contains(.recommend) ? "off" : parts == [.zoom] ? "zoom" : parts == [.rotate] ? "rotate" : "zoom,rotate"
+    }
+
+    /// The parts a picker title stands for (`off`: recommend).
+    static func parts(pickerTitle: String) -> Set<Part> {
+        switch pickerTitle {
+        case "zoom": [.zoom]
+        case "rotate": [.rotate]
+        case "zoom,rotate": [.zoom, .rotate]
+        default: [.recommend]
+        }
+    }
 
     /// The framings to enable among `supported`, the session starting at `ratio`.
     func enabled(from supported: [Framing], startingAt ratio: AspectRatio) -> [Framing] {
@@ -71,8 +91,18 @@ final class CameraSmartFraming: Sendable {
             monitor.update(faces: faces, frame: frame, time: time, current: current)
         }
         let framing = CameraSmartFraming(monitor: monitor, tracking: tracking, session: session, cascade: request.cascade.rawValue)
-        let applies = request.applies
+        // The page's Auto Zoom and Auto Rotate toggles: the `framing` picker changes what is
+        // enabled and whether it is applied, from the next recommendation on.
+        let applying = AppliesFlag(request.applies)
+        controls.attachFraming(selected: request.pickerTitle) { [monitor, session] title in
+            let parts = SmartFramingRequest.parts(pickerTitle: title)
+            var live = request
+            live.parts = parts
+            try? monitor.setEnabledFramings(live.enabled(from: monitor.supportedFramings, startingAt: session.ratio))
+            applying.value.store(live.applies, ordering: .releasing)
+        }
         monitor.observe { [controls] r in
+            let applies = applying.value.load(ordering: .acquiring)
             emit(.framing(r))
             controls.publish(["framing": ["time": r.time, "frame": r.frame, "ratio": r.ratio, "zoom": r.zoom, "faces": r.faces, "applied": applies]])
             guard applies else { return }
@@ -124,4 +154,11 @@ public struct SmartFramingSummary: Sendable, Encodable {
     public var every: Int
     /// Whether it ran on the capture thread (frame-stepped: `--no-realtime`).
     public var stepped: Bool
+}
+
+/// Whether recommendations are applied now (the `framing` picker changes it on the controls'
+/// queue; the monitor's observer reads it).
+private final class AppliesFlag: Sendable {
+    let value: Atomic<Bool>
+    init(_ applies: Bool) { value = Atomic(applies) }
 }

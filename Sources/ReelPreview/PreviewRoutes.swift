@@ -204,7 +204,7 @@ private func control(_ connection: OpaquePointer, _ server: PreviewServer) -> MH
     }
     guard let name = server.value(connection, CMicroHTTPD_argumentKind, "name"),
           let value = server.value(connection, CMicroHTTPD_argumentKind, "value") else {
-        return jsonError(connection, 400, "use POST /control?name=N&value=V (N: zoom, exposure, effect, ratio, mode)")
+        return jsonError(connection, 400, "use POST /control?name=N&value=V (N: zoom, exposure, effect, ratio, mode, framing)")
     }
     do { return respond(connection, 200, Array(try setControl(name, value)), type: "application/json") } catch {
         return jsonError(connection, 422, "\(error)")

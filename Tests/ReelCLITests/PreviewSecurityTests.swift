@@ -60,7 +60,8 @@ struct RealtimePreviewSecurityTests {
     /// The zoom slider and the effect picker in a real browser (Playwright, Debian's
     /// chromium): the page's `POST /control` answers 200 with zoom 2, then grayscale; the
     /// status stream brings `zoom 2×` and `effect grayscale` back to the state line and the
-    /// slider; the console shows no content-security-policy violation; at phone width
+    /// slider; the rows of controls this camera lacks (mode, smart framing's toggles) are not
+    /// displayed; the console shows no content-security-policy violation; at phone width
     /// (390 px) the page and the picture fit the window. The recording (FFV1: its decoded
     /// pixels are Reel's) shows it: frames before the zoom's stated frame carry the barcode at
     /// its size, frames from it on twice as large; frames before the effect's frame have
@@ -90,6 +91,8 @@ struct RealtimePreviewSecurityTests {
         #expect(result["sliderAfter"] as? Double == 2)
         #expect(result["effectStatus"] as? Int == 200 && (result["effectAnswer"] as? [String: Any])?["title"] as? String == "grayscale", "\(result)")
         #expect((result["stateAfterEffect"] as? String)?.contains("effect grayscale") == true)
+        // No photo output and no smart framing: their rows are not displayed.
+        #expect(result["absentRows"] as? [String] == ["none", "none"], "\(result)")
         let errors = result["consoleErrors"] as? [String] ?? []
         #expect(!errors.contains { $0.contains("Content Security Policy") }, "\(errors)")
         let widths = result["phoneWidths"] as? [Double] ?? []

@@ -55,6 +55,17 @@ function picker(name, c) {
   sel.value = c.title; sel.disabled = !c.enabled;
 }
 
+// Smart framing's toggles: the `framing` picker's title (off, zoom, rotate, zoom,rotate) as two boxes.
+function framingToggles(c) {
+  const row = $('framing-row');
+  if (!c) { row.hidden = true; return; }
+  row.hidden = false;
+  const parts = (c.title || 'off').split(',');
+  $('auto-zoom').checked = parts.includes('zoom');
+  $('auto-rotate').checked = parts.includes('rotate');
+  $('auto-zoom').disabled = $('auto-rotate').disabled = !c.enabled;
+}
+
 function show(j) {
   last = line(j);
   s.textContent = last;
@@ -93,6 +104,7 @@ function show(j) {
   slider('exposure', controls.exposure, '');
   picker('effect', controls.effect);
   picker('mode', controls.mode);
+  framingToggles(controls.framing);
   if (j.gallery !== gallery) { gallery = j.gallery; refreshGallery(); }
   if (j.photo != null && j.photo !== photo) {
     photo = j.photo;
@@ -176,6 +188,12 @@ function init() {
   }
   for (const name of ['effect', 'mode']) {
     $(name).onchange = () => post('/control?name=' + name + '&value=' + encodeURIComponent($(name).value));
+  }
+  for (const box of ['auto-zoom', 'auto-rotate']) {
+    $(box).onchange = () => {
+      const parts = [$('auto-zoom').checked ? 'zoom' : null, $('auto-rotate').checked ? 'rotate' : null].filter(Boolean);
+      post('/control?name=framing&value=' + encodeURIComponent(parts.length ? parts.join(',') : 'off'));
+    };
   }
   ready = true;
   if (newest) show(newest);
