@@ -167,11 +167,14 @@ public final class Camera: Sendable {
                 try CameraCenterStage.attach($0, stepped: !options.realtime, to: recording, controls: controls)
             }
             undo.append { centerStage?.stop() }
-            if configuration.stabilization != .off && (configuration.centerStage != nil || configuration.smartFraming != nil) {
-                throw FramingError("--stabilization beside Center Stage or smart framing is not built yet: use one of them", status: ExitStatus.usage)
+            if configuration.stabilization != .off && configuration.centerStage != nil {
+                throw FramingError("--stabilization beside Center Stage is not built yet (its window would chase the shake)", status: ExitStatus.usage)
+            }
+            if configuration.stabilization == .cinematic && configuration.smartFraming != nil {
+                throw FramingError("--stabilization cinematic beside smart framing is not built yet: use lowLatency", status: ExitStatus.usage)
             }
             let stabilization = try configuration.stabilization == .off ? nil
-                : CameraStabilization.attach(configuration.stabilization, to: recording, controls: controls)
+                : CameraStabilization.attach(configuration.stabilization, to: recording)
             undo.append { stabilization?.stop() }
             let secondary = try SecondaryPresses.attach(configuration.controls.secondary, recording: recording,
                                                         dispatcher: controls.dispatcher, notice: notice)

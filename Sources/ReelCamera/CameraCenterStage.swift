@@ -40,7 +40,7 @@ final class CameraCenterStage: Sendable {
         }
         let zoom = controls.controls.control("zoom") as? SystemSlider
         if mode == .app { zoom?.disable("Center Stage (app mode) controls the zoom") }
-        session.setSensorTap { [stage, tracking, session] frame in
+        session.setSensorTap(.framing) { [stage, tracking, session] frame in
             let userZoom = mode == .cooperative ? (zoom?.value.value ?? 1) : 1
             if userZoom == 1 {
                 let w = stage.step()
@@ -53,7 +53,7 @@ final class CameraCenterStage: Sendable {
 
     /// Stops detection and takes the tap away (the window in force stays).
     func stop() {
-        session.setSensorTap(nil)
+        session.setSensorTap(.framing, nil)
         tracking.stop()
     }
 

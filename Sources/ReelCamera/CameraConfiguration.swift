@@ -36,8 +36,9 @@ public struct CameraConfiguration: Sendable {
     /// Center Stage (`--center-stage`): the crop window follows the people; nil: off. Not
     /// with `smartFraming`.
     public var centerStage: CenterStage.Mode? = nil
-    /// Video stabilisation (`--stabilization`): `.off` by default. Not with `centerStage` or
-    /// `smartFraming` (each steers the crop from the sensor frames).
+    /// Video stabilisation (`--stabilization`): `.off` by default. Not with `centerStage` (its
+    /// window, found on the shaken frames, would chase the shake); `.cinematic` not with
+    /// `smartFraming` (its changes would lead the frames held back).
     public var stabilization = StabilizationMode.off
 
     /// A camera recording with `recording`'s options, the pressure handler on, and nothing else.

@@ -108,7 +108,7 @@ final class CameraSmartFraming: Sendable {
             guard applies else { return }
             framing.apply(r, controls: controls)
         }
-        session.setSensorTap { [tracking] frame in tracking.offer(frame) }
+        session.setSensorTap(.framing) { [tracking] frame in tracking.offer(frame) }
         return framing
     }
 
@@ -126,7 +126,7 @@ final class CameraSmartFraming: Sendable {
 
     /// Stops detection (the frame in progress is finished) and takes the tap away.
     func stop() {
-        session.setSensorTap(nil)
+        session.setSensorTap(.framing, nil)
         tracking.stop()
     }
 

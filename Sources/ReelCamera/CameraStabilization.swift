@@ -36,7 +36,7 @@ final class CameraStabilization: Sendable {
     /// - Throws: `FramingError` (64) for a sensor format whose luma is not a plane of its own
     ///   (YUYV), (70) when the estimator cannot be made; `MediaError` when the adjustments' or
     ///   the look-ahead's buffers cannot be allocated.
-    static func attach(_ mode: StabilizationMode, to recording: Recording, controls: CameraControls) throws -> CameraStabilization {
+    static func attach(_ mode: StabilizationMode, to recording: Recording) throws -> CameraStabilization {
         let session = recording.session
         let format = session.source.format
         guard format.pixelFormat == .yuv420p || format.pixelFormat == .nv12 else {
@@ -45,9 +45,10 @@ final class CameraStabilization: Sendable {
         let shrink = max(1, format.size.width / 960)
         let estimator = try MotionEstimator(width: format.size.width, height: format.size.height, shrink: shrink)
         // The adjustments' buffers, allocated here, off the capture thread.
-        try session.adjustments.change(format: format, timeout: 0) { $0.zoom = zoom }
-        let zoomControl = controls.controls.control("zoom") as? SystemSlider
-        let totalZoom: @Sendable () -> Double = { min(4, (zoomControl?.value.value ?? 1) * zoom) }
+        try session.adjustments.change(format: format, timeout: 0) { $0.marginZoom = zoom }
+        // The zoom the crop is at: the user's, smart framing's or Center Stage's (set on the
+        // adjustments before this tap), times the margin's.
+        let totalZoom: @Sendable () -> Double = { [adjustments = session.adjustments] in adjustments.settings.croppingZoom }
         let stats = StabilizationStats()
         if mode == .cinematic {
             let delay = try CinematicDelay(format: format, estimator: estimator, adjustments: session.adjustments, stats: stats, zoom: totalZoom)
@@ -55,7 +56,7 @@ final class CameraStabilization: Sendable {
             return CameraStabilization(mode: mode, stats: stats, session: session)
         }
         let path = Mutex(StabilizationPath(mode: mode, margin: StabilizationPath.margin(zoom: zoom, sensor: format.size)))
-        session.setSensorTap { [stats, session] frame in
+        session.setSensorTap(.stabilization) { [stats, session] frame in
             let motion = stats.measure(frame, with: estimator)
             let z = totalZoom()
             let shift = path.withLock { p -> PicturePoint in
@@ -63,13 +64,13 @@ final class CameraStabilization: Sendable {
                 return p.next(motion)
             }
             stats.applied(shift)
-            session.adjustments.set { $0.zoom = z; $0.shift = shift }
+            session.adjustments.set { $0.marginZoom = zoom; $0.shift = shift }
         }
         return CameraStabilization(mode: mode, stats: stats, session: session)
     }
 
     /// Takes the tap away (the crop in force stays; the frame delay stays until the run drained it).
-    func stop() { session.setSensorTap(nil) }
+    func stop() { session.setSensorTap(.stabilization, nil) }
 
     /// The summary's `stabilization`.
     var summary: StabilizationSummary {

@@ -77,7 +77,7 @@ final class CinematicDelay: FrameDelay {
         return frames.enumerated().map { i, f in
             let c = path.correction(frame: firstNumber + i)
             stats.applied(c)
-            return DelayedFrame(frame: f) { [adjustments] in adjustments.set { $0.zoom = z; $0.shift = c } }
+            return DelayedFrame(frame: f) { [adjustments] in adjustments.set { $0.marginZoom = CameraStabilization.zoom; $0.shift = c } }
         }
     }
 }

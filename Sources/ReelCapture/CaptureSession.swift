@@ -71,13 +71,15 @@ public final class CaptureSession: SourceDelegate, Sendable {
     private let runGroup = DispatchGroup()
     /// Zoom, brightness and the picture effect, applied to each frame before the outputs get it.
     public let adjustments = ImageAdjustments()
-    /// Sees each sensor frame before zoom and the effect (face detection: the whole sensor).
-    private let sensorTap = Mutex<(@Sendable (SourceFrame) -> Void)?>(nil)
+    /// See each sensor frame before zoom and the effect (face detection: the whole sensor;
+    /// stabilisation's motion), in the order of their `SensorTapKind`.
+    private let sensorTaps = Mutex<[SensorTapKind: @Sendable (SourceFrame) -> Void]>([:])
 
     /// Calls `tap` with every sensor frame as the source delivers it, before zoom, the effect
     /// and the ratio's crop, on the capture thread: it must not wait (keep a reference to the
-    /// frame and return). nil removes it.
-    public func setSensorTap(_ tap: (@Sendable (SourceFrame) -> Void)?) { sensorTap.withLock { $0 = tap } }
+    /// frame and return). One tap of each kind; the kinds run in their order (framing's first:
+    /// stabilisation reads the zoom it set). nil removes that kind's.
+    public func setSensorTap(_ kind: SensorTapKind, _ tap: (@Sendable (SourceFrame) -> Void)?) { sensorTaps.withLock { $0[kind] = tap } }
     /// Holds frames back between the sensor and processing (cinematic stabilisation's look-ahead).
     private let frameDelay = Mutex<(any FrameDelay)?>(nil)
 
@@ -493,7 +495,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// Hands the source's frame to every output at the current ratio (applying a due ratio change
     /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
-        if let tap = sensorTap.withLock({ $0 }) { tap(frame) }
+        for tap in sensorTaps.withLock({ taps in SensorTapKind.allCases.compactMap { taps[$0] } }) { tap(frame) }
         guard let delay = frameDelay.withLock({ $0 }) else { return deliver(frame) }
         // A frame held back is not late: the source goes on.
         var taken = true

@@ -36,6 +36,10 @@ public struct PictureSettings: Sendable, Hashable {
     /// correction; 0, 0 by default): sampled from where the part lies moved, kept inside the
     /// sensor. Only a zoom above 1 leaves room to move.
     public var shift = PicturePoint(x: 0, y: 0)
+    /// A further zoom that leaves room for `shift` (stabilisation's 1.1; 1 by default): the
+    /// picture is `zoom` × `marginZoom` (at most 4) of the sensor, so that the user's zoom, smart
+    /// framing's and Center Stage's stay what they set.
+    public var marginZoom: Double = 1
     /// Brightness in stops of exposure bias (−2…+2): luma moves by `ImageAdjustments.lumaPerStop` per stop.
     public var exposureBias: Double = 0
     /// The effect applied last.
@@ -45,7 +49,10 @@ public struct PictureSettings: Sendable, Hashable {
     public init() {}
 
     /// Whether the picture goes out as the sensor drew it.
-    public var isIdentity: Bool { zoom == 1 && exposureBias == 0 && effect == .none }
+    public var isIdentity: Bool { zoom == 1 && marginZoom == 1 && exposureBias == 0 && effect == .none }
+
+    /// The zoom the picture is cropped at: `zoom` × `marginZoom`, at most 4.
+    public var croppingZoom: Double { min(4, zoom * marginZoom) }
 }
 
 /// A point of a picture in shares of its width and height (0…1).
@@ -166,7 +173,7 @@ public final class ImageAdjustments: Sendable {
         return work.withLock { w -> SourceFrame? in
             guard let pool = w.pool, w.poolSize == format.size, w.poolFormat == format.pixelFormat else { return frame }
             guard let out = pool.lease() else { return nil }
-            prepareMaps(&w, zoom: settings.zoom, centre: settings.centre, shift: settings.shift, size: format.size)
+            prepareMaps(&w, zoom: settings.croppingZoom, centre: settings.centre, shift: settings.shift, size: format.size)
             render(frame.lease.buffer, into: out.buffer, settings: settings, work: w)
             if case .lut(let lut) = settings.effect { lut.yuvTable.apply(to: out.buffer) }
             return SourceFrame(lease: out, index: frame.index, pts: frame.pts, rate: frame.rate)

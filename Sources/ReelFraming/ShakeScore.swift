@@ -22,17 +22,18 @@ public struct ShakeScore: Sendable, Hashable, Codable {
     /// Pairs whose correlation peak was too weak to believe (counted in, as measured).
     public var weak: Int
 
-    /// Scores the video of `path`, skipping its first `skip` frames (a stabiliser settling).
+    /// Scores the video of `path`, skipping its first `skip` frames (a stabiliser settling), and
+    /// those from `until` on (nil: none).
     /// - Throws: `MediaError` when the file cannot be read; `FramingError` (70) when the
     ///   estimator fails or the picture is too small (under 64 rows).
-    public static func measure(path: String, skip: Int = 0) throws -> ShakeScore {
+    public static func measure(path: String, skip: Int = 0, until: Int? = nil) throws -> ShakeScore {
         let reader = try MediaReader(path: path)
         var estimator: MotionEstimator? = nil
         var motions: [MotionEstimator.Motion] = []
         var index = 0
         try reader.forEachFrame { picture in
             defer { index += 1 }
-            guard index >= skip else { return }
+            guard index >= skip, index < (until ?? Int.max) else { return }
             let plane = picture.luma
             guard plane.depth == 8 else { throw FramingError("shake is measured on 8-bit video only", status: ExitStatus.software) }
             guard plane.height >= 64 && plane.width >= 32 else { throw FramingError("the picture is too small to measure its shake (\(plane.width)x\(plane.height))", status: ExitStatus.software) }
@@ -40,7 +41,7 @@ public struct ShakeScore: Sendable, Hashable, Codable {
             let m = try estimator!.next(plane.base.assumingMemoryBound(to: UInt8.self), stride: plane.stride)
             if index > skip { motions.append(m) }
         }
-        return score(motions, frames: max(0, index - skip))
+        return score(motions, frames: max(0, min(index, until ?? Int.max) - skip))
     }
 
     /// The score of measured motions (one per pair of frames).

@@ -19,3 +19,15 @@ public struct DelayedFrame: Sendable {
     /// `frame`, preceded by `prepare`.
     public init(frame: SourceFrame, prepare: @escaping @Sendable () -> Void) { self.frame = frame; self.prepare = prepare }
 }
+
+/// Who taps the session's sensor frames (`CaptureSession.setSensorTap`), in the order the taps
+/// run on each frame.
+public enum SensorTapKind: Int, Sendable, Hashable, CaseIterable, Comparable {
+    /// Face detection, and the crop window smart framing or Center Stage sets.
+    case framing
+    /// Stabilisation's motion estimate and correction (after framing: it reads the zoom in force).
+    case stabilization
+
+    /// The order the taps run in.
+    public static func < (a: SensorTapKind, b: SensorTapKind) -> Bool { a.rawValue < b.rawValue }
+}
