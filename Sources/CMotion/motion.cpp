@@ -41,26 +41,22 @@ extern "C" reel_motion *reel_motion_open(int width, int height, int shrink) {
     }
 }
 
-extern "C" int reel_motion_between(reel_motion *m, const uint8_t *a, int stride_a, const uint8_t *b, int stride_b,
-                                   double *dx, double *dy, double *response, char *error, size_t error_size) {
+// Runs `body`, turning an OpenCV exception into -1 and its reason in `error`.
+template <typename Body> static int guarded(char *error, size_t error_size, Body body) {
     try {
-        cv::Mat fa = shrunk(m, a, stride_a), fb = shrunk(m, b, stride_b);
-        double r = 0;
-        cv::Point2d p = cv::phaseCorrelate(fa, fb, m->window, &r);
-        *dx = p.x * m->shrink; *dy = p.y * m->shrink; *response = r;
+        body();
         return 0;
     } catch (const cv::Exception &e) {
         say(error, error_size, e.what());
-        return -1;
     } catch (...) {
         say(error, error_size, "OpenCV failed");
-        return -1;
     }
+    return -1;
 }
 
 extern "C" int reel_motion_next(reel_motion *m, const uint8_t *gray, int stride, double *dx, double *dy, double *response,
                                 char *error, size_t error_size) {
-    try {
+    return guarded(error, error_size, [&] {
         cv::Mat now = shrunk(m, gray, stride);
         *dx = 0; *dy = 0; *response = 0;
         if (m->hasPrevious) {
@@ -70,14 +66,7 @@ extern "C" int reel_motion_next(reel_motion *m, const uint8_t *gray, int stride,
         }
         m->previous = now;
         m->hasPrevious = true;
-        return 0;
-    } catch (const cv::Exception &e) {
-        say(error, error_size, e.what());
-        return -1;
-    } catch (...) {
-        say(error, error_size, "OpenCV failed");
-        return -1;
-    }
+    });
 }
 
 extern "C" void reel_motion_close(reel_motion *m) { delete m; }

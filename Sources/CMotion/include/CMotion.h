@@ -23,11 +23,6 @@ reel_motion *reel_motion_open(int width, int height, int shrink);
 int reel_motion_next(reel_motion *m, const uint8_t *gray, int stride, double *dx, double *dy, double *response,
                      char *error, size_t error_size);
 
-/// Where `b` lies against `a` (two pictures of the estimator's size): the same estimate
-/// between two given pictures, with no state kept.
-int reel_motion_between(reel_motion *m, const uint8_t *a, int stride_a, const uint8_t *b, int stride_b,
-                        double *dx, double *dy, double *response, char *error, size_t error_size);
-
 /// Frees the estimator.
 void reel_motion_close(reel_motion *m);
 
