@@ -5,6 +5,7 @@
 #include <opencv2/imgproc.hpp>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <new>
 
 struct reel_motion {
@@ -32,10 +33,10 @@ static cv::Mat shrunk(const reel_motion *m, const uint8_t *gray, int stride) {
 extern "C" reel_motion *reel_motion_open(int width, int height, int shrink) {
     if (width <= 0 || height <= 0 || shrink < 1 || width / shrink < 8 || height / shrink < 8) return nullptr;
     try {
-        auto *m = new reel_motion();
+        std::unique_ptr<reel_motion> m(new reel_motion());
         m->width = width; m->height = height; m->shrink = shrink;
         cv::createHanningWindow(m->window, cv::Size(width / shrink, height / shrink), CV_32F);
-        return m;
+        return m.release();
     } catch (...) {
         return nullptr;
     }

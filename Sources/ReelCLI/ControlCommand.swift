@@ -49,7 +49,7 @@ enum ControlCommand {
                 throw UsageError("control: unknown request '\(printable(word))' (use zoom V, exposure V, ratio R, effect E, mode M, framing F, shutter, marker, event PHASE [ACTION], record start|stop|toggle, status)")
             }
         }
-        guard !lines.isEmpty else { throw UsageError("control: nothing to send (use zoom V, exposure V, ratio R, effect E, mode M, shutter, marker, event PHASE [ACTION], record start|stop|toggle, status)") }
+        guard !lines.isEmpty else { throw UsageError("control: nothing to send (use zoom V, exposure V, ratio R, effect E, mode M, framing F, shutter, marker, event PHASE [ACTION], record start|stop|toggle, status)") }
         return .control(socket: socket, lines: lines, timeout: timeout)
     }
 

@@ -194,11 +194,8 @@ enum RecordCommand {
         configuration.validation = strict ? .strict : noAdjust ? .asAsked : .adjust
         if centerStage != nil && smartFraming != nil { throw UsageError("use either --center-stage or --smart-framing, not both") }
         configuration.centerStage = centerStage
-        if stabilization != .off && centerStage != nil {
-            throw UsageError("--stabilization beside --center-stage is not built yet (its window would chase the shake)")
-        }
-        if stabilization == .cinematic && smartFraming != nil {
-            throw UsageError("--stabilization cinematic beside --smart-framing is not built yet: use lowLatency")
+        if stabilization == .cinematic && (centerStage != nil || smartFraming != nil) {
+            throw UsageError("--stabilization cinematic beside --center-stage or --smart-framing is not built yet: use lowLatency")
         }
         configuration.stabilization = stabilization
         if var framing = smartFraming {

@@ -163,19 +163,18 @@ public final class Camera: Sendable {
             if configuration.centerStage != nil && configuration.smartFraming != nil {
                 throw FramingError("use either Center Stage or smart framing, not both", status: ExitStatus.usage)
             }
-            let centerStage = try configuration.centerStage.map {
-                try CameraCenterStage.attach($0, stepped: !options.realtime, to: recording, controls: controls)
+            if configuration.stabilization == .cinematic && (configuration.centerStage != nil || configuration.smartFraming != nil) {
+                throw FramingError("--stabilization cinematic beside Center Stage or smart framing is not built yet: use lowLatency", status: ExitStatus.usage)
             }
-            undo.append { centerStage?.stop() }
-            if configuration.stabilization != .off && configuration.centerStage != nil {
-                throw FramingError("--stabilization beside Center Stage is not built yet (its window would chase the shake)", status: ExitStatus.usage)
-            }
-            if configuration.stabilization == .cinematic && configuration.smartFraming != nil {
-                throw FramingError("--stabilization cinematic beside smart framing is not built yet: use lowLatency", status: ExitStatus.usage)
-            }
+            // Stabilisation before Center Stage: the faces Center Stage finds are put in the
+            // steadied picture's coordinates.
             let stabilization = try configuration.stabilization == .off ? nil
                 : CameraStabilization.attach(configuration.stabilization, to: recording)
             undo.append { stabilization?.stop() }
+            let centerStage = try configuration.centerStage.map {
+                try CameraCenterStage.attach($0, stepped: !options.realtime, to: recording, controls: controls, stabilization: stabilization)
+            }
+            undo.append { centerStage?.stop() }
             let secondary = try SecondaryPresses.attach(configuration.controls.secondary, recording: recording,
                                                         dispatcher: controls.dispatcher, notice: notice)
             undo.append { secondary?.finish() }

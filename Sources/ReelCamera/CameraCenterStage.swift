@@ -24,7 +24,10 @@ final class CameraCenterStage: Sendable {
     /// Starts Center Stage on `recording`'s session.
     /// - Throws: `FramingError` (64) for a sensor that is not square, (69) without OpenCV's
     ///   cascades; `MediaError` when the adjustments' buffers cannot be allocated.
-    static func attach(_ mode: CenterStage.Mode, stepped: Bool, to recording: Recording, controls: CameraControls) throws -> CameraCenterStage {
+    /// With `stabilization`, the faces found in a frame are moved by the correction it applied
+    /// to that frame, so the window follows the people in the steadied picture, not the shake.
+    static func attach(_ mode: CenterStage.Mode, stepped: Bool, to recording: Recording, controls: CameraControls,
+                       stabilization: CameraStabilization? = nil) throws -> CameraCenterStage {
         let session = recording.session
         let format = session.source.format
         guard format.size.width == format.size.height else {
@@ -36,7 +39,20 @@ final class CameraCenterStage: Sendable {
         let detector = try FaceDetector()
         let every = max(1, Int((format.rate.perSecond / 2).rounded()))
         let tracking = FaceTracking(detector: detector, sensorSide: format.size.width, every: every, stepped: stepped) {
-            [stage, session] faces, frame, _ in stage.update(faces: faces, frame: frame, ratio: session.ratio)
+            [stage, session] faces, frame, _ in
+            var c = PicturePoint(x: 0, y: 0)
+            if let stabilization {
+                // A frame whose correction is no longer kept: its faces cannot be placed in
+                // the steadied picture, and the detection is not used.
+                guard let known = stabilization.shift(atFrame: frame) else { return }
+                c = known
+            }
+            let steadied = faces.map { f -> DetectedFace in
+                var f = f
+                f.box.x -= Int(c.x.rounded()); f.box.y -= Int(c.y.rounded())
+                return f
+            }
+            stage.update(faces: steadied, frame: frame, ratio: session.ratio)
         }
         let zoom = controls.controls.control("zoom") as? SystemSlider
         if mode == .app { zoom?.disable("Center Stage (app mode) controls the zoom") }

@@ -36,9 +36,8 @@ public struct CameraConfiguration: Sendable {
     /// Center Stage (`--center-stage`): the crop window follows the people; nil: off. Not
     /// with `smartFraming`.
     public var centerStage: CenterStage.Mode? = nil
-    /// Video stabilisation (`--stabilization`): `.off` by default. Not with `centerStage` (its
-    /// window, found on the shaken frames, would chase the shake); `.cinematic` not with
-    /// `smartFraming` (its changes would lead the frames held back).
+    /// Video stabilisation (`--stabilization`): `.off` by default. `.cinematic` not with
+    /// `centerStage` or `smartFraming` (their changes would lead the frames it holds back).
     public var stabilization = StabilizationMode.off
 
     /// A camera recording with `recording`'s options, the pressure handler on, and nothing else.

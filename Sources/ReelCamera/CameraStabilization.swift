@@ -46,8 +46,8 @@ final class CameraStabilization: Sendable {
         let estimator = try MotionEstimator(width: format.size.width, height: format.size.height, shrink: shrink)
         // The adjustments' buffers, allocated here, off the capture thread.
         try session.adjustments.change(format: format, timeout: 0) { $0.marginZoom = zoom }
-        // The zoom the crop is at: the user's, smart framing's or Center Stage's (set on the
-        // adjustments before this tap), times the margin's.
+        // The zoom the crop is at: the user's, smart framing's or Center Stage's (as the frame
+        // before left it: this tap runs first), times the margin's.
         let totalZoom: @Sendable () -> Double = { [adjustments = session.adjustments] in adjustments.settings.croppingZoom }
         let stats = StabilizationStats()
         if mode == .cinematic {
@@ -64,10 +64,15 @@ final class CameraStabilization: Sendable {
                 return p.next(motion)
             }
             stats.applied(shift)
+            stats.remember(shift, frame: frame.index)
             session.adjustments.set { $0.marginZoom = zoom; $0.shift = shift }
         }
         return CameraStabilization(mode: mode, stats: stats, session: session)
     }
+
+    /// The correction applied to frame `index` (sensor pixels), while it is among the last
+    /// `StabilizationStats.remembered` frames; nil otherwise (or for cinematic).
+    func shift(atFrame index: Int) -> PicturePoint? { stats.shift(atFrame: index) }
 
     /// Takes the tap away (the crop in force stays; the frame delay stays until the run drained it).
     func stop() { session.setSensorTap(.stabilization, nil) }
@@ -91,6 +96,10 @@ final class StabilizationStats: Sendable {
         var failed: String? = nil
     }
     private let figures = Mutex(Figures())
+    /// How many frames' corrections are kept (`shift(atFrame:)`): 4 s at 30 fps, longer than a
+    /// face detection takes.
+    static let remembered = 120
+    private let recent = Mutex<[(frame: Int, shift: PicturePoint)]>([])
 
     /// Measures `frame`'s motion with `estimator` (an OpenCV failure is kept, once, and gives
     /// a motion too weak to believe), counting its CPU time.
@@ -121,6 +130,19 @@ final class StabilizationStats: Sendable {
     }
 
     var snapshot: Figures { figures.withLock { $0 } }
+
+    /// Keeps `shift` as frame `frame`'s correction.
+    func remember(_ shift: PicturePoint, frame: Int) {
+        recent.withLock { r in
+            r.append((frame, shift))
+            if r.count > Self.remembered { r.removeFirst(r.count - Self.remembered) }
+        }
+    }
+
+    /// Frame `index`'s correction, if kept.
+    func shift(atFrame index: Int) -> PicturePoint? {
+        recent.withLock { r in r.last { $0.frame == index }?.shift }
+    }
 }
 
 /// This thread's CPU time, in seconds.

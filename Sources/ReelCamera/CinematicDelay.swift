@@ -9,8 +9,10 @@ import Synchronization
 /// buffer of its own pool (so the sensor's buffer goes back at once) and held; once
 /// `CinematicPath.lookAhead` frames have come after it, it goes on, with the crop moved by the
 /// correction the frames either side of it give. At the end of capture the frames still held
-/// go on with the frames there are. Memory: `lookAhead` + 4 sensor-sized buffers (about 120 MB
-/// at 1920², 500 MB at 4032²).
+/// go on with the frames there are. Memory: `lookAhead` + 4 sensor-sized buffers (about 133 MB
+/// at 1920², 585 MB at 4032²). The frames leave `lookAhead` frames late, so a recording's start
+/// and stop (which apply to the frames that reach the writer) land on frames captured that much
+/// before the press.
 final class CinematicDelay: FrameDelay {
     private struct State {
         var path: CinematicPath

@@ -77,8 +77,8 @@ public final class CaptureSession: SourceDelegate, Sendable {
 
     /// Calls `tap` with every sensor frame as the source delivers it, before zoom, the effect
     /// and the ratio's crop, on the capture thread: it must not wait (keep a reference to the
-    /// frame and return). One tap of each kind; the kinds run in their order (framing's first:
-    /// stabilisation reads the zoom it set). nil removes that kind's.
+    /// frame and return). One tap of each kind; the kinds run in their order (stabilisation's
+    /// first: framing reads the correction it made). nil removes that kind's.
     public func setSensorTap(_ kind: SensorTapKind, _ tap: (@Sendable (SourceFrame) -> Void)?) { sensorTaps.withLock { $0[kind] = tap } }
     /// Holds frames back between the sensor and processing (cinematic stabilisation's look-ahead).
     private let frameDelay = Mutex<(any FrameDelay)?>(nil)
@@ -467,14 +467,13 @@ public final class CaptureSession: SourceDelegate, Sendable {
         // A stop asked while the outputs got ready ends the run before the source starts.
         // (One that comes after this check is caught at the first frame: see `source(didCapture:)`.)
         if state.withLock({ $0.stopRequested }) { return stats }
-        try source.capture(frameLimit: frameLimit, delegate: self)
-        // The frames a delay still holds go on now, as capture ended after them.
-        if let delay = frameDelay.withLock({ $0 }) {
-            for d in delay.drain() {
-                d.prepare()
-                guard deliver(d.frame) else { break }
-            }
+        do {
+            try source.capture(frameLimit: frameLimit, delegate: self)
+        } catch {
+            drainDelay()
+            throw error
         }
+        drainDelay()
         return stats
     }
 
@@ -496,23 +495,45 @@ public final class CaptureSession: SourceDelegate, Sendable {
     /// first); false when one could not take it. Runs on the source's capture thread.
     public func source(didCapture frame: SourceFrame) -> Bool {
         for tap in sensorTaps.withLock({ taps in SensorTapKind.allCases.compactMap { taps[$0] } }) { tap(frame) }
-        guard let delay = frameDelay.withLock({ $0 }) else { return deliver(frame) }
-        // A frame held back is not late: the source goes on.
+        guard let delay = frameDelay.withLock({ $0 }) else { return deliver(frame) == .taken }
+        // A frame held back is not late: the source goes on. A frame let go that an output
+        // could not take is counted as dropped, and the next goes on; once the run has ended
+        // (its length reached, an output closed), none does.
         var taken = true
         for d in delay.take(frame) {
             d.prepare()
-            guard deliver(d.frame) else { taken = false; break }
+            switch deliver(d.frame) {
+            case .taken: continue
+            case .dropped: taken = false
+            case .ended: return false
+            }
         }
         return taken
     }
 
+    /// The frames a delay still holds, once capture has ended (or failed): they go on in order,
+    /// each waited for by the outputs (the source has stopped: nothing is late), until the run
+    /// has ended.
+    private func drainDelay() {
+        guard let delay = frameDelay.withLock({ $0 }) else { return }
+        for d in delay.drain() {
+            d.prepare()
+            guard deliver(d.frame, waiting: true) != .ended else { break }
+        }
+    }
+
+    /// What became of a frame handed to the outputs.
+    private enum Delivery { case taken, dropped, ended }
+
     /// Processes `frame` and hands it to every output at the current ratio (applying a due
-    /// ratio change first); false when one could not take it.
-    private func deliver(_ frame: SourceFrame) -> Bool {
+    /// ratio change first): taken, dropped (one could not take it; counted), or ended (the
+    /// run's length reached, or an output closed). `waiting`: the outputs wait for room (nil:
+    /// when the source is not real-time).
+    private func deliver(_ frame: SourceFrame, waiting: Bool? = nil) -> Delivery {
         // Zoom, brightness and the effect, before any output sees the frame (ImageAdjustments).
         guard let frame = adjustments.process(frame, format: self.source.format) else {
             self.source(didDrop: 1, reason: .outOfBuffers, at: frame.index)
-            return false
+            return .dropped
         }
         let (source, ratio, outputs, resumed, stopAsked, ended) = state.withLock { s -> (any VideoSource, AspectRatio, [any FrameOutput], (@Sendable (Timestamp) -> Void)?, Bool, Bool) in
             // The length in media time: the frame that reaches it is not captured.
@@ -557,7 +578,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
         }
         if ended {
             source.stop()
-            return false
+            return .ended
         }
         // A stop that came between the run's last check and the source clearing its own stop
         // flag as it started would be lost: the source is told again (this frame still goes out).
@@ -573,7 +594,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
         var taken = true, closed = false
         var dropReason = DropReason.late
         for output in outputs {
-            switch output.offer(captured, waiting: !source.isRealtime) {
+            switch output.offer(captured, waiting: waiting ?? !source.isRealtime) {
             case .taken: break
             case .full: taken = false
             case .dropped(let reason): taken = false; dropReason = reason
@@ -584,7 +605,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
             // An output failed or finished: capture ends here, and this frame never existed.
             state.withLock { $0.stats.framesCaptured -= 1 }
             source.stop()
-            return false
+            return .ended
         }
         let deferNow = state.withLock { s -> Bool in
             if taken { s.stats.framesDelivered += 1 } else { s.stats.drops.add(dropReason) }
@@ -592,7 +613,7 @@ public final class CaptureSession: SourceDelegate, Sendable {
             return (s.automaticallyRunsDeferredStart || s.deferredAsked) && beginDeferredLocked(&s)
         }
         if deferNow { launchDeferredStart() }
-        return taken
+        return taken ? .taken : .dropped
     }
 
     /// Counts frames a V4L2 camera sent that were let go on purpose (decimation).

@@ -23,10 +23,11 @@ public struct DelayedFrame: Sendable {
 /// Who taps the session's sensor frames (`CaptureSession.setSensorTap`), in the order the taps
 /// run on each frame.
 public enum SensorTapKind: Int, Sendable, Hashable, CaseIterable, Comparable {
+    /// Stabilisation's motion estimate and correction (first: the faces framing finds in the
+    /// same frame are put in its coordinates).
+    case stabilization
     /// Face detection, and the crop window smart framing or Center Stage sets.
     case framing
-    /// Stabilisation's motion estimate and correction (after framing: it reads the zoom in force).
-    case stabilization
 
     /// The order the taps run in.
     public static func < (a: SensorTapKind, b: SensorTapKind) -> Bool { a.rawValue < b.rawValue }

@@ -99,7 +99,7 @@ public final class ImageAdjustments: Sendable {
         var pool: PixelBufferPool?
         var poolSize = Size(width: 0, height: 0)
         var poolFormat = PixelFormat.yuv420p
-        var mapsFor: (zoom: Double, centre: PicturePoint, shift: PicturePoint, size: Size)? = nil
+        var mapsFor: (zoom: Double, centre: PicturePoint, shift: PicturePoint, subpixel: Bool, size: Size)? = nil
         var columns: [Int] = []
         var rows: [Int] = []
         var chromaColumns: [Int] = []
@@ -173,7 +173,8 @@ public final class ImageAdjustments: Sendable {
         return work.withLock { w -> SourceFrame? in
             guard let pool = w.pool, w.poolSize == format.size, w.poolFormat == format.pixelFormat else { return frame }
             guard let out = pool.lease() else { return nil }
-            prepareMaps(&w, zoom: settings.croppingZoom, centre: settings.centre, shift: settings.shift, size: format.size)
+            prepareMaps(&w, zoom: settings.croppingZoom, centre: settings.centre, shift: settings.shift,
+                        subpixel: settings.marginZoom != 1, size: format.size)
             render(frame.lease.buffer, into: out.buffer, settings: settings, work: w)
             if case .lut(let lut) = settings.effect { lut.yuvTable.apply(to: out.buffer) }
             return SourceFrame(lease: out, index: frame.index, pts: frame.pts, rate: frame.rate)
@@ -197,11 +198,13 @@ public final class ImageAdjustments: Sendable {
         state.withLock { edit(&$0.wanted) }
     }
 
-    private func prepareMaps(_ w: inout Work, zoom: Double, centre: PicturePoint, shift: PicturePoint, size: Size) {
-        if let m = w.mapsFor, m.zoom == zoom, m.centre == centre, m.shift == shift, m.size == size { return }
+    /// `subpixel`: sample at fractional positions even without a shift (stabilisation on: the
+    /// picture does not jump by half a pixel when its correction passes through 0).
+    private func prepareMaps(_ w: inout Work, zoom: Double, centre: PicturePoint, shift: PicturePoint, subpixel: Bool, size: Size) {
+        if let m = w.mapsFor, m.zoom == zoom, m.centre == centre, m.shift == shift, m.subpixel == subpixel, m.size == size { return }
         let c = Self.zoomCrop(zoom, centre: centre, in: size)
         let cw = size.width / 2, ch = size.height / 2
-        if shift.x == 0 && shift.y == 0 {
+        if shift.x == 0 && shift.y == 0 && !subpixel {
             w.columns = (0..<size.width).map { c.x + $0 * c.width / size.width }
             w.rows = (0..<size.height).map { c.y + $0 * c.height / size.height }
             w.chromaColumns = (0..<cw).map { c.x / 2 + $0 * (c.width / 2) / cw }
@@ -220,7 +223,7 @@ public final class ImageAdjustments: Sendable {
             w.chromaColumns = map(cw, origin: x0 / 2, span: c.width / 2, limit: cw)
             w.chromaRows = map(ch, origin: y0 / 2, span: c.height / 2, limit: ch)
         }
-        w.mapsFor = (zoom, centre, shift, size)
+        w.mapsFor = (zoom, centre, shift, subpixel, size)
     }
 
     /// The luma table for a bias of `stops`: video range kept (16…235), identity at 0.

@@ -36,7 +36,8 @@ public struct ShakeScore: Sendable, Hashable, Codable {
             guard index >= skip, index < (until ?? Int.max) else { return }
             let plane = picture.luma
             guard plane.depth == 8 else { throw FramingError("shake is measured on 8-bit video only", status: ExitStatus.software) }
-            guard plane.height >= 64 && plane.width >= 32 else { throw FramingError("the picture is too small to measure its shake (\(plane.width)x\(plane.height))", status: ExitStatus.software) }
+            // The estimator's tiles (a fifth of each side, shrunk by 2) need 8 samples a side.
+            guard plane.height >= 80 && plane.width >= 80 else { throw FramingError("the picture is too small to measure its shake (\(plane.width)x\(plane.height))", status: ExitStatus.software) }
             if estimator == nil { estimator = try MotionEstimator(width: plane.width, height: plane.height, shrink: 2) }
             let m = try estimator!.next(plane.base.assumingMemoryBound(to: UInt8.self), stride: plane.stride)
             if index > skip { motions.append(m) }
