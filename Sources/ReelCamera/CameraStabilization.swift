@@ -105,7 +105,7 @@ final class StabilizationStats: Sendable {
     /// a motion too weak to believe), counting its CPU time.
     func measure(_ frame: SourceFrame, with estimator: MotionEstimator) -> MotionEstimator.Motion {
         let (luma, stride) = frame.lease.buffer.plane(0)
-        let cpu0 = threadCPUTime()
+        let cpu0 = threadCPUSeconds()
         var failure: String? = nil
         let motion: MotionEstimator.Motion
         do {
@@ -114,7 +114,7 @@ final class StabilizationStats: Sendable {
             failure = "\(error)"
             motion = MotionEstimator.Motion(dx: 0, dy: 0, response: 0)
         }
-        let cpu = threadCPUTime() - cpu0
+        let cpu = threadCPUSeconds() - cpu0
         figures.withLock { f in
             f.frames += 1
             if motion.response < StabilizationPath.weakestResponse && f.frames > 1 { f.weak += 1 }
@@ -143,13 +143,6 @@ final class StabilizationStats: Sendable {
     func shift(atFrame index: Int) -> PicturePoint? {
         recent.withLock { r in r.last { $0.frame == index }?.shift }
     }
-}
-
-/// This thread's CPU time, in seconds.
-private func threadCPUTime() -> Double {
-    var t = timespec()
-    guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0 else { return 0 }
-    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
 }
 
 /// How stabilisation ran: the summary's `stabilization` key.

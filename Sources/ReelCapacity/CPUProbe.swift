@@ -47,10 +47,4 @@ public enum CPUProbe {
         }
         return sum
     }
-
-    private static func threadCPUSeconds() -> Double {
-        var ts = timespec()
-        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 else { return 0 }
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
 }

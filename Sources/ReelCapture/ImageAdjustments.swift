@@ -214,14 +214,16 @@ public final class ImageAdjustments: Sendable {
             // source sample to where it falls, so the picture moves by the fraction on average.
             let x0 = min(max(0, Double(c.x) + shift.x), Double(size.width - c.width))
             let y0 = min(max(0, Double(c.y) + shift.y), Double(size.height - c.height))
-            func map(_ count: Int, origin: Double, span: Int, limit: Int) -> [Int] {
+            // Every frame while stabilising: the maps are refilled in place, not reallocated.
+            func fill(_ map: inout [Int], _ count: Int, origin: Double, span: Int, limit: Int) {
+                if map.count != count { map = [Int](repeating: 0, count: count) }
                 let step = Double(span) / Double(count)
-                return (0..<count).map { min(limit - 1, Int(origin + (Double($0) + 0.5) * step)) }
+                for i in 0..<count { map[i] = min(limit - 1, Int(origin + (Double(i) + 0.5) * step)) }
             }
-            w.columns = map(size.width, origin: x0, span: c.width, limit: size.width)
-            w.rows = map(size.height, origin: y0, span: c.height, limit: size.height)
-            w.chromaColumns = map(cw, origin: x0 / 2, span: c.width / 2, limit: cw)
-            w.chromaRows = map(ch, origin: y0 / 2, span: c.height / 2, limit: ch)
+            fill(&w.columns, size.width, origin: x0, span: c.width, limit: size.width)
+            fill(&w.rows, size.height, origin: y0, span: c.height, limit: size.height)
+            fill(&w.chromaColumns, cw, origin: x0 / 2, span: c.width / 2, limit: cw)
+            fill(&w.chromaRows, ch, origin: y0 / 2, span: c.height / 2, limit: ch)
         }
         w.mapsFor = (zoom, centre, shift, subpixel, size)
     }

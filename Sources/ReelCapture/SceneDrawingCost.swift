@@ -71,9 +71,3 @@ extension SyntheticScene {
     }
 }
 
-/// The calling thread's CPU time, in seconds.
-private func threadCPUSeconds() -> Double {
-    var t = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
-}

@@ -22,3 +22,11 @@ public enum MonotonicClock {
     /// Seconds elapsed since `start`, a reading of ``now()``.
     public static func seconds(since start: UInt64) -> Double { Double(now() &- start) / 1e9 }
 }
+
+/// The calling thread's CPU time so far, in seconds (`CLOCK_THREAD_CPUTIME_ID`; 0 if the
+/// clock cannot be read): what a piece of work cost the thread that ran it.
+public func threadCPUSeconds() -> Double {
+    var t = timespec()
+    guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0 else { return 0 }
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}

@@ -107,10 +107,3 @@ public final class FaceTracking: Sendable {
         finished.wait()
     }
 }
-
-/// The calling thread's CPU time, in seconds (`CLOCK_THREAD_CPUTIME_ID`).
-func threadCPUSeconds() -> Double {
-    var t = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
-}

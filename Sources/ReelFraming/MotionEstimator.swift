@@ -20,6 +20,9 @@ public final class MotionEstimator: @unchecked Sendable {
     }
 
     private let handles: [OpaquePointer]
+    // Kept between frames (one thread uses the estimator): no allocation per frame.
+    private var found: [Motion] = []
+    private var error = [CChar](repeating: 0, count: 256)
     private let tiles: [(x: Int, y: Int)]
     /// The size of the pictures it compares.
     public let width: Int, height: Int
@@ -48,8 +51,7 @@ public final class MotionEstimator: @unchecked Sendable {
     /// The motion since the picture given last (the first gives 0, 0, response 0).
     /// - Throws: `FramingError` (70) when OpenCV fails.
     public func next(_ gray: UnsafePointer<UInt8>, stride: Int) throws -> Motion {
-        var found: [Motion] = []
-        var error = [CChar](repeating: 0, count: 256)
+        found.removeAll(keepingCapacity: true)
         for (h, t) in zip(handles, tiles) {
             var dx = 0.0, dy = 0.0, r = 0.0
             guard reel_motion_next(h, gray + t.y * stride + t.x, Int32(stride), &dx, &dy, &r, &error, error.count) == 0 else {
