@@ -64,16 +64,33 @@ extern "C" int reel_face_detect(reel_face_detector *d, const uint8_t *gray, int 
         for (size_t i = 0; i < frontal.size(); i++)
             found.push_back({frontal[i].x, frontal[i].y, frontal[i].width, frontal[i].height, 0, frontalEvidence[i]});
         if (d->hasProfile && search->profiles) {
-            // The profile cascade knows faces looking one way: run it on the mirror too.
+            // The profile cascade, on a picture shrunk by its own factor (it costs several
+            // times the frontal one), knows faces looking one way: run it on the mirror too.
+            int pshrink = search->profile_shrink < 1 ? shrink : search->profile_shrink;
+            cv::Mat peq;
+            if (pshrink == shrink) peq = eq;
+            else {
+                cv::Mat psmall;
+                cv::resize(full, psmall, cv::Size(width / pshrink, height / pshrink), 0, 0, cv::INTER_AREA);
+                cv::equalizeHist(psmall, peq);
+            }
+            int pmin = (search->profile_min_size > 0 ? search->profile_min_size : search->min_size) / pshrink;
+            if (pmin < 20) pmin = 20;
+            int pmax = search->max_size / pshrink;
+            if (pmax < pmin) pmax = pmin;
+            // Boxes of the profile picture in the frontal picture's pixels.
+            double back = (double)pshrink / shrink;
             for (int flip = 0; flip < 2; flip++) {
                 cv::Mat pic;
-                if (flip) cv::flip(eq, pic, 1); else pic = eq;
+                if (flip) cv::flip(peq, pic, 1); else pic = peq;
                 std::vector<cv::Rect> side;
                 std::vector<int> evidence;
-                d->profile.detectMultiScale(pic, side, evidence, search->scale_factor, search->min_neighbors, 0, lo, hi);
+                d->profile.detectMultiScale(pic, side, evidence, search->scale_factor, search->min_neighbors, 0,
+                                            cv::Size(pmin, pmin), cv::Size(pmax, pmax));
                 for (size_t i = 0; i < side.size(); i++) {
-                    cv::Rect r = side[i];
-                    if (flip) r.x = pic.cols - r.x - r.width;
+                    cv::Rect q = side[i];
+                    if (flip) q.x = pic.cols - q.x - q.width;
+                    cv::Rect r((int)(q.x * back), (int)(q.y * back), (int)(q.width * back), (int)(q.height * back));
                     // A face both cascades found is the frontal one.
                     bool seen = false;
                     for (auto &f : found) {

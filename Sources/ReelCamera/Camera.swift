@@ -115,6 +115,7 @@ public final class Camera: Sendable {
             SecondaryPresses.prepare(configuration.controls.secondary, source: options.source, dispatcher: controls.dispatcher)
             // Face detection (smart framing, Center Stage) runs 2 times a second: charged in the cost model.
             if configuration.smartFraming != nil || configuration.centerStage != nil { options.faceDetectionsPerSecond = 2 }
+            if configuration.centerStage != nil { options.faceProfilesEvery = CenterStage.profilesEvery }
             // Stabilisation measures and resamples every frame: charged too.
             switch configuration.stabilization {
             case .off: break

@@ -36,10 +36,11 @@ final class CameraCenterStage: Sendable {
         // The adjustments' buffers, allocated here, off the capture thread.
         try session.adjustments.change(format: format, timeout: 0) { _ in }
         let stage = CenterStage(sensor: format.size)
-        let detector = try FaceDetector()
+        let detector = try FaceDetector(profiles: true)
         let every = max(1, Int((format.rate.perSecond / 2).rounded()))
-        let tracking = FaceTracking(detector: detector, sensorSide: format.size.width, every: every, stepped: stepped) {
-            [stage, session] faces, frame, _ in
+        let tracking = FaceTracking(detector: detector, sensorSide: format.size.width, every: every,
+                                    profilesEvery: CenterStage.profilesEvery, stepped: stepped) {
+            [stage, session] faces, frame, _, profiles in
             var c = PicturePoint(x: 0, y: 0)
             if let stabilization {
                 // A frame whose correction is no longer kept: its faces cannot be placed in
@@ -52,7 +53,7 @@ final class CameraCenterStage: Sendable {
                 f.box.x -= Int(c.x.rounded()); f.box.y -= Int(c.y.rounded())
                 return f
             }
-            stage.update(faces: steadied, frame: frame, ratio: session.ratio)
+            stage.update(faces: steadied, frame: frame, ratio: session.ratio, profiles: profiles)
         }
         let zoom = controls.controls.control("zoom") as? SystemSlider
         if mode == .app { zoom?.disable("Center Stage (app mode) controls the zoom") }
@@ -60,7 +61,8 @@ final class CameraCenterStage: Sendable {
             let userZoom = mode == .cooperative ? (zoom?.value.value ?? 1) : 1
             if userZoom == 1 {
                 let w = stage.step()
-                session.adjustments.set { $0.zoom = w.zoom; $0.centre = w.centre }
+                let (centre, pan) = CenterStage.settings(w, ratio: session.ratio, sensor: format.size)
+                session.adjustments.set { $0.zoom = w.zoom; $0.centre = centre; $0.pan = pan }
             }
             tracking.offer(frame)
         }

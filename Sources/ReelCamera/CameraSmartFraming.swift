@@ -86,7 +86,7 @@ final class CameraSmartFraming: Sendable {
         let detector = try FaceDetector(cascade: request.cascade)
         let every = request.every ?? max(1, Int((format.rate.perSecond / 2).rounded()))
         let tracking = FaceTracking(detector: detector, sensorSide: format.size.width, every: every, stepped: request.stepped) {
-            [monitor, session] faces, frame, time in
+            [monitor, session] faces, frame, time, _ in
             let current = Framing(ratio: session.ratio, zoom: session.adjustments.settings.zoom)
             monitor.update(faces: faces, frame: frame, time: time, current: current)
         }

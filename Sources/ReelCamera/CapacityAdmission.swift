@@ -32,7 +32,8 @@ public enum CapacityGate {
         let first = o.ratio ?? (supported.contains(.landscape16x9) ? .landscape16x9 : supported[0])
         let ratios = ([first] + o.ratioChanges.map(\.1)).filter { supported.contains($0) }
         let largest = ratios.map { $0.crop(in: sensor).size }.max { $0.width * $0.height < $1.width * $1.height } ?? sensor
-        let faces = o.faceDetectionsPerSecond > 0 ? FaceDetectionDemand(sensorSide: max(sensor.width, sensor.height), perSecond: o.faceDetectionsPerSecond) : nil
+        let faces = o.faceDetectionsPerSecond > 0 ? FaceDetectionDemand(sensorSide: max(sensor.width, sensor.height), perSecond: o.faceDetectionsPerSecond,
+                                                                                     profilesEvery: o.faceProfilesEvery) : nil
         return SessionDemand(outputs: [OutputDemand(codec: o.codec, size: largest, framesPerSecond: framesPerSecond ?? fps, pattern: pattern)],
                              preview: preview, faceDetection: faces,
                              stabilization: o.stabilizationCost == .none ? nil

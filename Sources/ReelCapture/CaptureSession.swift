@@ -588,9 +588,10 @@ public final class CaptureSession: SourceDelegate, Sendable {
         // One frame of the rate the frame was captured at, on the frame's clock.
         let rate = frame.rate ?? sourceFormat.rate
         let duration = Int64((Double(frame.pts.timescale) * rate.interval).rounded())
+        let pan = adjustments.settings.pan
         let captured = CapturedFrame(lease: frame.lease, index: frame.index, pts: frame.pts,
                                      duration: duration, ratio: ratio,
-                                     crop: ratio.crop(in: sourceFormat.size))
+                                     crop: ratio.crop(in: sourceFormat.size, pan: (pan.x, pan.y)))
         var taken = true, closed = false
         var dropReason = DropReason.late
         for output in outputs {

@@ -40,6 +40,11 @@ public struct PictureSettings: Sendable, Hashable {
     /// picture is `zoom` × `marginZoom` (at most 4) of the sensor, so that the user's zoom, smart
     /// framing's and Center Stage's stay what they set.
     public var marginZoom: Double = 1
+    /// Where the ratio's crop lies in the zoomed picture, in shares of the room it leaves each
+    /// way (0.5, 0.5 by default: the middle). Center Stage moves it, so that a 16:9 picture
+    /// still pans up and down the square sensor at a low zoom; every output takes the crop
+    /// from here (`CapturedFrame.crop`).
+    public var pan = PicturePoint(x: 0.5, y: 0.5)
     /// Brightness in stops of exposure bias (−2…+2): luma moves by `ImageAdjustments.lumaPerStop` per stop.
     public var exposureBias: Double = 0
     /// The effect applied last.

@@ -84,6 +84,17 @@ public enum AspectRatio: String, CaseIterable, Sendable, Codable, CustomStringCo
         return CropRect(x: (sensor.width - w) / 2, y: (sensor.height - h) / 2, width: w, height: h)
     }
 
+    /// This ratio's crop of `sensor` (`crop(in:)`'s size) placed at `pan`: shares of the room
+    /// it leaves each way (0.5, 0.5: centred, as `crop(in:)`), offsets even.
+    public func crop(in sensor: Size, pan: (x: Double, y: Double)) -> CropRect {
+        var c = crop(in: sensor)
+        if pan.x == 0.5 && pan.y == 0.5 { return c }
+        func place(_ room: Int, _ share: Double) -> Int { Int((Double(room) * min(1, max(0, share))).rounded()) & ~1 }
+        c.x = place(sensor.width - c.width, pan.x)
+        c.y = place(sensor.height - c.height, pan.y)
+        return c
+    }
+
     /// Rounds `length` down so that `(full - length)` is a multiple of 4: the length is even
     /// and the centred offset `(full - length) / 2` is even too.
     private static func fit(_ length: Int, within full: Int) -> Int {

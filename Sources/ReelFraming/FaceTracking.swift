@@ -12,8 +12,9 @@ import Synchronization
 /// the capture thread instead, for every `every`th frame without fail: results that do not
 /// depend on timing (tests, `--no-realtime`).
 public final class FaceTracking: Sendable {
-    /// Told each detection's faces (sensor pixels), frame index and session time.
-    public typealias Handler = @Sendable (_ faces: [DetectedFace], _ frame: Int, _ time: Double) -> Void
+    /// Told each detection's faces (sensor pixels), frame index and session time, and whether
+    /// faces in profile were looked for in it.
+    public typealias Handler = @Sendable (_ faces: [DetectedFace], _ frame: Int, _ time: Double, _ profiles: Bool) -> Void
 
     /// Detect every this many frames.
     public let every: Int
@@ -21,6 +22,8 @@ public final class FaceTracking: Sendable {
     public let stepped: Bool
     private let detector: Mutex<FaceDetector>
     private let search: FaceDetector.Search
+    /// Every this many detections also look for faces in profile (0: none do).
+    public let profilesEvery: Int
     private let handler: Handler
     private struct State {
         var waiting: SourceFrame? = nil
@@ -34,10 +37,13 @@ public final class FaceTracking: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
-    /// Detection with `detector` on a square sensor of side `side`, every `every`th frame.
-    public init(detector: FaceDetector, sensorSide: Int, every: Int, stepped: Bool, handler: @escaping Handler) {
+    /// Detection with `detector` on a square sensor of side `side`, every `every`th frame;
+    /// every `profilesEvery`th detection also looks for faces in profile (`detector` must have
+    /// the profile cascade; 0: never), searched as `FaceDetector.Search.withProfiles` says.
+    public init(detector: FaceDetector, sensorSide: Int, every: Int, profilesEvery: Int = 0, stepped: Bool, handler: @escaping Handler) {
         self.detector = Mutex(detector)
         search = .forSensor(side: sensorSide)
+        self.profilesEvery = detector.findsProfiles ? max(0, profilesEvery) : 0
         self.every = max(1, every)
         self.stepped = stepped
         self.handler = handler
@@ -80,11 +86,14 @@ public final class FaceTracking: Sendable {
     private func detect(_ frame: SourceFrame) {
         let buffer = frame.lease.buffer
         let (luma, stride) = buffer.plane(0)
+        let profiles = state.withLock { profilesEvery > 0 && $0.detections % profilesEvery == 0 }
         let cpu0 = threadCPUSeconds(), wall0 = MonotonicClock.now()
-        let found = (try? detector.withLock { try $0.detect(gray: luma, size: buffer.size, stride: stride, search: search) }) ?? []
+        let found = (try? detector.withLock {
+            try $0.detect(gray: luma, size: buffer.size, stride: stride, search: profiles ? search.withProfiles : search)
+        }) ?? []
         let cpu = threadCPUSeconds() - cpu0, wall = MonotonicClock.seconds(since: wall0)
         state.withLock { $0.detections += 1; $0.cpuSeconds += cpu; $0.wallSeconds += wall }
-        handler(found, frame.index, frame.pts.seconds)
+        handler(found, frame.index, frame.pts.seconds, profiles)
     }
 
     /// Detections run, frames skipped because the detector was busy, and the mean CPU and

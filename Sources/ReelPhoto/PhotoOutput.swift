@@ -268,7 +268,9 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         let image: PhotoImage
         var extras: [(PhotoImage, Int)] = []
         do {
-            let rect = chosen.buffer.size == settings.photoFormat.size ? crop : settings.ratio.crop(in: chosen.buffer.size)
+            // The frame's own crop where it is the photo's (Center Stage may have moved it).
+            let rect = chosen.buffer.size == settings.photoFormat.size ? (chosen.crop.size == crop.size ? chosen.crop : crop)
+                : settings.ratio.crop(in: chosen.buffer.size)
             image = try PhotoImage.copy(chosen.buffer, crop: rect, into: spare)
             for f in others where f.buffer.size == chosen.buffer.size { extras.append((try PhotoImage.copy(f.buffer, crop: rect), f.index)) }
         } catch {

@@ -101,6 +101,8 @@ public struct RecordOptions: Sendable {
     /// Face detections a second on the sensor's frames (smart framing, Center Stage: the
     /// camera sets it), charged in the hardware-cost model; 0: none.
     public var faceDetectionsPerSecond = 0.0
+    /// Every this many of those detections also look for faces in profile (Center Stage: 2); 0: none.
+    public var faceProfilesEvery = 0
     /// Video stabilisation on the sensor's frames (the camera sets it: `.none`, `.causal` for
     /// lowLatency and baseline, `.lookAhead` for cinematic), charged in the hardware-cost model.
     public var stabilizationCost = StabilizationCost.none

@@ -6,13 +6,14 @@ import Testing
 import ReelFraming
 
 /// Center Stage on the people scene, scored frame by frame against the ground truth: the
-/// detector sees every 15th frame (as `--center-stage` at 30 fps), the window steps every frame.
+/// detector sees every 15th frame (as `--center-stage` at 30 fps), every second of those looking
+/// for faces in profile too; the window steps every frame.
 @Suite struct CenterStageTests {
     struct Score { var frames = 0, allInside = 0, frontalFrames = 0, frontalInside = 0, mainCentred = 0, withMain = 0, stillMoves = 0 }
 
     static func run(side: Int = 1920, ratio: AspectRatio = .landscape16x9) throws -> (Score, [CenterStage.Move]) {
         let sensor = Size(width: side, height: side)
-        let detector = try FaceDetector()
+        let detector = try FaceDetector(profiles: true)
         let source = try SyntheticSource(size: side, rate: FrameRate(frames: 30, seconds: 1)!, realtime: false, buffers: 2, scene: .people)
         let people = try #require(source.people as PeopleScene?)
         let frames = FrameGrabber(source: source)
@@ -25,7 +26,10 @@ import ReelFraming
             if index % Self.every == 0 {
                 let b = try frames.frame(index)
                 let (luma, stride) = b.plane(0)
-                stage.update(faces: try detector.detect(gray: luma, size: b.size, stride: stride, search: Self.search(side)), frame: index, ratio: ratio)
+                let profiles = (index / Self.every) % CenterStage.profilesEvery == 0
+                let search = profiles ? Self.search(side).withProfiles : Self.search(side)
+                let found = try detector.detect(gray: luma, size: b.size, stride: stride, search: search)
+                stage.update(faces: found, frame: index, ratio: ratio, profiles: profiles)
             }
             let picture = CenterStage.picture(window, ratio: ratio, sensor: sensor)
             let visible = people.faces(index: index).filter { $0.inside && crop.contains($0.box) }
@@ -56,18 +60,19 @@ import ReelFraming
 
     /// The bars are every visible face inside the picture in at least 95 % of frames,
     /// the main face in the centre third, no move while the scene is still (no breathing).
-    /// Met here: no breathing. Not yet: with detection 2 times a second the window lags people
-    /// walking in and out (frontal faces inside in 0.905 of frames, the main face
-    /// centred in 0.90, all faces inside in 0.84), and the profile face is never found (the frontal cascade only), so
-    /// these bars are 0.85 until the lag is taken out (docs/framing.md).
+    /// Met: every face inside (573/602 = 0.952: the window leads people walking by their
+    /// motion, faces in profile are looked for every second detection), no breathing. Not
+    /// quite: the main face centred in 568/602 = 0.944 of frames (it enters at the sensor's
+    /// edge, where no picture can centre it, and leaves faster than 2 detections a second
+    /// follow: docs/framing.md). The frames are deterministic: so are these counts.
     @Test func centerStageKeepsEveryoneInAndStill() throws {
         let (s, moves) = try Self.run()
         let inside = Double(s.allInside) / Double(s.frames), centred = Double(s.mainCentred) / Double(max(1, s.withMain))
         print("center stage: all faces inside \(s.allInside)/\(s.frames) = \(inside), frontal faces inside \(s.frontalInside)/\(s.frontalFrames), main face in the centre third \(s.mainCentred)/\(s.withMain) = \(centred), moves \(moves.count), moves while still \(s.stillMoves)")
         #expect(s.frames > 500)
-        #expect(Double(s.frontalInside) / Double(s.frontalFrames) >= 0.85)
-        #expect(inside >= 0.75, "the profile face is not found")
-        #expect(centred >= 0.85)
+        #expect(Double(s.frontalInside) / Double(s.frontalFrames) >= 0.95)
+        #expect(inside >= 0.95)
+        #expect(centred >= 0.94)
         #expect(s.stillMoves == 0, "\(moves)")
     }
 
@@ -79,5 +84,12 @@ import ReelFraming
         #expect(middle == CropRect(x: 480, y: 690, width: 960, height: 540))
         let edge = CenterStage.picture(.init(zoom: 2, centre: PicturePoint(x: 0.01, y: 0.5)), ratio: .landscape16x9, sensor: sensor)
         #expect(edge.x == 0)
+        // At zoom 1 a 16:9 picture still pans up and down the square sensor (the ratio's crop
+        // moved within the zoomed picture: `PictureSettings.pan`), as far as the sensor allows.
+        let up = CenterStage.Window(zoom: 1, centre: PicturePoint(x: 0.5, y: 0.3))
+        #expect(CenterStage.picture(up, ratio: .landscape16x9, sensor: sensor) == CropRect(x: 0, y: 36, width: 1920, height: 1080))
+        #expect(CenterStage.settings(up, ratio: .landscape16x9, sensor: sensor).centre == PicturePoint(x: 0.5, y: 0.5))
+        let top = CenterStage.Window(zoom: 1.5, centre: PicturePoint(x: 0.5, y: 0))
+        #expect(CenterStage.picture(top, ratio: .landscape16x9, sensor: sensor) == CropRect(x: 320, y: 0, width: 1280, height: 720))
     }
 }

@@ -109,3 +109,31 @@ private final class Answer: Sendable { let value = Mutex<Int?>(nil) }
         #expect(adjustments.process(frame, format: fmt) == nil)
     }
 }
+
+/// An output that keeps the crop of every frame it takes.
+private final class CropKeeper: FrameOutput, Sendable {
+    let crops = Mutex<[CropRect]>([])
+    func offer(_ frame: CapturedFrame, waiting: Bool) -> OfferResult { crops.withLock { $0.append(frame.crop) }; return .taken }
+}
+
+@Suite struct PicturePanTests {
+    /// The pan places the ratio's crop in the zoomed picture (Center Stage's): every output is
+    /// handed the crop where it lies, from the frame after the change; the default is centred.
+    @Test func theOutputsTakeTheCropWhereThePanPutsIt() throws {
+        let source = try SyntheticSource(size: 1280, rate: FrameRate(frames: 30)!, realtime: false, buffers: 4)
+        let session = try CaptureSession(source: source, ratio: .landscape16x9)
+        let keeper = CropKeeper()
+        try session.addOutput(keeper)
+        _ = try session.run(frameLimit: 3)
+        #expect(keeper.crops.withLock { $0 } == Array(repeating: CropRect(x: 0, y: 280, width: 1280, height: 720), count: 3))
+        try session.adjustments.change(format: source.format, timeout: 0) { $0.pan = PicturePoint(x: 0.5, y: 0) }
+        keeper.crops.withLock { $0 = [] }
+        _ = try session.run(frameLimit: 2)
+        #expect(keeper.crops.withLock { $0 } == Array(repeating: CropRect(x: 0, y: 0, width: 1280, height: 720), count: 2))
+        try session.adjustments.change(format: source.format, timeout: 0) { $0.pan = PicturePoint(x: 0.5, y: 1) }
+        keeper.crops.withLock { $0 = [] }
+        _ = try session.run(frameLimit: 2)
+        #expect(keeper.crops.withLock { $0 } == Array(repeating: CropRect(x: 0, y: 560, width: 1280, height: 720), count: 2))
+        #expect(AspectRatio.landscape16x9.crop(in: Size(width: 1280, height: 1280), pan: (0.5, 0.25)) == CropRect(x: 0, y: 140, width: 1280, height: 720))
+    }
+}

@@ -36,6 +36,9 @@ typedef struct {
     int min_neighbors;
     /// Whether to run the profile cascade too (when loaded).
     int profiles;
+    /// The profile cascade searches the picture shrunk by this (0: by `shrink`), for faces of
+    /// `profile_min_size` (0: `min_size`) up to `max_size`.
+    int profile_shrink, profile_min_size;
 } reel_face_search;
 
 /// Finds faces in an 8-bit grey picture (`width` x `height`, rows `stride` bytes apart) as
