@@ -6,7 +6,8 @@ import ReelFraming
 import ReelWriter
 
 /// The camera's Center Stage (`--center-stage`): faces found on the sensor's frames
-/// (`FaceTracking`, every 15th frame), and every frame the crop window (`CenterStage`: pan
+/// (`FaceTracking`, every 15th frame; every second detection also looks for faces in
+/// profile), and every frame the crop window (`CenterStage`: pan
 /// and zoom within the square sensor) set on the session's adjustments before the frame is
 /// processed — so the movie, the preview and photos all show it. In `cooperative` mode the
 /// user's zoom takes precedence: while the zoom control is not 1, Center Stage holds still; in
@@ -86,7 +87,7 @@ final class CameraCenterStage: Sendable {
 public struct CenterStageSummary: Sendable, Encodable {
     /// `cooperative` or `app`.
     public var mode: String
-    /// Every change of the window's target (`frame`, `zoom`, `x`, `y`: the centre in shares of the sensor).
+    /// Every change of the window's target (`frame`, `zoom`, `x`, `y`: the picture's centre in shares of the sensor).
     public var moves: [CenterStage.Move]
     /// Detections run, and the mean CPU time of one (ms).
     public var detections: Int, detectionCpuMs: Double

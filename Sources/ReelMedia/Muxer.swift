@@ -102,9 +102,9 @@ public final class Muxer: @unchecked Sendable {
     /// fragment, in a buffer it grows as the fragment fills and frees once it is written; at
     /// the default second of ProRes 422 that was 12 MB mapped and unmapped every second — a
     /// sawtooth of the process's memory that hours of recording measure as growth (issue 25's
-    /// soak). Under 1.3 MiB the buffer stays under glibc's 2 MiB mmap threshold
-    /// (`ProcessMemory`) however movenc grows it (by half again each time), so it is reused
-    /// from the heap, not paged in afresh. Long-GOP codecs fragment at keyframes only, so that
+    /// soak). At 1 MiB (1.3 MiB however movenc grows it, by half again each time) what is
+    /// mapped and unmapped each fragment is a megabyte or so (`ProcessMemory`'s 256 KiB mmap
+    /// threshold maps it). Long-GOP codecs fragment at keyframes only, so that
     /// a fragment never ends between a B-frame and the frame it refers to.
     public static let fragmentByteLimit = 1 << 20
 

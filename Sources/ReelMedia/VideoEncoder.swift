@@ -128,7 +128,24 @@ public final class VideoEncoder: @unchecked Sendable {
     /// (every `gop` frames from the first real one). Call before the first `encode`.
     /// - Throws: `MediaError` naming the failed libavcodec call (`avcodec_send_frame`,
     ///   `avcodec_receive_packet`) or allocation.
+    ///
+    /// A codec whose input no camera gives (ProRes's 10-bit 4:2:2) converts every frame: its
+    /// conversion buffers are made here and their pages written, so that the encoder's memory
+    /// is what it will stay from its first frame. Made on first use instead, each buffer became
+    /// resident the first time a frame needed it — one more (8 MB at 1080p) whenever the
+    /// encoder fell a frame further behind than before — and a clip's memory stepped up for
+    /// the rest of the clip (issue 25's soak).
     public func warmUp() throws {
+        if converted == nil, !Self.cameraFormats.contains(settings.codec.inputFormat) {
+            // Three planes (every format but the cameras' is planar 4:2:0, 4:2:2 or 4:4:4).
+            let format = settings.codec.inputFormat, height = settings.size.height
+            converted = try makeConversionPool { b in
+                for i in 0..<3 {
+                    let (base, stride) = b.plane(i)
+                    memset(base, 0, stride * (i > 0 && format == .yuvj420p ? (height + 1) / 2 : height))
+                }
+            }
+        }
         guard case .ffv1 = settings.codec, framesSent == 0, !keyframesByHand else { return }
         let black = try PixelBuffer(size: settings.size, format: settings.codec.inputFormat)
         for i in 0..<3 {   // FFV1 is fed yuv420p
@@ -261,6 +278,17 @@ public final class VideoEncoder: @unchecked Sendable {
         }
     }
 
+    /// The formats cameras give (the synthetic sensor, V4L2): a codec whose input is another
+    /// converts every frame.
+    static let cameraFormats: Set<PixelFormat> = [.yuv420p, .nv12, .yuyv422]
+
+    /// The conversion buffers: frame threads hold a reference to every frame in flight, so
+    /// threads + a margin.
+    private func makeConversionPool(prepare: (PixelBuffer) -> Void = { _ in }) throws(MediaError) -> PixelBufferPool {
+        try PixelBufferPool(count: max(4, Int(context.pointee.thread_count) + 3), size: settings.size,
+                            format: settings.codec.inputFormat, prepare: prepare)
+    }
+
     /// Converts `view` (already cropped) into a pooled buffer of the codec's format
     /// (`PixelConverter`: Reel's own loop for yuv420p → yuv422p10, libswscale otherwise).
     private func convert(from source: PixelFormat) throws(MediaError) -> PixelBufferLease {
@@ -271,11 +299,7 @@ public final class VideoEncoder: @unchecked Sendable {
             conv = try PixelConverter(from: source, to: settings.codec.inputFormat, size: settings.size)
             converter = conv
         }
-        if converted == nil {
-            // Frame threads hold a reference to every frame in flight: threads + a margin.
-            converted = try PixelBufferPool(count: max(4, Int(context.pointee.thread_count) + 3),
-                                            size: settings.size, format: settings.codec.inputFormat)
-        }
+        if converted == nil { converted = try makeConversionPool() }
         guard let lease = converted?.lease() else {
             throw MediaError("convert", message: "no free conversion buffer (the encoder holds them all)")
         }

@@ -12,9 +12,13 @@ import CLinux
 /// an arena of its own. Measured with 10 s segments and `--keep 1min` (24 clips in 4 minutes,
 /// the default recording): RssAnon grew from 228 to 309 MB between the first minute and the
 /// fourth by default, and stayed at 153–154 MB with a fixed 2 MiB threshold and 2 arenas.
+/// At 2 MiB the heap still swung between 5 and 9 MiB within each clip — packets of half a
+/// megabyte (one frame of ProRes 422) freed into it and left resident until the clip's trim —
+/// and at 256 KiB it stays at 1.1–1.5 MiB: a packet's memory goes back as it is freed (10
+/// minutes of 1-minute segments, the soak's recording, sampled every 10 s; docs/benchmarks.md).
 public enum ProcessMemory {
-    /// The fixed mmap threshold: a block of 2 MiB or more is mapped and unmapped on free.
-    public static let mmapThreshold: Int32 = 2 << 20
+    /// The fixed mmap threshold: a block of 256 KiB or more is mapped and unmapped on free.
+    public static let mmapThreshold: Int32 = 256 << 10
     /// At most this many malloc arenas.
     public static let arenas: Int32 = 2
 

@@ -6,7 +6,7 @@ import Foundation
 /// under the file's lock); the writer thread reads only blocks it was handed.
 ///
 /// A block is a private anonymous mapping (page-aligned, as O_DIRECT needs), never glibc's
-/// heap: from the heap (1 MiB is under the 2 MiB mmap threshold `ProcessMemory` sets) every
+/// heap: from the heap (when `ProcessMemory`'s mmap threshold was 2 MiB, 1 MiB was under it) every
 /// clip's freed ring stayed resident between clips, fragmented (issue 25's soak). A closed
 /// clip's blocks go to a cache the next clip's ring takes from, up to two rings' worth (a clip
 /// recording and the one closing); the rest are unmapped. A cached block's pages go back to

@@ -9,27 +9,44 @@ import ReelFraming
 /// detector sees every 15th frame (as `--center-stage` at 30 fps), every second of those looking
 /// for faces in profile too; the window steps every frame.
 @Suite struct CenterStageTests {
-    struct Score { var frames = 0, allInside = 0, frontalFrames = 0, frontalInside = 0, mainCentred = 0, withMain = 0, stillMoves = 0 }
+    struct Score {
+        var frames = 0, allInside = 0, frontalFrames = 0, frontalInside = 0, mainCentred = 0, withMain = 0, stillMoves = 0
+        /// Times the window's zoom turned from zooming in to zooming out or back (breathing),
+        /// over the whole timeline.
+        var zoomReversals = 0
+    }
 
-    static func run(side: Int = 1920, ratio: AspectRatio = .landscape16x9) throws -> (Score, [CenterStage.Move]) {
+    /// The timeline's movements (docs/framing.md): a frame 45 or more after each is still.
+    static let moving = [(60, 150), (240, 300), (330, 390), (420, 480), (540, 600), (660, 720)]
+    static func still(_ frame: Int) -> Bool { !moving.contains { a, e in frame - 45 <= e && frame >= a } }
+
+    /// Center Stage (`baseline`: the follow-the-box arm instead) on the people scene's timeline.
+    static func run(side: Int = 1920, ratio: AspectRatio = .landscape16x9, baseline: Bool = false) throws -> (Score, [CenterStage.Move]) {
         let sensor = Size(width: side, height: side)
         let detector = try FaceDetector(profiles: true)
         let source = try SyntheticSource(size: side, rate: FrameRate(frames: 30, seconds: 1)!, realtime: false, buffers: 2, scene: .people)
         let people = try #require(source.people as PeopleScene?)
         let frames = FrameGrabber(source: source)
-        let stage = CenterStage(sensor: sensor)
+        let stage = CenterStage(sensor: sensor), follow = FollowTheBox(sensor: sensor)
         let crop = ratio.crop(in: sensor)
         var score = Score()
+        var last: CenterStage.Window? = nil, lastDirection = 0
         for index in 0..<PeopleScene.period {
             // The tap: the window for this frame, then (every 15th) a detection.
-            let window = stage.step()
+            let window = baseline ? follow.step() : stage.step()
+            if let last, last.zoom != window.zoom {
+                let direction = window.zoom > last.zoom ? 1 : -1
+                if lastDirection != 0 && direction != lastDirection { score.zoomReversals += 1 }
+                lastDirection = direction
+            }
+            last = window
             if index % Self.every == 0 {
                 let b = try frames.frame(index)
                 let (luma, stride) = b.plane(0)
                 let profiles = (index / Self.every) % CenterStage.profilesEvery == 0
                 let search = profiles ? Self.search(side).withProfiles : Self.search(side)
                 let found = try detector.detect(gray: luma, size: b.size, stride: stride, search: search)
-                stage.update(faces: found, frame: index, ratio: ratio, profiles: profiles)
+                if baseline { follow.update(faces: found, ratio: ratio) } else { stage.update(faces: found, frame: index, ratio: ratio, profiles: profiles) }
             }
             let picture = CenterStage.picture(window, ratio: ratio, sensor: sensor)
             let visible = people.faces(index: index).filter { $0.inside && crop.contains($0.box) }
@@ -48,9 +65,8 @@ import ReelFraming
                     && cy >= picture.y + picture.height / 3 && cy <= picture.y + 2 * picture.height / 3 { score.mainCentred += 1 }
             }
         }
-        // Moves made after 45 still frames (the timeline's movements: docs/framing.md).
-        let moving = [(60, 150), (240, 300), (330, 390), (420, 480), (540, 600), (660, 720)]
-        score.stillMoves = stage.moves.filter { m in !moving.contains { a, e in m.frame - 45 <= e && m.frame >= a } }.count
+        // Moves made after 45 still frames.
+        score.stillMoves = stage.moves.filter { Self.still($0.frame) }.count
         return (score, stage.moves)
     }
 
@@ -74,6 +90,19 @@ import ReelFraming
         #expect(inside >= 0.95)
         #expect(centred >= 0.94)
         #expect(s.stillMoves == 0, "\(moves)")
+    }
+
+    /// The baseline arm on the same frames and detections: the plain follow-the-box loop of the
+    /// single-face trackers. Center Stage keeps everyone in far more often (the loop follows
+    /// the largest face only), and its zoom turns back and forth less (the loop chases every
+    /// wobble of the detected box: breathing).
+    @Test func centerStageBeatsFollowingTheBox() throws {
+        let (c, _) = try Self.run()
+        let (f, _) = try Self.run(baseline: true)
+        func share(_ a: Int, _ b: Int) -> String { String(format: "%d/%d = %.3f", a, b, Double(a) / Double(max(1, b))) }
+        print("follow-the-box: all faces inside \(share(f.allInside, f.frames)), frontal \(share(f.frontalInside, f.frontalFrames)), main face centred \(share(f.mainCentred, f.withMain)), zoom reversals \(f.zoomReversals); center stage: \(share(c.allInside, c.frames)), \(share(c.frontalInside, c.frontalFrames)), \(share(c.mainCentred, c.withMain)), zoom reversals \(c.zoomReversals)")
+        #expect(c.allInside > f.allInside)
+        #expect(c.zoomReversals < f.zoomReversals)
     }
 
     /// The window's picture: zoom 2 around the middle shows the middle half of the ratio's crop;
