@@ -21,7 +21,7 @@ public enum FacesCommand {
     static func parse(_ rest: [String]) throws -> Invocation {
         let profile = rest.count == 5 ? rest[4].split(separator: ":").map(String.init) : []
         let pshrink = profile.count > 1 ? Int(profile[1]) : nil, pmin = profile.count > 2 ? Int(profile[2]) : nil
-        guard rest.count == 4 || (rest.count == 5 && profile[0] == "profiles" && profile.count <= 3
+        guard rest.count == 4 || (rest.count == 5 && profile.first == "profiles" && profile.count <= 3
                                   && (profile.count < 2 || (pshrink.map { (1...8).contains($0) } ?? false))
                                   && (profile.count < 3 || (pmin.map { (1...2000).contains($0) } ?? false))),
               let cascade = FaceDetector.Cascade(rawValue: rest[0]),

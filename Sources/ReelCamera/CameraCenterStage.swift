@@ -62,8 +62,15 @@ final class CameraCenterStage: Sendable {
             let userZoom = mode == .cooperative ? (zoom?.value.value ?? 1) : 1
             if userZoom == 1 {
                 let w = stage.step()
-                let (centre, pan) = CenterStage.settings(w, ratio: session.ratio, sensor: format.size)
-                session.adjustments.set { $0.zoom = w.zoom; $0.centre = centre; $0.pan = pan }
+                session.adjustments.set {
+                    let (centre, pan) = CenterStage.settings(w, ratio: session.ratio, sensor: format.size, marginZoom: $0.marginZoom)
+                    $0.zoom = w.zoom; $0.centre = centre; $0.pan = pan
+                }
+            } else {
+                // The user's zoom, about the centre of what Center Stage showed (the ratio's
+                // crop back in the middle of the zoomed picture).
+                let c = stage.current.centre
+                session.adjustments.set { $0.centre = c; $0.pan = PicturePoint(x: 0.5, y: 0.5) }
             }
             tracking.offer(frame)
         }

@@ -95,6 +95,17 @@ public enum AspectRatio: String, CaseIterable, Sendable, Codable, CustomStringCo
         return c
     }
 
+    /// This ratio's crop of `sensor` (`crop(in:)`'s size) centred on `frame`'s centre as far as
+    /// the sensor allows, offsets even: a photo of another ratio than the video's, taken where
+    /// the video's crop was moved to (Center Stage's pan).
+    public func crop(in sensor: Size, centredOn frame: CropRect) -> CropRect {
+        var c = crop(in: sensor)
+        let cx = frame.x + frame.width / 2, cy = frame.y + frame.height / 2
+        c.x = min(max(0, cx - c.width / 2), sensor.width - c.width) & ~1
+        c.y = min(max(0, cy - c.height / 2), sensor.height - c.height) & ~1
+        return c
+    }
+
     /// Rounds `length` down so that `(full - length)` is a multiple of 4: the length is even
     /// and the centred offset `(full - length) / 2` is even too.
     private static func fit(_ length: Int, within full: Int) -> Int {

@@ -4,12 +4,13 @@ import ReelCore
 import Synchronization
 
 /// Center Stage for video: a crop window — a pan and a zoom within the square sensor — that
-/// follows the people found and keeps them in the picture, the main face (the largest) as
-/// near the middle as the others allow.
+/// follows the people found and keeps them in the picture, the main face (the largest
+/// frontal one) in the picture's centre third as far as the others allow.
 ///
-/// Detections set a target (`update`); every frame steps the window towards it (`step`),
-/// position and size smoothed apart (position in about half a second, size in about a
-/// second). A dead band keeps the target while the people stay well inside the window and the
+/// Detections set a target (`update`), planned for where moving faces are going; every frame
+/// steps the window towards it (`step`), position and size smoothed apart (position 1/4 of
+/// the way a frame; zooming out 1/4, zooming in 1/30, or 1/8 while the main face is
+/// off-centre). A dead band keeps the target while the people stay well inside the window and the
 /// zoom they want is within 20 % of the zoom in force: a still subject gets a still frame.
 /// Nobody found for 3 s: the window goes back to the whole picture.
 public final class CenterStage: Sendable {
@@ -89,7 +90,11 @@ public final class CenterStage: Sendable {
     /// zoom) is centred on the window's centre as far as the sensor allows; the square is the
     /// one nearest to centred on it that holds it, and the pan places it there — so a 16:9
     /// picture pans up and down the square sensor even at zoom 1.
-    public static func settings(_ w: Window, ratio: AspectRatio, sensor: Size) -> (centre: PicturePoint, pan: PicturePoint) {
+    ///
+    /// `marginZoom`: the further zoom the picture is cropped at (stabilisation's margin,
+    /// `PictureSettings.marginZoom`): the square shrinks about its centre, and the pan is
+    /// spread by as much, so that the picture keeps the window's centre.
+    public static func settings(_ w: Window, ratio: AspectRatio, sensor: Size, marginZoom: Double = 1) -> (centre: PicturePoint, pan: PicturePoint) {
         let z = min(max(w.zoom, 1), 4)
         let c = ratio.crop(in: sensor)
         func axis(_ side: Int, _ length: Int, _ share: Double) -> (centre: Double, pan: Double) {
@@ -100,7 +105,8 @@ public final class CenterStage: Sendable {
             return ((q0 + square / 2) / s, room > 0.5 ? min(1, max(0, (p0 - q0) / room)) : 0.5)
         }
         let x = axis(sensor.width, c.width, w.centre.x), y = axis(sensor.height, c.height, w.centre.y)
-        return (PicturePoint(x: x.centre, y: y.centre), PicturePoint(x: x.pan, y: y.pan))
+        func spread(_ pan: Double) -> Double { min(1, max(0, 0.5 + marginZoom * (pan - 0.5))) }
+        return (PicturePoint(x: x.centre, y: y.centre), PicturePoint(x: spread(x.pan), y: spread(y.pan)))
     }
 
     /// A face as the window plans for it: where it is and how fast it moves (pixels a frame).
@@ -110,6 +116,8 @@ public final class CenterStage: Sendable {
         var vx = 0.0, vy = 0.0
         /// Speeding up (pixels a frame, a frame), along the motion only.
         var ax = 0.0, ay = 0.0
+        /// Whether the motion was measured (matched with a face of the detection before).
+        var measured = false
         var cx: Double { Double(box.x) + Double(box.width) / 2 }
         var cy: Double { Double(box.y) + Double(box.height) / 2 }
         /// The box moved by `frames` of its motion.
@@ -142,7 +150,8 @@ public final class CenterStage: Sendable {
             if !profiles {
                 // Faces in profile from the last search that looked, where they have moved to.
                 for p in s.profileFaces {
-                    let moved = Tracked(box: p.ahead(Double(frame - s.profileFrame)), profile: true, vx: p.vx, vy: p.vy, ax: p.ax, ay: p.ay)
+                    let moved = Tracked(box: p.ahead(Double(frame - s.profileFrame)), profile: true, vx: p.vx, vy: p.vy, ax: p.ax, ay: p.ay,
+                                        measured: p.measured)
                     if !faces.contains(where: { $0.box.overlap(moved.box) > 0.1 }) { faces.append(moved) }
                 }
             }
@@ -157,8 +166,10 @@ public final class CenterStage: Sendable {
                       faces.filter({ $0.profile == f.profile }).allSatisfy({ distance($0, near) >= distance(f, near) }) else { continue }
                 let dt = Double(max(1, frame - last))
                 let vx = (f.cx - near.cx) / dt, vy = (f.cy - near.cy) / dt
-                faces[i].vx = vx; faces[i].vy = vy
-                // Speeding up: a walk starting is planned for at the pace it is reaching.
+                faces[i].vx = vx; faces[i].vy = vy; faces[i].measured = true
+                // Speeding up (from a motion measured before, not from a face first seen): a
+                // walk starting is planned for at the pace it is reaching.
+                guard near.measured else { continue }
                 let ax = (vx - near.vx) / dt, ay = (vy - near.vy) / dt
                 faces[i].ax = ax * vx > 0 ? ax : 0; faces[i].ay = ay * vy > 0 ? ay : 0
             }
@@ -248,6 +259,9 @@ public final class CenterStage: Sendable {
             return c
         }
     }
+
+    /// The window in force (the last `step`'s).
+    public var current: Window { state.withLock { $0.current } }
 
     /// Every change of the target so far.
     public var moves: [Move] { state.withLock { $0.moves } }

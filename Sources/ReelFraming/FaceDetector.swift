@@ -105,7 +105,7 @@ public final class FaceDetector: @unchecked Sendable {
         public var withProfiles: Search {
             var s = self
             s.profiles = true
-            s.profileShrink = max(1, shrink * 3)
+            s.profileShrink = max(1, Int((Double(2 * maxSize) / 320).rounded()))   // 6 at 1920, 13 at 4032
             s.profileMinSize = max(minSize, maxSize * 5 / 32)   // 150 at 1920
             return s
         }

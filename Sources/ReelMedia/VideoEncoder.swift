@@ -278,6 +278,10 @@ public final class VideoEncoder: @unchecked Sendable {
         }
     }
 
+    /// The conversion buffers, once made (`warmUp` makes them for ProRes; otherwise the first
+    /// frame that needs converting does).
+    public var conversionPool: PixelBufferPool? { converted }
+
     /// The formats cameras give (the synthetic sensor, V4L2): a codec whose input is another
     /// converts every frame.
     static let cameraFormats: Set<PixelFormat> = [.yuv420p, .nv12, .yuyv422]

@@ -268,9 +268,10 @@ public final class PhotoOutput: FrameOutput, @unchecked Sendable {
         let image: PhotoImage
         var extras: [(PhotoImage, Int)] = []
         do {
-            // The frame's own crop where it is the photo's (Center Stage may have moved it).
-            let rect = chosen.buffer.size == settings.photoFormat.size ? (chosen.crop.size == crop.size ? chosen.crop : crop)
-                : settings.ratio.crop(in: chosen.buffer.size)
+            // Where the frame's crop was moved to (Center Stage's pan): its own crop when it is
+            // the photo's, else the photo's ratio centred on it.
+            let rect = chosen.buffer.size == settings.photoFormat.size && chosen.crop.size == crop.size ? chosen.crop
+                : settings.ratio.crop(in: chosen.buffer.size, centredOn: chosen.crop)
             image = try PhotoImage.copy(chosen.buffer, crop: rect, into: spare)
             for f in others where f.buffer.size == chosen.buffer.size { extras.append((try PhotoImage.copy(f.buffer, crop: rect), f.index)) }
         } catch {

@@ -118,6 +118,12 @@ import ReelFraming
         let up = CenterStage.Window(zoom: 1, centre: PicturePoint(x: 0.5, y: 0.3))
         #expect(CenterStage.picture(up, ratio: .landscape16x9, sensor: sensor) == CropRect(x: 0, y: 36, width: 1920, height: 1080))
         #expect(CenterStage.settings(up, ratio: .landscape16x9, sensor: sensor).centre == PicturePoint(x: 0.5, y: 0.5))
+        // Stabilisation's margin zoom shrinks the square about its centre: the pan is spread by
+        // as much (here to the top), so that the picture keeps its place.
+        #expect(CenterStage.settings(up, ratio: .landscape16x9, sensor: sensor, marginZoom: 1.1).pan.y == 0)
+        let mid = CenterStage.Window(zoom: 1, centre: PicturePoint(x: 0.5, y: 0.45))
+        let spread = CenterStage.settings(mid, ratio: .landscape16x9, sensor: sensor, marginZoom: 1.1).pan.y
+        #expect(abs(spread - (0.5 + 1.1 * (CenterStage.settings(mid, ratio: .landscape16x9, sensor: sensor).pan.y - 0.5))) < 1e-9)
         let top = CenterStage.Window(zoom: 1.5, centre: PicturePoint(x: 0.5, y: 0))
         #expect(CenterStage.picture(top, ratio: .landscape16x9, sensor: sensor) == CropRect(x: 320, y: 0, width: 1280, height: 720))
     }

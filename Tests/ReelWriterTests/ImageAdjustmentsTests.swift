@@ -135,5 +135,12 @@ private final class CropKeeper: FrameOutput, Sendable {
         _ = try session.run(frameLimit: 2)
         #expect(keeper.crops.withLock { $0 } == Array(repeating: CropRect(x: 0, y: 560, width: 1280, height: 720), count: 2))
         #expect(AspectRatio.landscape16x9.crop(in: Size(width: 1280, height: 1280), pan: (0.5, 0.25)) == CropRect(x: 0, y: 140, width: 1280, height: 720))
+        // A photo of another ratio is taken centred where the video's crop was moved to.
+        let top = CropRect(x: 0, y: 0, width: 1280, height: 720)
+        #expect(AspectRatio.landscape4x3.crop(in: Size(width: 1280, height: 1280), centredOn: top) == CropRect(x: 0, y: 0, width: 1280, height: 960))
+        let low = CropRect(x: 0, y: 400, width: 1280, height: 720)
+        #expect(AspectRatio.landscape4x3.crop(in: Size(width: 1280, height: 1280), centredOn: low) == CropRect(x: 0, y: 280, width: 1280, height: 960))
+        #expect(AspectRatio.landscape16x9.crop(in: Size(width: 1280, height: 1280), centredOn: AspectRatio.landscape16x9.crop(in: Size(width: 1280, height: 1280)))
+                == AspectRatio.landscape16x9.crop(in: Size(width: 1280, height: 1280)))
     }
 }
