@@ -8,8 +8,10 @@ import Synchronization
 /// test pattern), as fast as asked or in real time.
 ///
 /// Real time: frame `i` is due at `start + i / fps`; a frame the pipeline will not take
-/// is dropped as `late`, a frame with no free buffer as `outOfBuffers`. Not real time: the
-/// source waits for the pipeline (for benchmarks).
+/// is dropped as `late`, a frame with no free buffer as `outOfBuffers`. A capture thread held
+/// off the CPU catches up on the frames a camera's driver queue would have kept for it
+/// (`driverQueue`); frames older than that are dropped as `late`. Not real time: the source
+/// waits for the pipeline (for benchmarks).
 public final class SyntheticSource: VideoSource {
     /// The sensor sides it takes (even only), in pixels.
     public static let sizeRange = 1280...4032
@@ -18,6 +20,12 @@ public final class SyntheticSource: VideoSource {
     /// Above this side the sensor is in its still-photo mode, which keeps only 4x3 and 3x4
     /// (as the largest still size of Apple's square sensor does).
     public static let videoSizeLimit = 2880
+    /// Frames a camera's driver fills while the capture thread is away (a V4L2 driver's queue
+    /// of 4 buffers): a thread that wakes up to 4 frame intervals late still gets those frames,
+    /// each with the time it was due, and hands them on back to back; one later than that has
+    /// lost the frames before the last 4 (`late`). A short stall of the machine (a virtual CPU
+    /// held off for 100 ms) costs no frame, as it costs none with a camera.
+    public static let driverQueue = 4
 
     /// The format; its rate changes with `setFrameRate` between runs (a change while capturing
     /// is a live change: the format keeps the configured rate, the frames carry theirs).
@@ -301,8 +309,9 @@ public final class SyntheticSource: VideoSource {
                 let now = MonotonicClock.now()
                 if now < due {
                     MonotonicClock.sleep(until: due)
-                } else if now - due > intervalNs {
-                    // The capture thread itself fell a whole frame behind: that frame is gone.
+                } else if now - due > UInt64(Self.driverQueue) * intervalNs {
+                    // The capture thread itself fell further behind than the driver's queue
+                    // holds: that frame is gone.
                     delegate.source(didDrop: 1, reason: .late, at: index)
                     index += 1
                     continue
