@@ -58,6 +58,14 @@ public final class SyntheticSource: VideoSource {
     private let buffers: [PixelBuffer]
     private let warming = Mutex(false)
     private let stopping = Atomic<Bool>(false)
+    /// Thread CPU time spent drawing frames, in ns (`drawingCPUSeconds`).
+    private let drawingCPUNs = Atomic<UInt64>(0)
+
+    /// CPU seconds the sensor's capture thread has spent drawing frames (the scene, the
+    /// barcode) since it was made: the emulated camera's own work, which a real camera does in
+    /// hardware. The rest of the capture thread's time (cropping, handing frames on) is the
+    /// recorder's.
+    public var drawingCPUSeconds: Double { Double(drawingCPUNs.load(ordering: .relaxed)) / 1e9 }
     /// CLOCK_MONOTONIC ns of the session clock's 0 (0: not capturing yet).
     private let zero = Atomic<UInt64>(0)
     /// CLOCK_MONOTONIC time (ns) of the session clock's 0 once capture has begun.
@@ -322,6 +330,7 @@ public final class SyntheticSource: VideoSource {
                 index += 1
                 continue
             }
+            let drawStart = threadCPUSeconds()
             if let realistic {
                 if let upright {
                     realistic.draw(lease.buffer, index: index, turns: mounting.readoutQuarterTurns, scratch: upright)
@@ -337,6 +346,7 @@ public final class SyntheticSource: VideoSource {
                 ensureBackground(lease.buffer)
                 pattern.drawFrame(lease.buffer, index: index)
             }
+            drawingCPUNs.add(UInt64(max(0, (threadCPUSeconds() - drawStart) * 1e9)), ordering: .relaxed)
             let pts = Timestamp(value: basePTS + Int64(index - baseIndex) * duration, timescale: format.timescale)
             delegate.source(didCapture: SourceFrame(lease: lease, index: index, pts: pts, rate: rate))
             index += 1

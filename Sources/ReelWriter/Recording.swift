@@ -411,6 +411,7 @@ public final class Recording: Sendable {
         }
         if pool != nil { summary.storage.leftPool = Recording.leftPool(clips, origin: clips.first?.firstPTS ?? 0) }
         summary.framesNotRecorded = result.framesNotRecorded
+        summary.sensorDrawingCPUSeconds = (session.source as? SyntheticSource)?.drawingCPUSeconds
         summary.framesDecimated = stats.framesDecimated
         summary.recordingToggles = toggles
         // Clip numbers as in the names (a run after earlier ones in its index goes on after them).

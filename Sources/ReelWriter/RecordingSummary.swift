@@ -152,6 +152,10 @@ public struct RecordingSummary: Sendable, Codable {
     public var realtime: Bool
     /// Seconds the recording ran, from `run` starting the capture to its end.
     public var elapsedSeconds: Double
+    /// CPU seconds the synthetic sensor spent drawing its frames (the emulated camera's work,
+    /// which a real camera does in hardware: `scripts/bench record` counts Reel's CPU with and
+    /// without it); null for a V4L2 camera.
+    @EncodedNull public var sensorDrawingCPUSeconds: Double? = nil
     /// `completed`, `interrupted` (SIGINT or stop) or `failed`.
     public var stopReason: String
     /// The failure's message when `stopReason` is `failed`, else `null`.

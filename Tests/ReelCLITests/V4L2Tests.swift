@@ -363,6 +363,8 @@ print("ok")
         #expect(run.status == 0, "\(run.stderr)")
         let s = try run.decode(RecordingSummary.self)
         #expect(s.fps == "24" && s.realtime, "fps \(s.fps) realtime \(s.realtime)")
+        // A camera draws nothing of Reel's: no sensor drawing cost (docs/json.md).
+        #expect(s.sensorDrawingCPUSeconds == nil)
         // 12 fps asked for in the source: 24 frames take 2 s, and the clip plays at 12 fps.
         let half = try reelWithCamera(["record", "--plain", "--source", "v4l2:/dev/video0:@12", "--frames", "24", "--codec", "prores:proxy",
                                        "--fps", "30", "--out", dir, "--name", "b", "--json"], faults: "fps=24")
