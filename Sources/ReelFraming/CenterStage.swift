@@ -11,7 +11,8 @@ import Synchronization
 /// steps the window towards it (`step`), position and size smoothed apart (position 1/4 of
 /// the way a frame; zooming out 1/4, zooming in 1/30, or 1/8 while the main face is
 /// off-centre). A dead band keeps the target while the people stay well inside the window and the
-/// zoom they want is within 20 % of the zoom in force: a still subject gets a still frame.
+/// zoom they want is within 20 % of the zoom in force: a still subject gets a still frame. One
+/// person walking is followed between detections (the target moves with their motion).
 /// Nobody found for 3 s: the window goes back to the whole picture.
 public final class CenterStage: Sendable {
     /// Who may steer the zoom (Apple's `AVCaptureDevice.CenterStageControlMode`).
@@ -67,7 +68,23 @@ public final class CenterStage: Sendable {
         var ratio: AspectRatio? = nil
         /// Frames stepped.
         var frame = 0
+        /// One person walking: the target moves with them between detections (`Drift`).
+        var drift: Drift? = nil
     }
+
+    /// The target of one person walking, carried along between detections: their motion
+    /// (pixels a frame), the step count at the detection, how far ahead of it the target was
+    /// planned (frames), and for how many frames the motion is trusted.
+    struct Drift {
+        var vx: Double, vy: Double
+        var base: Int
+        var planned: Double
+        var horizon: Double
+    }
+
+    /// Frames the position's smoothing (1/4 of the way a frame) lags a target moving at a
+    /// steady pace: a drifting target leads by as much.
+    static let followLag = 3.0
     private let state = Mutex(State())
 
     /// Center Stage on a square sensor of `sensor`.
@@ -218,11 +235,16 @@ public final class CenterStage: Sendable {
                 placed = place(zoom)
             }
             if !placed.centred { zoom = min(Self.maxZoom, max(1, min(Double(crop.width) / (bw * 1.3), Double(crop.height) / (bh * 1.3)))); placed = place(zoom) }
-            // Dead band: everyone well inside the window in force, the zoom they want near it.
+            // One person walking (their motion measured): the target goes along with them until
+            // the next detection and a little after, instead of waiting there for them.
+            let walking = faces.count == 1 && largest.measured && hypot(largest.vx, largest.vy) >= 0.5
+            s.drift = walking ? Drift(vx: largest.vx, vy: largest.vy, base: s.frame, planned: lead / 2, horizon: gap + Self.settleFrames) : nil
+            // Dead band: everyone well inside the window in force, the zoom they want near it
+            // (not for someone walking: their target moves anyway).
             let now = Self.picture(s.target, ratio: ratio, sensor: sensor)
             let mx = Int(Double(now.width) * 0.06), my = Int(Double(now.height) * 0.06)
             let inside = x0 >= now.x + mx && y0 >= now.y + my && x1 <= now.x + now.width - mx && y1 <= now.y + now.height - my
-            if inside && abs(zoom / s.target.zoom - 1) < 0.2 { return }
+            if !walking && inside && abs(zoom / s.target.zoom - 1) < 0.2 { return }
             let (cx, cy) = (placed.cx, placed.cy)
             let z = (zoom * 100).rounded() / 100
             s.target = Window(zoom: z, centre: PicturePoint(x: cx / side, y: cy / Double(sensor.height)))
@@ -239,7 +261,13 @@ public final class CenterStage: Sendable {
         let side = Double(sensor.width)
         return state.withLock { s in
             var c = s.current
-            let t = s.target
+            var t = s.target
+            if let d = s.drift {
+                // Where the walker will be `followLag` frames on, from where the target planned them.
+                let ahead = min(Double(s.frame - d.base) + 1 + Self.followLag, d.horizon) - d.planned
+                t.centre.x = min(1, max(0, t.centre.x + d.vx * ahead / side))
+                t.centre.y = min(1, max(0, t.centre.y + d.vy * ahead / Double(sensor.height)))
+            }
             func approach(_ a: Double, _ b: Double, _ k: Double, _ snap: Double) -> Double {
                 abs(b - a) <= snap ? b : a + (b - a) * k
             }
@@ -254,6 +282,27 @@ public final class CenterStage: Sendable {
             c.zoom = approach(c.zoom, t.zoom, t.zoom < c.zoom ? 1.0 / 4 : zoomIn, 0.002)
             c.centre.x = approach(c.centre.x, t.centre.x, 1.0 / 4, 0.5 / side)
             c.centre.y = approach(c.centre.y, t.centre.y, 1.0 / 4, 0.5 / side)
+            // Zooming and panning at their own paces can carry the main face a little out of the
+            // centre third on the way: the picture moves by that little (a twelfth of its size
+            // at most), unless that would leave another face out.
+            if let main = s.main, let ratio = s.ratio {
+                let ahead = Double(s.frame - s.mainFrame) + 1
+                let b = main.ahead(ahead), p = Self.picture(c, ratio: ratio, sensor: sensor)
+                let mx = Double(b.x) + Double(b.width) / 2, my = Double(b.y) + Double(b.height) / 2
+                func miss(_ m: Double, _ start: Int, _ length: Int) -> Double {
+                    let lo = Double(start) + Double(length) / 3, hi = Double(start) + 2 * Double(length) / 3
+                    return m < lo ? m - lo - 1 : m > hi ? m - hi + 1 : 0
+                }
+                let dx = miss(mx, p.x, p.width), dy = miss(my, p.y, p.height)
+                if (dx != 0 || dy != 0) && abs(dx) <= Double(p.width) / 12 && abs(dy) <= Double(p.height) / 12 {
+                    var moved = c
+                    moved.centre.x = min(1, max(0, c.centre.x + dx / side))
+                    moved.centre.y = min(1, max(0, c.centre.y + dy / Double(sensor.height)))
+                    let q = Self.picture(moved, ratio: ratio, sensor: sensor)
+                    let others = s.tracked.map { $0.ahead(Double(s.frame - s.mainFrame) + 1) }
+                    if others.allSatisfy({ !p.contains($0) || q.contains($0) }) { c = moved }
+                }
+            }
             s.current = c
             s.frame += 1
             return c

@@ -77,10 +77,12 @@ import ReelFraming
     /// The bars are every visible face inside the picture in at least 95 % of frames,
     /// the main face in the centre third, no move while the scene is still (no breathing).
     /// Met: every face inside (573/602 = 0.952: the window leads people walking by their
-    /// motion, faces in profile are looked for every second detection), no breathing. Not
-    /// quite: the main face centred in 568/602 = 0.944 of frames (it enters at the sensor's
-    /// edge, where no picture can centre it, and leaves faster than 2 detections a second
-    /// follow: docs/framing.md). The frames are deterministic: so are these counts.
+    /// motion, faces in profile are looked for every second detection), the main face centred
+    /// (573/602 = 0.952: one person walking is followed between detections, and a zoom or pan
+    /// on its way keeps the main face in the centre third), no breathing. The frames missed
+    /// are a face entering or leaving at the sensor's edge, where no picture can centre it,
+    /// and a walk starting between two detections (docs/framing.md). The frames are
+    /// deterministic: so are these counts.
     @Test func centerStageKeepsEveryoneInAndStill() throws {
         let (s, moves) = try Self.run()
         let inside = Double(s.allInside) / Double(s.frames), centred = Double(s.mainCentred) / Double(max(1, s.withMain))
@@ -88,7 +90,7 @@ import ReelFraming
         #expect(s.frames > 500)
         #expect(Double(s.frontalInside) / Double(s.frontalFrames) >= 0.95)
         #expect(inside >= 0.95)
-        #expect(centred >= 0.94)
+        #expect(centred >= 0.95)
         #expect(s.stillMoves == 0, "\(moves)")
     }
 
