@@ -145,7 +145,17 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
     deinit {
         stopWriter()
         blocks.freeAll()
-        // Synced (publish) or given up (discard) before: close has nothing left to report.
+        closeFiles()
+    }
+
+    /// Whether the slot's descriptors are closed (`closeFiles`).
+    private var filesClosed = false
+
+    /// Closes the slot's descriptors, once. Synced (publish) or given up (discard) before:
+    /// close has nothing left to report.
+    private func closeFiles() {
+        guard !filesClosed else { return }
+        filesClosed = true
         fd.closeQuietly()
         directFD?.closeQuietly()
     }
@@ -257,6 +267,10 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         }
         try fd.truncate(to: size)
         try syncSlot()
+        // Nothing more goes through the slot's descriptors (the writer has stopped): they
+        // close before the move and the manifest's update open theirs, so that a seam never
+        // holds more descriptors than the recording between seams.
+        closeFiles()
         path = try publishFile(from: slotPath, toFreeNameLike: path, tag: nil)
         published = true
         try pool?.releaseSlot(slotID)

@@ -22,6 +22,8 @@ final class ClipOpener: @unchecked Sendable {
     /// The threads that open clips ahead and throw unused ones away: parked between clips.
     private static let openers = ThreadReuse(name: "reel.open", stackSize: 4 << 20)
     private static let discarders = ThreadReuse(name: "reel.discard")
+    /// The longest a segment's continuation waits for the clips closing to let go.
+    static let settleSeconds = 5.0
     private let settings: WriterSettings
     private let rate: FrameRate
     private let finaliser: Finaliser
@@ -31,7 +33,9 @@ final class ClipOpener: @unchecked Sendable {
     /// False once the writer finishes or fails: nothing more is opened ahead.
     private var accepting = true
     /// Ratios the session said it will switch to, in order (`expect`), not yet prepared.
-    private var upcoming: [(AspectRatio, Size, Int32)] = []
+    /// `afterSettled`: a segment's continuation, opened once the clips closing have let go
+    /// of their files and threads (`Finaliser.waitUntilSettled`).
+    private var upcoming: [(AspectRatio, Size, Int32, afterSettled: Bool)] = []
     /// The first clip, opened before capture.
     private var first: PreparedClip?
     /// The next clip, being opened ahead on the opener thread (`preparing`) or ready.
@@ -89,16 +93,19 @@ final class ClipOpener: @unchecked Sendable {
     /// announced before: that clip is opened ahead.
     func expect(ratio: AspectRatio, size: Size, timescale: Int32) {
         lock.lock()
-        upcoming.append((ratio, size, timescale))
+        upcoming.append((ratio, size, timescale, false))
         lock.unlock()
         prepareAhead()
     }
 
     /// `expect`, unless a ratio was announced already (which then comes first): the next clip
     /// most likely continues at this ratio (after a stop request, or at a segment boundary).
+    /// It is opened once the clips closing have let go of their files and threads (for at
+    /// most `settleSeconds`): a segment boundary is far off, and so the recording holds as
+    /// many descriptors and threads across boundaries as between them.
     func expectUnlessAnnounced(ratio: AspectRatio, size: Size, timescale: Int32) {
         lock.lock()
-        if upcoming.isEmpty { upcoming.append((ratio, size, timescale)) }
+        if upcoming.isEmpty { upcoming.append((ratio, size, timescale, true)) }
         lock.unlock()
         prepareAhead()
     }
@@ -118,12 +125,32 @@ final class ClipOpener: @unchecked Sendable {
         guard accepting, openedClips > 0, !preparing, next == nil, !upcoming.isEmpty else {
             lock.unlock(); return
         }
-        let (ratio, size, timescale) = upcoming.removeFirst()
-        let number = openedClips + 1
+        let (ratio, size, timescale, afterSettled) = upcoming.removeFirst()
         preparing = true
-        preparingFor = (number, ratio, size)
+        if !afterSettled { preparingFor = (openedClips + 1, ratio, size) }
         lock.unlock()
         ClipOpener.openers.run { [self] in
+            // Not marked as being prepared while it waits: a seam that comes meanwhile opens
+            // its clip itself rather than wait for this.
+            if afterSettled {
+                _ = finaliser.waitUntilSettled(seconds: Self.settleSeconds) { [self] in
+                    lock.lock(); defer { lock.unlock() }
+                    return !accepting || !upcoming.isEmpty
+                }
+            }
+            lock.lock()
+            guard accepting, !afterSettled || upcoming.isEmpty else {
+                // Finishing: nothing more is opened. Or a ratio change was announced meanwhile:
+                // its clip comes first, and is opened instead of this one.
+                preparing = false
+                lock.broadcast()
+                lock.unlock()
+                prepareAhead()
+                return
+            }
+            let number = preparingFor?.0 ?? openedClips + 1
+            preparingFor = (number, ratio, size)
+            lock.unlock()
             // The clip's storage (a pool slot claim: a locked manifest update with its syncs,
             // or a wait for a slot) is claimed here too, ahead of the seam, so that the encode
             // thread only opens the muxer there. Should the claim fail, the encoder alone is
