@@ -237,14 +237,19 @@ public final class CenterStage: Sendable {
             if !placed.centred { zoom = min(Self.maxZoom, max(1, min(Double(crop.width) / (bw * 1.3), Double(crop.height) / (bh * 1.3)))); placed = place(zoom) }
             // One person walking (their motion measured): the target goes along with them until
             // the next detection and a little after, instead of waiting there for them.
-            let walking = faces.count == 1 && largest.measured && hypot(largest.vx, largest.vy) >= 0.5
+            // Walking: at least 2 % of the face's width a frame (a still face's boxes wobble by
+            // less between detections), and 1.5 pixels.
+            let walking = faces.count == 1 && largest.measured
+                && hypot(largest.vx, largest.vy) >= max(1.5, 0.02 * Double(largest.box.width))
+            let wasWalking = s.drift != nil
             s.drift = walking ? Drift(vx: largest.vx, vy: largest.vy, base: s.frame, planned: lead / 2, horizon: gap + Self.settleFrames) : nil
             // Dead band: everyone well inside the window in force, the zoom they want near it
-            // (not for someone walking: their target moves anyway).
+            // (not for someone walking, whose target moves anyway, nor for someone who has
+            // just stopped: the target is planned again where they stopped).
             let now = Self.picture(s.target, ratio: ratio, sensor: sensor)
             let mx = Int(Double(now.width) * 0.06), my = Int(Double(now.height) * 0.06)
             let inside = x0 >= now.x + mx && y0 >= now.y + my && x1 <= now.x + now.width - mx && y1 <= now.y + now.height - my
-            if !walking && inside && abs(zoom / s.target.zoom - 1) < 0.2 { return }
+            if !walking && !wasWalking && inside && abs(zoom / s.target.zoom - 1) < 0.2 { return }
             let (cx, cy) = (placed.cx, placed.cy)
             let z = (zoom * 100).rounded() / 100
             s.target = Window(zoom: z, centre: PicturePoint(x: cx / side, y: cy / Double(sensor.height)))
@@ -279,13 +284,15 @@ public final class CenterStage: Sendable {
                     && abs(my - Double(p.y) - Double(p.height) / 2) <= Double(p.height) / 6
                 if !centred { zoomIn = 1.0 / 8 }
             }
+            let moving = c != t
             c.zoom = approach(c.zoom, t.zoom, t.zoom < c.zoom ? 1.0 / 4 : zoomIn, 0.002)
             c.centre.x = approach(c.centre.x, t.centre.x, 1.0 / 4, 0.5 / side)
             c.centre.y = approach(c.centre.y, t.centre.y, 1.0 / 4, 0.5 / side)
             // Zooming and panning at their own paces can carry the main face a little out of the
-            // centre third on the way: the picture moves by that little (a twelfth of its size
-            // at most), unless that would leave another face out.
-            if let main = s.main, let ratio = s.ratio {
+            // centre third on the way to a target that has it there: the picture moves by that
+            // little (a twelfth of its size at most), unless that would leave another face out.
+            // A window at its target is left alone (a still target, still frames).
+            if moving, let main = s.main, let ratio = s.ratio {
                 let ahead = Double(s.frame - s.mainFrame) + 1
                 let b = main.ahead(ahead), p = Self.picture(c, ratio: ratio, sensor: sensor)
                 let mx = Double(b.x) + Double(b.width) / 2, my = Double(b.y) + Double(b.height) / 2
@@ -293,8 +300,10 @@ public final class CenterStage: Sendable {
                     let lo = Double(start) + Double(length) / 3, hi = Double(start) + 2 * Double(length) / 3
                     return m < lo ? m - lo - 1 : m > hi ? m - hi + 1 : 0
                 }
+                let target = Self.picture(t, ratio: ratio, sensor: sensor)
+                let aimed = miss(mx, target.x, target.width) == 0 && miss(my, target.y, target.height) == 0
                 let dx = miss(mx, p.x, p.width), dy = miss(my, p.y, p.height)
-                if (dx != 0 || dy != 0) && abs(dx) <= Double(p.width) / 12 && abs(dy) <= Double(p.height) / 12 {
+                if aimed && (dx != 0 || dy != 0) && abs(dx) <= Double(p.width) / 12 && abs(dy) <= Double(p.height) / 12 {
                     var moved = c
                     moved.centre.x = min(1, max(0, c.centre.x + dx / side))
                     moved.centre.y = min(1, max(0, c.centre.y + dy / Double(sensor.height)))

@@ -200,7 +200,9 @@ extension StoragePool {
     /// Prepares slots until the pool holds its capacity again.
     /// - Throws: what `fillReservedSlots` throws; `SystemError` when a stale slot cannot be
     ///   removed.
-    public func replenish(reason: String = "replenishing", preallocate: Bool = true, progress: ((Double) -> Void)? = nil) throws {
+    /// Returns the slots it reserved.
+    @discardableResult
+    public func replenish(reason: String = "replenishing", preallocate: Bool = true, progress: ((Double) -> Void)? = nil) throws -> [Int] {
         let ids = try withManifest { m -> [Int] in
             // Slots a dead process left half-prepared are redone.
             let stale = m.slots.filter { $0.state == .preparing && !$0.ownerIsAlive }.map(\.id)
@@ -211,6 +213,7 @@ extension StoragePool {
             return reserve(missing, in: &m, reason: reason)
         }
         if preallocate && !ids.isEmpty { try fillReservedSlots(ids, progress: progress) }
+        return ids
     }
 
     /// Whether slots are missing (released, or left half-prepared by a dead process) and
@@ -221,7 +224,12 @@ extension StoragePool {
         return m.capacity - live.reduce(0) { $0 + $1.allocated } >= m.slotSize
     }
 
-    /// Starts replenishing on a background thread unless one is already at it.
+    /// Starts replenishing on a background thread unless one is already at it. With a
+    /// preparation command (`handReplenishingOver(to:)`), the missing slots are reserved here
+    /// and handed to a detached process instead (`prepareInBackground`): this process opens
+    /// no slot file and starts no thread for them, so a recording's descriptors and threads
+    /// are the same after it published a clip as before; should the hand-over fail, a thread
+    /// prepares them as without one.
     public func replenishInBackground() {
         let start = replenishDone.withLock { done -> Bool in
             guard done else { return false }
@@ -229,7 +237,21 @@ extension StoragePool {
             return true
         }
         guard start else { return }
-        let t = Thread { [self] in
+        var reserved: [Int] = []
+        if let command = replenishCommand.withLock({ $0 }) {
+            var handedOver = false
+            do {
+                reserved = try replenish(reason: "replenishing", preallocate: false)
+                handedOver = try prepareInBackground(command: command + [path, "--from", String(getpid())]) != nil || !holdsPreparation(getpid())
+            } catch {}
+            if handedOver {
+                replenishDone.withLock { $0 = true }
+                return
+            }
+        }
+        let t = Thread { [self, reserved] in
+            // Slots reserved for a hand-over that failed are this process's to prepare.
+            if !reserved.isEmpty { _ = try? fillReservedSlots(reserved) }
             // Slots released while this ran are picked up by another round; a failure
             // (filesystem full) ends it, and the next open of the pool tries again.
             var succeeded = true
@@ -246,6 +268,13 @@ extension StoragePool {
         t.start()
     }
 
+    /// Replenishing (`replenishInBackground`) hands its work to a detached process running
+    /// `command` (`reel pool _prepare --idle`, to which PATH, `--from PID` are added); nil:
+    /// a thread of this process does it.
+    public func handReplenishingOver(to command: [String]?) {
+        replenishCommand.withLock { $0 = command }
+    }
+
     /// Waits until no live process is adjusting the capacity or replenishing, then prepares
     /// here whatever is still missing (slots of a worker that died); `progress` sees the
     /// status about five times a second meanwhile.
@@ -260,7 +289,7 @@ extension StoragePool {
                 // Nobody alive is at it but slots are missing (a worker died, or failed for
                 // want of room): prepare them here, and let a failure say why.
                 guard needsReplenishing else { return s }
-                try withoutActuallyEscaping(progress) { show in
+                _ = try withoutActuallyEscaping(progress) { show in
                     try replenish(reason: "replenishing") { _ in if let s = try? self.status() { show(s) } }
                 }
                 continue

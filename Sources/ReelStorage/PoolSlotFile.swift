@@ -267,12 +267,14 @@ public final class PoolSlotFile: ClipFile, @unchecked Sendable {
         }
         try fd.truncate(to: size)
         try syncSlot()
-        // Nothing more goes through the slot's descriptors (the writer has stopped): they
-        // close before the move and the manifest's update open theirs, so that a seam never
-        // holds more descriptors than the recording between seams.
-        closeFiles()
         path = try publishFile(from: slotPath, toFreeNameLike: path, tag: nil)
         published = true
+        // Published: nothing more goes through the slot's descriptors (the writer has stopped,
+        // and every path after this is guarded by `published`). They close before the
+        // manifest's update opens its files, so that a seam holds no more descriptors than
+        // the recording between seams. Before the move they stay: a failed move salvages
+        // the clip through them.
+        closeFiles()
         try pool?.releaseSlot(slotID)
         if replenishesOnPublish { pool?.replenishInBackground() }
         return size

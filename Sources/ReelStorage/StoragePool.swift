@@ -13,6 +13,8 @@ public final class StoragePool: Sendable {
     /// The pool's directory.
     public let path: String
     let replenishDone = Mutex<Bool>(true)
+    /// `handReplenishingOver(to:)`'s command.
+    let replenishCommand = Mutex<[String]?>(nil)
     let recovered = Mutex<[RecoveredClip]>([])
     let dropped = Mutex<[DroppedClip]>([])
     let failures = Mutex<[RecoveryFailure]>([])

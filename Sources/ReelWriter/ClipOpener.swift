@@ -45,6 +45,8 @@ final class ClipOpener: @unchecked Sendable {
     private var next: PreparedClip?
     /// The highest clip number the encode thread has opened.
     private var openedClips = 0
+    /// The highest clip number the encode thread has asked for (`take`), opened or not yet.
+    private var takenClips = 0
     private var openedAhead = 0
     private var idleEncoders: [VideoEncoder] = []
     private var encodersReused = 0
@@ -127,7 +129,9 @@ final class ClipOpener: @unchecked Sendable {
         }
         let (ratio, size, timescale, afterSettled) = upcoming.removeFirst()
         preparing = true
-        if !afterSettled { preparingFor = (openedClips + 1, ratio, size) }
+        // The clip this opens: the one after the last the encode thread has opened or asked for.
+        let number = max(openedClips, takenClips) + 1
+        if !afterSettled { preparingFor = (number, ratio, size) }
         lock.unlock()
         ClipOpener.openers.run { [self] in
             // Not marked as being prepared while it waits: a seam that comes meanwhile opens
@@ -139,16 +143,16 @@ final class ClipOpener: @unchecked Sendable {
                 }
             }
             lock.lock()
-            guard accepting, !afterSettled || upcoming.isEmpty else {
-                // Finishing: nothing more is opened. Or a ratio change was announced meanwhile:
-                // its clip comes first, and is opened instead of this one.
+            guard accepting, !afterSettled || (upcoming.isEmpty && max(openedClips, takenClips) + 1 == number) else {
+                // Finishing: nothing more is opened. Or a ratio change was announced meanwhile
+                // (its clip comes first, and is opened instead of this one), or the encode
+                // thread went on to this clip without it (the next is announced again).
                 preparing = false
                 lock.broadcast()
                 lock.unlock()
                 prepareAhead()
                 return
             }
-            let number = preparingFor?.0 ?? openedClips + 1
             preparingFor = (number, ratio, size)
             lock.unlock()
             // The clip's storage (a pool slot claim: a locked manifest update with its syncs,
@@ -192,6 +196,7 @@ final class ClipOpener: @unchecked Sendable {
     /// encoder this clip needs).
     func take(number: Int, for frame: CapturedFrame) -> (prepared: PreparedClip?, idle: VideoEncoder?) {
         lock.lock()
+        takenClips = max(takenClips, number)
         // Waiting for the opener is worth it only when it opens this very clip, or an FFV1
         // clip of this size that is already stale (its encoder will start this clip: opening
         // another here would take at least as long, and zero its buffer again).

@@ -45,8 +45,9 @@ final class Finaliser: @unchecked Sendable {
     /// Whether a clip of `size` with a restartable encoder is waiting or being closed.
     func isClosing(size: Size) -> Bool {
         lock.lock(); defer { lock.unlock() }
-        let all = jobs.map(\.0) + (closingNow.map { [$0] } ?? [])
-        return all.contains { $0.size == size && $0.encoder.canRestart }
+        // No array of the clips: it could hold the last reference to one past the lock.
+        func closes(_ c: ClipRecorder) -> Bool { c.size == size && c.encoder.canRestart }
+        return jobs.contains { closes($0.0) } || (closingNow.map(closes) ?? false)
     }
 
     func start() {
@@ -109,7 +110,7 @@ final class Finaliser: @unchecked Sendable {
             // encoder (and that encoder's threads) and its file — before loop recording opens a
             // deleted clip to take it back, so that the two are never open at once.
             _ = consume clip
-            lock.lock(); let closed = closingNow; closingNow = nil; lock.unlock()
+            lock.lock(); let closed = closingNow; closingNow = nil; lock.broadcast(); lock.unlock()
             _ = consume closed
             settle(summary, error: error, stats: stats)
             lock.lock(); unsettled -= 1; lock.broadcast(); lock.unlock()

@@ -190,11 +190,11 @@ public final class Recording: Sendable {
             let (p, made) = try StoragePool.openDefault()
             pool = p
             created = made != nil
-            // The default pool never holds a recording up: slots are claimed as they are
-            // prepared, and clips that find none free go to plain files.
+            // Never holds a recording up: clips that find no free slot (yet) go to plain files.
             storage = try PoolStorage(pool: p, directory: options.outputDirectory, claimWhileAdjusting: true,
                                       reclaimsDeletedClips: options.loopBudget != nil)
             if made != nil { preparation = p.startPreparing(command: options.poolPreparationCommand) }
+            p.handReplenishingOver(to: options.poolPreparationCommand)   // slots are prepared in a detached process
         }
         if let pool {
             // Like isProVideoStorageSupported plus the busy check: refuse before recording

@@ -288,6 +288,32 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(s.slotsFree == 4 && s.slotsPreparing == 0 && s.operations.isEmpty, "\(s)")
     }
 
+    /// Replenishing handed over (`handReplenishingOver`, as a recording through the default
+    /// pool sets it): the missing slots are reserved and adopted by a detached worker before
+    /// `replenishInBackground` returns — this process prepares none of them (no slot file
+    /// open, no thread for it) — and the worker makes them all.
+    @Test func replenishingIsHandedToADetachedWorker() throws {
+        let dir = temporaryDirectory()
+        defer { removeTree(dir) }
+        let path = dir + "/pool"
+        let pool = try StoragePool.create(at: path, capacity: 128 << 20, slotSize: 32 << 20, writeMode: .buffered, prefill: .zero)
+        // Two slots taken out, as published clips take them.
+        let url = URL(fileURLWithPath: path + "/manifest.json")
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        var slots = try #require(object["slots"] as? [[String: Any]])
+        for _ in 0..<2 { unlink(path + "/slots/" + String(format: "slot-%06d.bin", slots.removeLast()["id"] as! Int)) }
+        object["slots"] = slots
+        try JSONSerialization.data(withJSONObject: object).write(to: url)
+        #expect(pool.needsReplenishing)
+        pool.handReplenishingOver(to: [reelBinary, "pool", "_prepare", "--idle"])
+        pool.replenishInBackground()
+        #expect(!pool.holdsPreparation(getpid()), "this process still holds the slots to prepare")
+        let ready = try reel(["pool", "wait", pool.path, "--json"])
+        #expect(ready.status == 0, "\(ready.stderr)")
+        let s = try ready.decode(PoolStatus.self)
+        #expect(s.slotsFree == 4 && s.slotsPreparing == 0 && s.operations.isEmpty, "\(s)")
+    }
+
     @Test func aBackgroundWorkerThatDiesIsFinishedByWait() throws {
         let dir = temporaryDirectory()
         defer { removeTree(dir) }

@@ -87,7 +87,7 @@ sys.exit(0 if ok else 1)"
     read -r wall user sys rss <"$disk/time"
     # Reel's summary (--json): the CPU its emulated sensor spent drawing the frames.
     local draw=0
-    case $name in reel-*) draw=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1])).get('sensorDrawingCPUSeconds') or 0)" "$disk/stdout") ;; esac
+    case $name in reel-*) draw=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1])).get('sensorDrawingCPUSeconds') or 0)" "$disk/stdout" 2>/dev/null || echo 0) ;; esac
     echo "$codec $name $round $wall $user $sys $rss $draw" >>"$results"
 }
 
