@@ -186,12 +186,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(plain.status == 0 && plain.stdout.contains("slots 8 free / 0 active / 0 preparing (4.0 MiB each)\n"), "\(plain.stdout)")
         #expect(try poolStatus(path).largestFreeSlot == 4 << 20)
         // Three slots taken out (as published clips take them), then a 9 MiB clip deleted back in.
-        let url = URL(fileURLWithPath: path + "/manifest.json")
-        var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
-        var slots = try #require(object["slots"] as? [[String: Any]])
-        for _ in 0..<3 { unlink(path + "/slots/" + String(format: "slot-%06d.bin", slots.removeLast()["id"] as! Int)) }
-        object["slots"] = slots
-        try JSONSerialization.data(withJSONObject: object).write(to: url)
+        try takeSlotsOut(3, of: path)
         try Data(repeating: 0xAB, count: 9 << 20).write(to: URL(fileURLWithPath: dir + "/seg-0001.mov"))
         #expect(pool.reclaim(dir + "/seg-0001.mov") == .reclaimed(12 << 20))
         let run = try reel(["pool", "status", path])
@@ -297,13 +292,7 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         defer { removeTree(dir) }
         let path = dir + "/pool"
         let pool = try StoragePool.create(at: path, capacity: 128 << 20, slotSize: 32 << 20, writeMode: .buffered, prefill: .zero)
-        // Two slots taken out, as published clips take them.
-        let url = URL(fileURLWithPath: path + "/manifest.json")
-        var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
-        var slots = try #require(object["slots"] as? [[String: Any]])
-        for _ in 0..<2 { unlink(path + "/slots/" + String(format: "slot-%06d.bin", slots.removeLast()["id"] as! Int)) }
-        object["slots"] = slots
-        try JSONSerialization.data(withJSONObject: object).write(to: url)
+        try takeSlotsOut(2, of: path)   // as published clips take them
         #expect(pool.needsReplenishing)
         pool.handReplenishingOver(to: [reelBinary, "pool", "_prepare", "--idle"])
         pool.replenishInBackground()
@@ -393,4 +382,15 @@ func createPool(_ path: String, _ capacity: String, slot: String = "16M", extra:
         #expect(asked.status == 0 && !asked.stderr.contains("measuring"))
         #expect(try asked.decode(PoolStatus.self).writeModeSource == "asked")
     }
+}
+
+/// Takes the last `count` slots out of the pool at `path` (its manifest and their files), as
+/// published clips take them.
+private func takeSlotsOut(_ count: Int, of path: String) throws {
+    let url = URL(fileURLWithPath: path + "/manifest.json")
+    var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+    var slots = try #require(object["slots"] as? [[String: Any]])
+    for _ in 0..<count { unlink(path + "/slots/" + String(format: "slot-%06d.bin", slots.removeLast()["id"] as! Int)) }
+    object["slots"] = slots
+    try JSONSerialization.data(withJSONObject: object).write(to: url)
 }
