@@ -482,7 +482,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                 current = nil
                 lock.lock(); counts.clipHandedOver(); lock.unlock()
                 // The next start most likely records at this ratio: open that clip ahead.
-                opener.expectUnlessAnnounced(ratio: c.ratio, size: c.size, timescale: c.sessionStart.timescale)
+                opener.expectUnlessAnnounced(ratio: c.ratio, size: c.size, timescale: c.sessionStart.timescale, afterSettled: false)
             case .begin(let t, let first):
                 currentTake = t
                 takeFirstFrame = first
@@ -542,7 +542,7 @@ public final class AssetWriter: FrameOutput, @unchecked Sendable {
                         // Segments: the next clip most likely starts at the next boundary at this
                         // ratio — open it ahead, unless a ratio change was announced first.
                         if settings.segmentDuration != nil || settings.segmentBytes != nil {
-                            opener.expectUnlessAnnounced(ratio: c.ratio, size: c.size, timescale: c.sessionStart.timescale)
+                            opener.expectUnlessAnnounced(ratio: c.ratio, size: c.size, timescale: c.sessionStart.timescale, afterSettled: true)
                         }
                     }
                     lastPTS = frame.pts

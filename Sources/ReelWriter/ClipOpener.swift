@@ -102,12 +102,13 @@ final class ClipOpener: @unchecked Sendable {
 
     /// `expect`, unless a ratio was announced already (which then comes first): the next clip
     /// most likely continues at this ratio (after a stop request, or at a segment boundary).
-    /// It is opened once the clips closing have let go of their files and threads (for at
-    /// most `settleSeconds`): a segment boundary is far off, and so the recording holds as
-    /// many descriptors and threads across boundaries as between them.
-    func expectUnlessAnnounced(ratio: AspectRatio, size: Size, timescale: Int32) {
+    /// `afterSettled` (a segment boundary, far off): it is opened once the clips closing have
+    /// let go of their files and threads (for at most `settleSeconds`), so that the recording
+    /// holds as many descriptors and threads across boundaries as between them. After a stop
+    /// it is opened at once: the next start may come with the next frame.
+    func expectUnlessAnnounced(ratio: AspectRatio, size: Size, timescale: Int32, afterSettled: Bool) {
         lock.lock()
-        if upcoming.isEmpty { upcoming.append((ratio, size, timescale, true)) }
+        if upcoming.isEmpty { upcoming.append((ratio, size, timescale, afterSettled)) }
         lock.unlock()
         prepareAhead()
     }
